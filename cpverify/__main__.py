@@ -1,0 +1,3 @@
+from cpverify.cli import main
+
+raise SystemExit(main())
