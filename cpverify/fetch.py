@@ -1,0 +1,221 @@
+"""Fetch the model (huggingface_hub) and stage the prompt data, then prove both are whole.
+
+The model lands in a huggingface_hub cache that the GPU containers mount read-only.
+Verification works offline: huggingface_hub names every blob in its cache after the
+hub's own checksum (sha256 for LFS files, the git blob sha1 for small ones), so a
+truncated or corrupted download is caught by re-hashing each blob against its name.
+Online, `HfApi.verify_repo_checksums` compares against the hub's tree as well.
+
+The token (HF_TOKEN) is read by huggingface_hub from the environment of *this*
+process only; nothing here logs it, and no workload container ever receives it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cpverify.errors import DatasetError, ModelError
+
+# Files a Megatron+SGLang run of a Qwen2.5 checkpoint reads; weights are checked separately.
+REQUIRED_FILES = ("config.json", "tokenizer_config.json", "generation_config.json")
+MODEL_PATTERNS = ["*.json", "*.safetensors", "*.txt", "*.model", "*.tiktoken", "merges.txt", "vocab.json"]
+
+# config.json key -> Megatron flag that must agree with it (MODEL_ARGS of slime's scripts/models/*.sh)
+CONFIG_TO_FLAG = {
+    "num_hidden_layers": "--num-layers",
+    "hidden_size": "--hidden-size",
+    "intermediate_size": "--ffn-hidden-size",
+    "num_attention_heads": "--num-attention-heads",
+    "num_key_value_heads": "--num-query-groups",
+    "vocab_size": "--vocab-size",
+    "rope_theta": "--rotary-base",
+}
+
+
+@dataclass
+class SnapshotReport:
+    path: Path
+    revision: str | None
+    checked: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def default_cache_dir() -> Path:
+    """Where models are cached: CPVERIFY_CACHE, else huggingface_hub's own cache location."""
+    if os.environ.get("CPVERIFY_CACHE"):
+        return Path(os.environ["CPVERIFY_CACHE"]) / "hf"
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HUB_CACHE)
+
+
+def fetch_model(repo_id: str, revision: str, *, cache_dir: Path | None = None, offline: bool | None = None) -> Path:
+    """Download (or find in the cache) `repo_id` at `revision`; return the snapshot directory."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    cache_dir = Path(cache_dir or default_cache_dir())
+    if offline is None:
+        offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+    try:
+        path = snapshot_download(
+            repo_id,
+            revision=revision,
+            cache_dir=cache_dir,
+            allow_patterns=MODEL_PATTERNS,
+            local_files_only=offline,
+        )
+    except LocalEntryNotFoundError as exc:
+        raise ModelError(
+            f"{repo_id}@{revision} is not in the cache {cache_dir} and downloads are off (HF_HUB_OFFLINE=1 or no network): {exc}",
+            f"run `cpverify fetch` once on a machine with network access to the hub (or set HF_ENDPOINT to a mirror), "
+            f"or point --cache at a cache that holds it",
+        ) from exc
+    except GatedRepoError as exc:
+        raise ModelError(f"{repo_id} is gated and this token has no access.", "accept the model's licence on the hub and export HF_TOKEN") from exc
+    except RevisionNotFoundError as exc:
+        raise ModelError(f"revision {revision!r} does not exist in {repo_id}.", "pass a commit sha that exists (see the model's history on the hub)") from exc
+    except RepositoryNotFoundError as exc:
+        raise ModelError(f"{repo_id} does not exist on the hub (or is private).", "check the repo id, or export HF_TOKEN for a private repo") from exc
+    return Path(path)
+
+
+def verify_snapshot(path: Path, *, revision: str | None = None) -> SnapshotReport:
+    """Check a model directory offline: required files present, every cached blob matches its checksum."""
+    from huggingface_hub.utils.sha import git_hash, sha_fileobj
+
+    path = Path(path)
+    report = SnapshotReport(path=path, revision=revision)
+    if not path.is_dir():
+        report.problems.append(f"{path} does not exist or is not a directory")
+        return report
+    for name in REQUIRED_FILES:
+        if not (path / name).is_file():
+            report.problems.append(f"missing {name}")
+    report.problems += _missing_weights(path)
+
+    for entry in sorted(path.rglob("*")):
+        if not entry.is_file() or ".cache" in entry.parts:
+            continue
+        blob = entry.resolve()
+        expected = blob.name  # huggingface_hub cache: blobs/<etag>; a plain copy has no checksum to check
+        if not _is_hex(expected):
+            continue
+        report.checked += 1
+        with open(blob, "rb") as stream:
+            actual = sha_fileobj(stream).hex() if len(expected) == 64 else git_hash(stream.read())
+        if actual != expected:
+            report.problems.append(f"{entry.relative_to(path)} is truncated or corrupted (checksum {actual[:12]}… != {expected[:12]}…)")
+    return report
+
+
+def _missing_weights(path: Path) -> list[str]:
+    index = path / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            shards = set(json.loads(index.read_text())["weight_map"].values())
+        except (ValueError, KeyError) as exc:
+            return [f"model.safetensors.index.json is unreadable: {exc}"]
+        return [f"missing weight shard {s}" for s in sorted(shards) if not (path / s).is_file()]
+    if not any(path.glob("*.safetensors")):
+        return ["missing model weights (*.safetensors)"]
+    return []
+
+
+def _is_hex(name: str) -> bool:
+    return len(name) in (40, 64) and all(c in "0123456789abcdef" for c in name)
+
+
+def check_model_args(path: Path, model_args: list[str] | tuple[str, ...]) -> list[str]:
+    """Compare config.json with the profile's MODEL_ARGS; return one line per disagreement."""
+    try:
+        config = json.loads((Path(path) / "config.json").read_text())
+    except (OSError, ValueError) as exc:
+        return [f"config.json unreadable: {exc}"]
+    flags = _flag_values(model_args)
+    problems = []
+    for key, flag in CONFIG_TO_FLAG.items():
+        if key in config and flag in flags and float(config[key]) != float(flags[flag]):
+            problems.append(f"config.json {key}={config[key]} but MODEL_ARGS has {flag} {flags[flag]}")
+    return problems
+
+
+def _flag_values(args: list[str] | tuple[str, ...]) -> dict[str, str]:
+    values = {}
+    for i, token in enumerate(args):
+        if token.startswith("--") and i + 1 < len(args) and not args[i + 1].startswith("--"):
+            values[token] = args[i + 1]
+    return values
+
+
+def ensure_model(path: Path, *, model_args=(), revision: str | None = None) -> SnapshotReport:
+    """Verify a model directory and raise ModelError naming every problem and the fix."""
+    report = verify_snapshot(path, revision=revision)
+    problems = report.problems + (check_model_args(path, model_args) if report.path.is_dir() else [])
+    if problems:
+        raise ModelError(
+            f"model at {path} is not usable: " + "; ".join(problems),
+            "delete the damaged files (or the whole snapshot) and run `cpverify fetch` again; "
+            "for a MODEL_ARGS mismatch, use the profile's model or pass the matching --model-args",
+        )
+    return report
+
+
+def stage_dataset(source: Path, data_dir: Path) -> Path:
+    """Validate the prompt file and copy it next to the model cache, where containers mount it."""
+    from cpverify.prompts import load_prompts
+
+    load_prompts(source)  # raises DatasetError with the line number on any bad line
+    data_dir.mkdir(parents=True, exist_ok=True)
+    target = data_dir / Path(source).name
+    tmp = target.with_suffix(target.suffix + ".tmp")
+    try:
+        shutil.copyfile(source, tmp)
+        os.replace(tmp, target)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise DatasetError(f"could not stage {source} into {data_dir}: {exc}", "check free disk space and permissions") from exc
+    return target
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("fetch", help="download and verify the profile's model, stage the prompt data")
+    p.add_argument("--profile", default="smoke")
+    p.add_argument("--cache", type=Path, default=None, help="model cache directory (default: CPVERIFY_CACHE/hf or the HF cache)")
+    p.add_argument("--data-dir", type=Path, default=None, help="where to stage the prompt data (default: <cache>/../data)")
+    p.add_argument("--offline", action="store_true", help="use the cache only (same as HF_HUB_OFFLINE=1)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cli)
+
+
+def _cli(args) -> int:
+    from cpverify.profiles import get_profile
+
+    profile = get_profile(args.profile)
+    cache = Path(args.cache or default_cache_dir())
+    out: dict[str, object] = {"profile": profile.name}
+    if getattr(profile, "kind", "slime") == "slime":
+        path = fetch_model(profile.model_repo, profile.model_revision, cache_dir=cache, offline=args.offline or None)
+        report = ensure_model(path, model_args=profile.model_args, revision=profile.model_revision)
+        out.update(model=str(path), revision=profile.model_revision, files_checked=report.checked)
+        data_dir = Path(args.data_dir or cache.parent / "data")
+        out["data"] = str(stage_dataset(Path(profile.dataset_path()), data_dir))
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        for key, value in out.items():
+            print(f"{key}: {value}")
+    return 0

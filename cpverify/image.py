@@ -1,0 +1,174 @@
+"""Build the pinned GPU image and read back what is really inside it.
+
+The build context is assembled from `docker/` plus wheels of cpverify and the few
+pure-Python libraries it needs in the container, so the Dockerfile installs from the
+context alone. docker-py's low-level `api.build(decode=True)` streams the build log
+(`images.build()` buffers it all: https://github.com/docker/docker-py/issues/2079),
+which is what lets a person watch progress.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable
+
+from cpverify.errors import EnvironmentBlocked, InputError
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCKER_DIR = ROOT / "docker"
+LOCK_FILE = DOCKER_DIR / "versions.lock"
+# What cpverify needs inside the image besides itself (pure Python, small).
+CONTAINER_REQUIREMENTS = ("tabulate", "rich", "packaging")
+
+# Printed by a throwaway container to record what the image really holds. Every probe is
+# guarded: an image without torch or Megatron still reports the rest.
+_VERSIONS_SCRIPT = r"""
+import importlib.metadata as md, json, subprocess
+out = {}
+for dist in ("torch", "sglang", "megatron-core", "transformer_engine", "flash_attn", "ray", "cpverify", "nvidia-nccl-cu12", "nvidia-nccl-cu13"):
+    try: out[dist] = md.version(dist)
+    except Exception: pass
+try:
+    import torch
+    out["cuda"] = torch.version.cuda
+    out["nccl"] = ".".join(map(str, torch.cuda.nccl.version())) if torch.version.cuda else None
+except Exception as exc:
+    out["torch_error"] = repr(exc)[:200]
+for name, path in (("slime_commit", "/root/slime"), ("megatron_commit", "/root/Megatron-LM")):
+    try: out[name] = subprocess.run(["git", "-C", path, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=20).stdout.strip() or None
+    except Exception: pass
+print("CPVERIFY_VERSIONS " + json.dumps(out))
+"""
+
+
+def read_lock(path: Path = LOCK_FILE) -> dict[str, str]:
+    """KEY=VALUE lines; '#' comments; empty values are kept (they mean 'not set')."""
+    values: dict[str, str] = {}
+    for n, raw in enumerate(Path(path).read_text().splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep or not key.strip().isidentifier():
+            raise InputError(f"{path}:{n}: not a KEY=VALUE line: {raw!r}", "fix the line or restore docker/versions.lock from git")
+        values[key.strip()] = value.strip()
+    return values
+
+
+def build_args(lock: dict[str, str], overrides: dict[str, str] | None = None) -> dict[str, str]:
+    args = {k: v for k, v in lock.items() if not k.startswith("EXPECT_") and k != "BASE_IMAGE_DIGEST"}
+    if lock.get("BASE_IMAGE_DIGEST"):
+        args["BASE_IMAGE"] = f"{lock['BASE_IMAGE'].split(':')[0]}@{lock['BASE_IMAGE_DIGEST']}"
+    args.update(overrides or {})
+    return args
+
+
+def image_tag(args: dict[str, str]) -> str:
+    """Tag derived from the build arguments and the cpverify sources: same inputs, same tag."""
+    digest = hashlib.sha256(json.dumps(args, sort_keys=True).encode())
+    for path in sorted((ROOT / "cpverify").rglob("*.py")) + [DOCKER_DIR / "Dockerfile"]:
+        digest.update(path.read_bytes())
+    return f"cpverify-slime:{digest.hexdigest()[:12]}"
+
+
+def assemble_context(target: Path, *, wheel_dir: Path | None = None) -> Path:
+    """Dockerfile + wheels of cpverify and its in-container requirements, in a fresh directory."""
+    if target.exists():
+        shutil.rmtree(target)
+    wheels = target / "wheels"
+    wheels.mkdir(parents=True)
+    shutil.copy2(DOCKER_DIR / "Dockerfile", target / "Dockerfile")
+    shutil.copy2(LOCK_FILE, target / "versions.lock")
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
+    _check([*pip, "wheel", "--no-deps", "-q", "-w", str(wheels), str(ROOT)], "build the cpverify wheel")
+    if wheel_dir:  # pre-fetched wheels (CI, offline hosts)
+        for whl in Path(wheel_dir).glob("*.whl"):
+            shutil.copy2(whl, wheels)
+    else:
+        _check([*pip, "download", "-q", "--only-binary=:all:", "-d", str(wheels), *CONTAINER_REQUIREMENTS],
+               "download the in-container requirements")
+    return target
+
+
+def _check(cmd: list[str], what: str) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode:
+        raise EnvironmentBlocked(f"could not {what}: {proc.stderr.strip()[-800:]}", "check pip's network access, or pass --wheel-dir with pre-downloaded wheels")
+
+
+def build_image(context: Path, *, tag: str, args: dict[str, str], client=None,
+                on_line: Callable[[str], None] = print, log_path: Path | None = None) -> str:
+    """Build with docker-py, streaming each build line to `on_line` and `log_path`; return the image id."""
+    from cpverify.runners.docker import connect
+
+    client = client or connect()
+    log = open(log_path, "a", encoding="utf-8") if log_path else None
+    image_id = None
+    last_error = None
+    try:
+        for chunk in client.api.build(path=str(context), tag=tag, buildargs=args, rm=True, forcerm=True,
+                                      decode=True, network_mode="host", pull=False):
+            text = chunk.get("stream") or chunk.get("status") or ""
+            if "error" in chunk:
+                last_error = chunk.get("error", "").strip()
+                text = f"ERROR: {last_error}\n"
+            if "aux" in chunk and "ID" in chunk["aux"]:
+                image_id = chunk["aux"]["ID"]
+            if text:
+                if log:
+                    log.write(text if text.endswith("\n") else text + "\n")
+                    log.flush()
+                for line in text.splitlines():
+                    if line.strip():
+                        on_line(line)
+    finally:
+        if log:
+            log.close()
+    if last_error or not image_id:
+        base = args.get("BASE_IMAGE", "?")
+        raise EnvironmentBlocked(
+            f"image build failed: {last_error or 'no image id returned'}",
+            f"read the build log{f' {log_path}' if log_path else ''}; if the base {base} cannot be pulled, "
+            "`docker pull` it first or pass --base-image",
+        )
+    return image_id
+
+
+def inspect_image(image: str, *, client=None) -> dict:
+    """Image id, digests, labels, and the versions a throwaway (GPU-less) container reports."""
+    from cpverify.runners.docker import connect
+
+    client = client or connect()
+    img = client.images.get(image)
+    facts = {"image": image, "image_id": img.id, "repo_digests": img.attrs.get("RepoDigests", []),
+             "labels": (img.attrs.get("Config") or {}).get("Labels") or {}}
+    container = client.containers.create(img.id, ["python3", "-c", _VERSIONS_SCRIPT], labels={"cpverify.managed": "1"})
+    try:
+        container.start()
+        container.wait(timeout=120)
+        output = container.logs().decode("utf-8", "replace")
+    finally:
+        container.remove(force=True)
+    for line in output.splitlines():
+        if line.startswith("CPVERIFY_VERSIONS "):
+            facts["versions"] = json.loads(line.split(" ", 1)[1])
+    return facts
+
+
+def compare_expected(lock: dict[str, str], versions: dict) -> list[str]:
+    """Human-readable differences between the lock's EXPECT_* values and what the image holds."""
+    pairs = {
+        "EXPECT_CUDA": versions.get("cuda"),
+        "EXPECT_TORCH": (versions.get("torch") or "").split("+")[0] or None,
+        "EXPECT_NCCL": versions.get("nccl"),
+        "EXPECT_MEGATRON_COMMIT": versions.get("megatron_commit"),
+        "EXPECT_TRANSFORMER_ENGINE": versions.get("transformer_engine"),
+        "EXPECT_SGLANG": versions.get("sglang"),
+    }
+    return [f"{key[7:].lower()}: expected {lock[key]}, image has {actual or 'none'}"
+            for key, actual in pairs.items() if lock.get(key) and actual != lock[key]]
