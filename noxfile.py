@@ -1,0 +1,119 @@
+"""cpverify's entry points.
+
+    nox -s verify_cp                      # the whole verification: doctor -> image -> fetch ->
+                                          # compileall -> lint -> cp1 -> cp2 -> verdict
+    nox -s verify_cp -- --profile probe --runner local     # options after `--` reach `cpverify run`
+    nox -s tests                          # the test suite
+    nox -l                                # every session, one line each
+
+Each step is also a session of its own. The steps chain with `requires=`, so no GPU is
+held until the image, the model and data, the compile check and the lint have passed.
+All steps of one `nox` invocation share one run id (CPVERIFY_RUN_ID; set it to resume a
+run) and therefore one `artifacts/<run-id>/` directory.
+
+Orchestration sessions run in one shared tool environment (.nox/_cpverify), rebuilt only
+when pyproject.toml changes, so a step costs no venv rebuild.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import sys
+import time
+from pathlib import Path
+
+import nox
+
+nox.needs_version = ">=2024.3.2"
+nox.options.sessions = ["verify_cp"]
+
+ROOT = Path(__file__).resolve().parent
+TOOL_VENV = ROOT / ".nox" / "_cpverify"
+TOOL_EXTRAS = "ray,plot"
+
+# One run id for every session of this invocation (resumable by exporting it).
+RUN_ID = os.environ.setdefault(
+    "CPVERIFY_RUN_ID", time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+)
+
+
+def _tool_python(session: nox.Session) -> str:
+    """The shared environment's interpreter, (re)built only when pyproject.toml changed."""
+    python = TOOL_VENV / "bin" / "python"
+    stamp = TOOL_VENV / ".pyproject.sha256"
+    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + TOOL_EXTRAS.encode()).hexdigest()
+    if not python.exists() or not stamp.exists() or stamp.read_text() != digest:
+        session.log(f"building the shared tool environment {TOOL_VENV}")
+        session.run(sys.executable, "-m", "venv", "--clear", str(TOOL_VENV), external=True)
+        session.run(str(python), "-m", "pip", "install", "-q", "-e", f"{ROOT}[{TOOL_EXTRAS}]", external=True)
+        stamp.write_text(digest)
+    return str(python)
+
+
+def _step(session: nox.Session, step: str) -> None:
+    python = _tool_python(session)
+    session.run(python, "-m", "cpverify", "run", "--only", step, "--run-id", RUN_ID, *session.posargs,
+                external=True, env={"CPVERIFY_RUN_ID": RUN_ID})
+
+
+@nox.session(venv_backend="none")
+def doctor(session: nox.Session) -> None:
+    """Check the host: GPUs, driver, CUDA, NCCL, topology, Docker + NVIDIA runtime, /dev/shm, disk."""
+    _step(session, "doctor")
+
+
+@nox.session(venv_backend="none", requires=["doctor"])
+def image(session: nox.Session) -> None:
+    """Build the pinned CUDA/NCCL/slime image (docker/Dockerfile + docker/versions.lock)."""
+    _step(session, "image")
+
+
+@nox.session(venv_backend="none", requires=["image"])
+def fetch(session: nox.Session) -> None:
+    """Download the pinned model with huggingface_hub, verify it, stage the prompt data."""
+    _step(session, "fetch")
+
+
+@nox.session(venv_backend="none", requires=["fetch"])
+def compileall(session: nox.Session) -> None:
+    """`python -m compileall slime/backends/megatron_utils` against the slime under test."""
+    _step(session, "compileall")
+
+
+@nox.session(venv_backend="none", requires=["compileall"])
+def lint(session: nox.Session) -> None:
+    """Lint every arm's slime arguments and environment before any GPU is held."""
+    _step(session, "lint")
+
+
+@nox.session(venv_backend="none", requires=["lint"])
+def cp1(session: nox.Session) -> None:
+    """Run the baseline arm(s): context-parallel size 1."""
+    _step(session, "cp1")
+
+
+@nox.session(venv_backend="none", requires=["cp1"])
+def cp2(session: nox.Session) -> None:
+    """Run the candidate arm(s): context-parallel size 2 (same GPUs, nothing else differs)."""
+    _step(session, "cp2")
+
+
+@nox.session(venv_backend="none", requires=["cp2"])
+def verdict(session: nox.Session) -> None:
+    """Parse the logs and write artifacts/<run-id>/verdict.md, verdict.json, commands.sh."""
+    _step(session, "verdict")
+
+
+@nox.session(venv_backend="none", requires=["verdict"])
+def verify_cp(session: nox.Session) -> None:
+    """Everything above, in order; prints where the verdict is."""
+    session.log(f"verdict: {ROOT / 'artifacts' / RUN_ID / 'verdict.md'}")
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The test suite (a real Docker engine and Ray head where tests need them)."""
+    session.install("-e", ".[test]")
+    session.run("python", "-m", "pytest", "-ra", *session.posargs)
