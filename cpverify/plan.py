@@ -1,0 +1,397 @@
+"""The plan: the exact command line and environment of every arm, before anything runs.
+
+A plan is pure data built from a profile and a few paths. It guarantees the one property an
+A/B of CP needs: paired arms differ only in the CP size (`--context-parallel-size` for slime,
+`--cp` for the probe). `build_plan` refuses to return a plan that breaks it, and
+`Plan.commands_sh()` writes the bash script that reproduces every arm exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import shlex
+import time
+from dataclasses import dataclass
+
+from cpverify.errors import InputError
+from cpverify.profiles import Profile
+from cpverify.redact import is_secret_name
+
+SLIME_CP_FLAG = "--context-parallel-size"
+PROBE_CP_FLAG = "--cp"
+DEFAULT_SLIME_DIR = "/root/slime"
+DEFAULT_MODEL_DIR = "/root/models/Qwen2.5-0.5B-Instruct"
+
+# Values shaped like a credential, whatever the name they hide under (see commands_sh()).
+_SECRET_VALUE = re.compile(r"^(hf_|ghp_|gho_|github_pat_|sk-|xox[abprs]-|AKIA)[A-Za-z0-9_-]{8,}")
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One process to run: argv (no leading env), its environment, its working directory."""
+
+    name: str
+    cp: int
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+    workdir: str
+    seq_len: int | None = None
+    slime_ref: str | None = None  # label of the slime revision this arm runs, when known
+
+    @property
+    def env_dict(self) -> dict[str, str]:
+        return dict(self.env)
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name,
+            "cp": self.cp,
+            "argv": [_mask_arg(self.argv, i) for i in range(len(self.argv))],
+            "env": {k: (f"${{{k}}}" if _is_secret(k, v) else v) for k, v in self.env},
+            "workdir": self.workdir,
+            "seq_len": self.seq_len,
+            "slime_ref": self.slime_ref,
+        }
+
+
+@dataclass(frozen=True)
+class Plan:
+    run_id: str
+    profile: Profile
+    arms: tuple[Arm, ...]
+    comparisons: tuple[tuple[str, str], ...]  # (baseline arm name, candidate arm name)
+    gpus: tuple[int, ...]
+    model_dir: str
+    data_path: str
+    slime_dir: str
+
+    def arm(self, name: str) -> Arm:
+        for arm in self.arms:
+            if arm.name == name:
+                return arm
+        raise InputError(f"plan {self.run_id} has no arm {name!r}", f"use one of: {', '.join(a.name for a in self.arms)}")
+
+    def to_json(self) -> dict:
+        return {
+            "run_id": self.run_id,
+            "profile": self.profile.name,
+            "kind": self.profile.kind,
+            "gpus": list(self.gpus),
+            "model_dir": self.model_dir,
+            "data_path": self.data_path,
+            "slime_dir": self.slime_dir,
+            "arms": [arm.to_json() for arm in self.arms],
+            "comparisons": [
+                {"baseline": b, "candidate": c, "diff": arm_diff(self.arm(b), self.arm(c))}
+                for b, c in self.comparisons
+            ],
+        }
+
+    def commands_sh(self) -> str:
+        """A bash script that reruns every arm as planned: `bash commands.sh [ARM ...]`.
+
+        Secret-looking values (names with token/secret/password/key, or values shaped like a
+        Hugging Face / GitHub / OpenAI token) are written as ${NAME} references that the
+        user must export; their values never reach the file.
+        """
+        names = " ".join(arm.name for arm in self.arms)
+        needed = sorted({name for arm in self.arms for name in _secret_refs(arm)})
+        about = []
+        if self.profile.kind == "slime":
+            about.append(f"# Model {self.profile.model_repo}@{self.profile.model_revision} in {self.model_dir}; "
+                         f"prompts {self.data_path}; slime in {self.slime_dir}.")
+        refs = sorted({arm.slime_ref for arm in self.arms if arm.slime_ref})
+        if refs:
+            about.append(f"# slime revision: {', '.join(refs)}")
+        lines = [
+            "#!/usr/bin/env bash",
+            f"# cpverify {self.run_id}: profile {self.profile.name!r} ({self.profile.kind}), arms: {names}",
+            "# Reproduces each arm exactly as cpverify ran it. Usage: bash commands.sh [ARM ...]",
+            *about,
+            "set -euo pipefail",
+            "",
+            "# GPUs as numbered on the host; inside a container that sees only these, they are 0..N-1.",
+            f"export CUDA_VISIBLE_DEVICES={shlex.quote(','.join(map(str, self.gpus)))}",
+        ]
+        for name in needed:
+            lines.append(f': "${{{name}:?export {name} first (cpverify never writes its value)}}"')
+        lines += ["", "run_arm() {", '  case "$1" in']
+        for arm in self.arms:
+            lines.append(f"    {shlex.quote(arm.name)}) (")
+            if arm.workdir != ".":
+                lines.append(f"      cd {shlex.quote(arm.workdir)}")
+            for key, value in arm.env:
+                shown = f'"${{{key}}}"' if _is_secret(key, value) else shlex.quote(value)
+                lines.append(f"      export {key}={shown}")
+            argv = [_mask_arg(arm.argv, i, shell=True) for i in range(len(arm.argv))]
+            lines.append("      " + _wrap(argv, indent="        "))
+            lines.append("    ) ;;")
+        lines += [
+            f'    *) echo "unknown arm: $1 (arms: {names})" >&2; return 2 ;;',
+            "  esac",
+            "}",
+            "",
+            f"arms=(\"$@\"); [ ${{#arms[@]}} -gt 0 ] || arms=({names})",
+            'for arm in "${arms[@]}"; do run_arm "$arm"; done',
+            "",
+        ]
+        return "\n".join(lines)
+
+
+def new_run_id() -> str:
+    """Sortable and unique: UTC time to the second plus 6 random hex digits."""
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+def build_plan(
+    profile: Profile,
+    *,
+    run_id: str,
+    gpus: tuple[int, ...] | list[int] | None = None,
+    model_dir: str = DEFAULT_MODEL_DIR,
+    data_path: str | None = None,
+    slime_dir: str = DEFAULT_SLIME_DIR,
+    slime_ref: str | None = None,
+) -> Plan:
+    """All arms of `profile` and the pairs to compare; raises InputError if a pair differs in more than CP."""
+    gpus = tuple(range(profile.gpus)) if gpus is None else tuple(int(g) for g in gpus)
+    if len(gpus) != profile.gpus or len(set(gpus)) != len(gpus) or min(gpus) < 0:
+        raise InputError(
+            f"profile {profile.name!r} runs on {profile.gpus} GPUs, but the GPUs given are {list(gpus)}",
+            f"pass {profile.gpus} distinct GPU indices (e.g. --gpus {','.join(map(str, range(profile.gpus)))}) "
+            "or override the profile's gpus",
+        )
+    data_path = str(data_path or profile.dataset_path())
+    if profile.kind == "slime":
+        arms = tuple(_slime_arm(profile, cp, model_dir, data_path, slime_dir, slime_ref) for cp in profile.cp_sizes)
+        comparisons = tuple((f"cp{profile.baseline_cp}", f"cp{cp}") for cp in profile.candidate_cps)
+        allowed = {SLIME_CP_FLAG}
+    else:
+        arms = tuple(_probe_arm(profile, cp, seq_len) for seq_len in profile.seq_lens for cp in profile.cp_sizes)
+        comparisons = tuple(
+            (_probe_name(profile.baseline_cp, s), _probe_name(cp, s)) for s in profile.seq_lens for cp in profile.candidate_cps
+        )
+        allowed = {PROBE_CP_FLAG}
+    plan = Plan(run_id, profile, arms, comparisons, gpus, model_dir, data_path, slime_dir)
+    for baseline, candidate in comparisons:
+        check_pair(plan.arm(baseline), plan.arm(candidate), allowed=allowed)
+    return plan
+
+
+def _slime_arm(profile: Profile, cp: int, model_dir: str, data_path: str, slime_dir: str, slime_ref: str | None) -> Arm:
+    argv = (
+        "python3", "train.py",
+        *profile.train_args,
+        *profile.model_args,
+        # One node, all of the profile's GPUs. slime's default of 8 GPUs per node would make a
+        # 2-GPU job wait forever for its placement group.
+        "--actor-num-nodes", "1",
+        "--actor-num-gpus-per-node", str(profile.gpus),
+        # slime loads an HF directory directly for both; no torch_dist conversion needed.
+        "--hf-checkpoint", model_dir,
+        "--ref-load", model_dir,
+        "--prompt-data", data_path,
+        SLIME_CP_FLAG, str(cp),
+    )
+    return Arm(f"cp{cp}", cp, argv, profile.env, slime_dir, slime_ref=slime_ref)
+
+
+def _probe_arm(profile: Profile, cp: int, seq_len: int) -> Arm:
+    argv = (
+        "python", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(profile.gpus),
+        "-m", "cpverify.probe.workload",
+        PROBE_CP_FLAG, str(cp), "--seq-len", str(seq_len),
+        "--steps", str(profile.steps), "--warmup", str(profile.warmup_steps),
+    )
+    return Arm(_probe_name(cp, seq_len), cp, argv, profile.env, ".", seq_len=seq_len)
+
+
+def _probe_name(cp: int, seq_len: int) -> str:
+    size = f"{seq_len // 1024}k" if seq_len % 1024 == 0 else str(seq_len)
+    return f"cp{cp}-s{size}"
+
+
+# --- arm comparison ----------------------------------------------------------------------
+
+
+def _options(argv: tuple[str, ...]) -> tuple[list[str], dict[str, list[str]]]:
+    """(leading words, {--flag: values}) with `--flag=value` split; repeated flags keep every value."""
+    lead: list[str] = []
+    options: dict[str, list[str]] = {}
+    current: str | None = None
+    for token in argv:
+        if token.startswith("--") and len(token) > 2:
+            flag, eq, value = token.partition("=")
+            current = flag
+            options.setdefault(flag, [])
+            if eq:
+                options[flag].append(value)
+        elif current is None:
+            lead.append(token)
+        else:
+            options[current].append(token)
+    return lead, options
+
+
+def arm_diff(a: Arm, b: Arm) -> list[str]:
+    """Printable differences between two arms: argv flags, leading words, env, workdir."""
+    diff = []
+    lead_a, opts_a = _options(a.argv)
+    lead_b, opts_b = _options(b.argv)
+    if lead_a != lead_b:
+        diff.append(f"command: {shlex.join(lead_a)} -> {shlex.join(lead_b)}")
+    for flag in [*opts_a, *(f for f in opts_b if f not in opts_a)]:
+        va, vb = opts_a.get(flag), opts_b.get(flag)
+        if va != vb:
+            diff.append(f"{flag}: {_show(va)} -> {_show(vb)}")
+    env_a, env_b = a.env_dict, b.env_dict
+    for key in [*env_a, *(k for k in env_b if k not in env_a)]:
+        if env_a.get(key) != env_b.get(key):
+            shown = (("<secret>", "<secret>") if _is_secret(key, env_a.get(key) or env_b.get(key) or "")
+                     else (env_a.get(key, "(unset)"), env_b.get(key, "(unset)")))
+            diff.append(f"env {key}: {shown[0]} -> {shown[1]}")
+    if a.workdir != b.workdir:
+        diff.append(f"workdir: {a.workdir} -> {b.workdir}")
+    return diff
+
+
+def check_pair(a: Arm, b: Arm, *, allowed: set[str]) -> list[str]:
+    """The diff of a compared pair; raises InputError unless it is exactly a change of CP."""
+    diff = arm_diff(a, b)
+    changed = {line.split(":", 1)[0] for line in diff}
+    extra = [line for line in diff if line.split(":", 1)[0] not in allowed]
+    if extra or not changed & allowed:
+        problem = (
+            f"arms {a.name} and {b.name} differ in more than the CP size: " + "; ".join(extra)
+            if extra else f"arms {a.name} and {b.name} do not differ in the CP size ({', '.join(sorted(allowed))})"
+        )
+        raise InputError(problem, "a CP comparison must change only the CP flag; fix the profile overrides")
+    return diff
+
+
+def _show(values: list[str] | None) -> str:
+    if values is None:
+        return "(absent)"
+    return shlex.join(values) if values else "(set)"
+
+
+# --- secrets -----------------------------------------------------------------------------
+
+
+def _is_secret(name: str, value: str) -> bool:
+    # is_secret_name knows that --input-key names a dataset column and --wandb-key a credential
+    return is_secret_name(name) or bool(_SECRET_VALUE.match(value or ""))
+
+
+def _ref_name(flag: str) -> str:
+    """--wandb-key -> WANDB_KEY: the variable a user exports to fill a masked flag."""
+    return re.sub(r"\W", "_", flag.lstrip("-")).upper() or "CPVERIFY_SECRET"
+
+
+def _mask_arg(argv: tuple[str, ...], i: int, *, shell: bool = False) -> str:
+    """argv[i] for printing: a secret value becomes ${NAME} (double-quoted when `shell`)."""
+    token, prev = argv[i], (argv[i - 1] if i else "")
+    flag, eq, value = token.partition("=")
+    if token.startswith("--") and eq and _is_secret(flag, value):
+        ref = f"${{{_ref_name(flag)}}}"
+        return f'{flag}="{ref}"' if shell else f"{flag}={ref}"
+    after_secret_flag = prev.startswith("--") and "=" not in prev and is_secret_name(prev)
+    if after_secret_flag or _SECRET_VALUE.match(token):
+        ref = f"${{{_ref_name(prev) if after_secret_flag else 'CPVERIFY_SECRET'}}}"
+        return f'"{ref}"' if shell else ref
+    return shlex.quote(token) if shell else token
+
+
+def _secret_refs(arm: Arm) -> set[str]:
+    """Names of the variables commands.sh needs the user to export."""
+    refs = {key for key, value in arm.env if _is_secret(key, value)}
+    for i, token in enumerate(arm.argv):
+        masked = _mask_arg(arm.argv, i)
+        if masked != token:
+            refs.update(re.findall(r"\$\{(\w+)\}", masked))
+    return refs
+
+
+def _wrap(words: list[str], *, indent: str) -> str:
+    """argv as one shell command, one `--flag value...` group per line."""
+    lines: list[str] = []
+    for word in words:
+        if not lines or word.startswith("--"):
+            lines.append(word)
+        else:
+            lines[-1] += " " + word
+    return (" \\\n" + indent).join(lines)
+
+
+# --- CLI ---------------------------------------------------------------------------------
+
+
+def parse_gpus(text: str) -> tuple[int, ...]:
+    """`0,1` -> (0, 1); `2` -> (0, 1) (a count)."""
+    try:
+        if "," not in text:
+            return tuple(range(int(text)))
+        return tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise InputError(f"--gpus {text!r} is neither a count nor a list of indices", "write --gpus 2 or --gpus 0,1") from None
+
+
+def add_profile_arguments(parser) -> None:
+    """--profile, --config TOML, --set KEY=VALUE: shared by plan, lint and run."""
+    parser.add_argument("--profile", default="smoke", help="profile name (smoke, long, probe)")
+    parser.add_argument("--config", metavar="TOML", help="TOML file of profile field overrides")
+    parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="KEY=VALUE",
+                        help="override one profile field, e.g. --set pass_ratio=1.5 (repeatable)")
+
+
+def plan_from_args(args) -> Plan:
+    from cpverify.profiles import resolve_profile
+
+    profile = resolve_profile(args.profile, toml=args.config, assignments=args.assignments)
+    gpus = parse_gpus(args.gpus) if getattr(args, "gpus", None) else None
+    return build_plan(
+        profile,
+        run_id=getattr(args, "run_id", None) or new_run_id(),
+        gpus=gpus,
+        model_dir=getattr(args, "model_dir", None) or DEFAULT_MODEL_DIR,
+        data_path=getattr(args, "data", None),
+        slime_dir=getattr(args, "slime_dir", None) or DEFAULT_SLIME_DIR,
+    )
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("plan", help="print each arm's exact command and what differs between arms")
+    add_profile_arguments(p)
+    p.add_argument("--gpus", help="GPU indices (0,1) or a count (2); default: the first N")
+    p.add_argument("--model-dir", help=f"model directory as the run sees it (default {DEFAULT_MODEL_DIR})")
+    p.add_argument("--data", help="prompt file as the run sees it (default: the profile's shipped dataset)")
+    p.add_argument("--slime-dir", help=f"slime checkout as the run sees it (default {DEFAULT_SLIME_DIR})")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print the plan as JSON")
+    out.add_argument("--sh", action="store_true", help="print commands.sh")
+    p.set_defaults(func=_cli)
+
+
+def _cli(args) -> int:
+    plan = plan_from_args(args)
+    if args.json:
+        print(json.dumps(plan.to_json(), indent=2))
+        return 0
+    if args.sh:
+        print(plan.commands_sh(), end="")
+        return 0
+    from tabulate import tabulate
+
+    p = plan.profile
+    print(f"plan {plan.run_id}: profile {p.name} ({p.kind}) on GPUs {','.join(map(str, plan.gpus))}")
+    print(f"  {p.description}")
+    rows = [[a.name, a.cp, a.seq_len or "", a.workdir, len(a.argv)] for a in plan.arms]
+    print(tabulate(rows, headers=["arm", "cp", "seq_len", "workdir", "argv words"]))
+    for baseline, candidate in plan.comparisons:
+        print(f"\n{baseline} -> {candidate} differ only in:")
+        for line in arm_diff(plan.arm(baseline), plan.arm(candidate)):
+            print(f"  {line}")
+    print("\nExact commands: cpverify plan --sh (the same script a run writes as commands.sh)")
+    return 0

@@ -1,0 +1,406 @@
+"""Named profiles: what one verification runs, as frozen dataclasses.
+
+Like torchtitan's job config, every field maps one-to-one to a CLI override
+(`--set pass_ratio=1.5`) and to a key of an override TOML file, so a profile printed in
+a verdict is the whole story of what ran. Three profiles ship:
+
+  smoke  the seeds' 2-GPU Qwen2.5-0.5B run (CP=1 vs CP=2), corrected so it runs on slime HEAD;
+  long   the same with responses forced to 8K tokens, where CP has something to split;
+  probe  a torch-native ring-attention check (cpverify.probe.workload) that needs no slime.
+
+Paths (model, prompts, slime checkout) and the CP size are not in `train_args`: the plan
+fills them in per arm (cpverify.plan), so two arms cannot drift apart by accident.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cpverify.errors import InputError
+
+KINDS = ("slime", "probe")
+
+# Flags the plan writes into each slime arm from its own inputs; a profile must not set them.
+PLAN_OWNED_FLAGS = (
+    "--context-parallel-size",
+    "--actor-num-nodes",
+    "--actor-num-gpus-per-node",
+    "--hf-checkpoint",
+    "--ref-load",
+    "--prompt-data",
+)
+
+QWEN_REPO = "Qwen/Qwen2.5-0.5B-Instruct"
+# Commit of `main` for Qwen/Qwen2.5-0.5B-Instruct: the snapshot directory name that many
+# independent projects record (~/.cache/huggingface/hub/models--Qwen--Qwen2.5-0.5B-Instruct/
+# snapshots/7ae5576...). Pinned so CP=1 and CP=2 and a rerun next month load the same weights.
+QWEN_REVISION = "7ae557604adf67be50417f59c2c2f167def9a775"
+
+# slime's scripts/models/qwen2.5-0.5B.sh (MODEL_ARGS). Megatron cannot read the HF config
+# itself; without these slime fails with "hf_validate_args failed: ...".
+QWEN25_05B_MODEL_ARGS = (
+    "--swiglu",
+    "--num-layers", "24",
+    "--hidden-size", "896",
+    "--ffn-hidden-size", "4864",
+    "--num-attention-heads", "14",
+    "--use-rotary-position-embeddings",
+    "--disable-bias-linear",
+    "--add-qkv-bias",
+    "--normalization", "RMSNorm",
+    "--norm-epsilon", "1e-6",
+    "--rotary-base", "1000000",
+    "--group-query-attention",
+    "--num-query-groups", "2",
+    "--vocab-size", "151936",
+)
+
+REWARD_FN = "cpverify.slime_hooks.reward.length_reward"
+LAYOUT_FN = "cpverify.slime_hooks.layout.log_layout"
+FIXED_LENGTH_GENERATE_FN = "cpverify.slime_hooks.generate.generate_to_max_len"
+
+# The seeds' run (seeds 000/001), corrected. Each change is commented where it is made.
+SMOKE_TRAIN_ARGS = (
+    "--train-backend", "megatron",
+    # (--actor-num-nodes 1 --actor-num-gpus-per-node N come from the plan, from `gpus`.)
+    "--colocate",
+    "--input-key", "messages",
+    "--apply-chat-template",
+    "--rollout-shuffle",
+    # The seed's `--rollout-num 8` does not exist: SGLang's pre-parser reads it as an
+    # abbreviation of --rollout-num-gpus-per-engine, and slime then stops with "num_epoch is
+    # not set, but num_rollout is not set".
+    "--num-rollout", "8",
+    "--rollout-batch-size", "2",
+    # The seed's `--n-samples-per-prompt 1` gives 2 samples per rollout for a global batch of 8:
+    # dp_schedule asserts "num_rollouts (2) < global_batch_size (8)". 2 x 4 = 8: one step per rollout.
+    "--n-samples-per-prompt", "4",
+    "--rollout-max-response-len", "1024",
+    "--global-batch-size", "8",
+    "--advantage-estimator", "gspo",
+    "--use-kl-loss",
+    "--kl-loss-coef", "0.0",
+    "--kl-loss-type", "low_var_kl",
+    "--entropy-coef", "0.0",
+    "--optimizer", "adam",
+    "--lr", "1e-6",
+    "--lr-decay-style", "constant",
+    "--weight-decay", "0.1",
+    "--adam-beta1", "0.9",
+    "--adam-beta2", "0.98",
+    # The seed's `--sequence-parallel` is dropped: with TP=1 Megatron switches it off with a
+    # warning ("Disabling sequence parallelism because tensor model parallelism is disabled"),
+    # so keeping it only suggests a layout that never ran.
+    "--tensor-model-parallel-size", "1",
+    "--pipeline-model-parallel-size", "1",
+    "--use-dynamic-batch-size",
+    "--max-tokens-per-gpu", "2048",
+    "--rollout-num-gpus-per-engine", "1",
+    # The seed sets no reward: slime stops with "Rule-based RM type is not specified". The
+    # prompts have no labels, so a deterministic, label-free, network-free reward is used
+    # (not `--rm-type random`, which is unseeded and makes the two arms train differently).
+    "--custom-rm-path", REWARD_FN,
+    # slime's logs never state the effective CP size; this hook prints it from every rank
+    # (`cpverify-layout rank=... cp=... dp=...`) so a silently ignored CP flag is caught.
+    "--custom-megatron-init-path", LAYOUT_FN,
+    # Megatron defaults both to 0.1: random masks make CP=1 and CP=2 numerics incomparable.
+    "--attention-dropout", "0.0",
+    "--hidden-dropout", "0.0",
+    # --ci-test asserts in-process, every step: train/train_rollout_logprob_abs_diff <= 0.1
+    # (Megatron's recomputed log-probs agree with SGLang's) and -1 < rollout/log_probs < 0.
+    # --ci-disable-kl-checker turns off the step-0 checks ppo_kl < 1e-8, kl_loss < 1e-8 and
+    # |log_probs - ref_log_probs| < 1e-8 at rollout 0, which bf16 CP reductions can exceed.
+    "--ci-test",
+    "--ci-disable-kl-checker",
+)
+
+SLIME_ENV = (
+    # Megatron asserts this for TP>1 or CP>1 on Hopper and older: without it CP=1 runs and
+    # CP=2 dies, which would look like a CP bug.
+    ("CUDA_DEVICE_MAX_CONNECTIONS", "1"),
+    # slime's CI helper turns NVLink SHARP multicast on where NVLink exists; set it off
+    # explicitly so the result does not depend on which launcher ran before.
+    ("NCCL_NVLS_ENABLE", "0"),
+    # INFO prints the NCCL version and the per-channel transport (P2P/CUMEM vs NET/Socket)
+    # that the verdict reports; the volume is a few hundred lines per process group.
+    ("NCCL_DEBUG", "INFO"),
+    # Ray folds identical lines of different ranks into "[repeated Nx across cluster]",
+    # which would hide per-rank layout lines and per-rank errors.
+    ("RAY_DEDUP_LOGS", "0"),
+    ("RAY_USE_UVLOOP", "0"),  # as slime's own launcher sets it
+    ("PYTHONUNBUFFERED", "1"),  # lines reach the log as they happen, not at exit
+    ("PYTHONPATH", "/root/Megatron-LM"),
+)
+
+def _long_train_args() -> tuple[str, ...]:
+    """smoke's flags with 8K responses and a micro-batch budget that holds one of them."""
+    # 9216 tokens per GPU holds one 8192-token response plus its prompt per micro-batch, as in
+    # slime's own tests/test_qwen2.5_0.5B_short.py; with CP=2 a micro-batch holds 2 x 9216
+    # tokens shared by the two CP ranks, so the per-GPU load matches CP=1/DP=2.
+    replaced = {"--rollout-max-response-len": "8192", "--max-tokens-per-gpu": "9216"}
+    # --ci-test checks -1 < mean rollout log-prob < 0. Text forced past EOS has a high-entropy
+    # tail whose mean log-prob can fall below -1: a failure that says nothing about CP.
+    # (train/train_rollout_logprob_abs_diff is still logged, and the verdict can read it.)
+    dropped = {"--ci-test", "--ci-disable-kl-checker"}
+    out: list[str] = []
+    for arg in SMOKE_TRAIN_ARGS:
+        if out and out[-1] in replaced:
+            out.append(replaced[out[-1]])
+        elif arg not in dropped:
+            out.append(arg)
+    # A 0.5B instruct model stops after a few hundred tokens; this generate hook sets SGLang's
+    # ignore_eos so every response runs to --rollout-max-response-len and the CP load is known.
+    return (*out, "--custom-generate-function-path", FIXED_LENGTH_GENERATE_FN)
+
+
+LONG_TRAIN_ARGS = _long_train_args()
+
+
+PROBE_ENV = (
+    ("NCCL_NVLS_ENABLE", "0"),
+    ("NCCL_DEBUG", "INFO"),
+    ("PYTHONUNBUFFERED", "1"),
+)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One verification. Every field can be overridden by name (CLI `--set k=v` or TOML)."""
+
+    name: str
+    kind: str  # "slime" | "probe"
+    description: str
+    model_repo: str = QWEN_REPO
+    model_revision: str = QWEN_REVISION
+    model_args: tuple[str, ...] = QWEN25_05B_MODEL_ARGS
+    dataset: str = "cp_smoke.jsonl"  # a file shipped in cpverify/data, or a path
+    gpus: int = 2
+    cp_sizes: tuple[int, ...] = (1, 2)
+    baseline_cp: int = 1
+    warmup_steps: int = 1  # leading steps (rollouts) left out of the statistics
+    metric: str = "perf/actor_train_time"
+    pass_ratio: float = 1.3  # PASS when candidate/baseline median of `metric` stays below this
+    min_counted_steps: int = 3  # fewer steps per arm after warm-up -> INCONCLUSIVE
+    confidence: float = 0.95  # level of the ratio's interval
+    deadline_s: float = 3600.0
+    hang_s: float = 600.0  # no new log line for this long -> hang (NCCL's watchdog is 10 min)
+    stall_s: float = 1200.0  # lines but no training step for this long -> stalled
+    train_args: tuple[str, ...] = ()  # slime only; MODEL_ARGS, paths, GPUs and CP are added by the plan
+    env: tuple[tuple[str, str], ...] = ()
+    seq_lens: tuple[int, ...] = ()  # probe only: one arm per (cp, seq_len)
+    steps: int = 0  # probe only: timed steps per arm
+
+    def __post_init__(self) -> None:
+        problems = _problems(self)
+        if problems:
+            raise InputError(
+                f"profile {self.name!r} is not valid: " + "; ".join(problems),
+                "fix the override (see `cpverify plan --profile NAME` for the fields and their values)",
+            )
+
+    @property
+    def env_dict(self) -> dict[str, str]:
+        return dict(self.env)
+
+    @property
+    def candidate_cps(self) -> tuple[int, ...]:
+        return tuple(cp for cp in self.cp_sizes if cp != self.baseline_cp)
+
+    def dataset_path(self) -> Path:
+        """The prompt file: a bare name is looked up among the files shipped with cpverify."""
+        path = Path(self.dataset)
+        if path.is_absolute() or path.parent != Path("."):
+            return path
+        from cpverify.prompts import packaged_dataset_path
+
+        return packaged_dataset_path(self.dataset)
+
+    def limits(self):
+        """The runner limits of this profile (cpverify.runners.base.Limits)."""
+        from cpverify.runners.base import Limits
+
+        return Limits(deadline_s=self.deadline_s, hang_s=self.hang_s, stall_s=self.stall_s)
+
+
+def _problems(p: Profile) -> list[str]:
+    problems = []
+    if p.kind not in KINDS:
+        problems.append(f"kind must be one of {', '.join(KINDS)}, not {p.kind!r}")
+    if p.gpus < 1:
+        problems.append(f"gpus must be at least 1, not {p.gpus}")
+    if not p.cp_sizes or any(not isinstance(cp, int) or cp < 1 for cp in p.cp_sizes):
+        problems.append(f"cp_sizes must be positive integers, not {p.cp_sizes!r}")
+    elif len(set(p.cp_sizes)) != len(p.cp_sizes):
+        problems.append(f"cp_sizes repeats a size: {p.cp_sizes!r}")
+    elif p.baseline_cp not in p.cp_sizes:
+        problems.append(f"baseline_cp {p.baseline_cp} is not one of cp_sizes {p.cp_sizes!r}")
+    elif len(p.cp_sizes) < 2:
+        problems.append("cp_sizes needs a baseline and at least one candidate")
+    else:
+        too_big = [cp for cp in p.cp_sizes if cp > p.gpus or p.gpus % cp]
+        if too_big:
+            problems.append(f"cp sizes {too_big} do not divide gpus={p.gpus} (CP ranks come out of the GPUs)")
+    if p.warmup_steps < 0 or p.min_counted_steps < 1:
+        problems.append("warmup_steps must be >= 0 and min_counted_steps >= 1")
+    if not p.pass_ratio > 0:
+        problems.append(f"pass_ratio must be positive, not {p.pass_ratio}")
+    if not 0 < p.confidence < 1:
+        problems.append(f"confidence must be between 0 and 1, not {p.confidence}")
+    if min(p.deadline_s, p.hang_s, p.stall_s) <= 0:
+        problems.append("deadline_s, hang_s and stall_s must be positive")
+    if p.kind == "slime":
+        owned = [a for a in p.train_args if a.split("=")[0] in PLAN_OWNED_FLAGS]
+        if owned:
+            problems.append(f"train_args must not set {', '.join(owned)}: the plan sets them (paths, GPUs, CP per arm)")
+    if p.kind == "probe":
+        if not p.seq_lens or any(s < 1 for s in p.seq_lens):
+            problems.append("a probe profile needs positive seq_lens")
+        if p.steps <= p.warmup_steps:
+            problems.append(f"steps ({p.steps}) must exceed warmup_steps ({p.warmup_steps})")
+    return problems
+
+
+PROFILES: dict[str, Profile] = {
+    p.name: p
+    for p in (
+        Profile(
+            name="smoke",
+            kind="slime",
+            description=(
+                "The seeds' run, corrected: Qwen2.5-0.5B-Instruct, GSPO, 8 prompts x 4 samples, "
+                "responses up to 1K tokens, 8 rollouts, CP=1 then CP=2 on the same 2 GPUs. "
+                "Short sequences: it shows that CP works, and what CP costs where it cannot help."
+            ),
+            train_args=SMOKE_TRAIN_ARGS,
+            env=SLIME_ENV,
+        ),
+        Profile(
+            name="long",
+            kind="slime",
+            description=(
+                "smoke with every response forced to 8192 tokens (EOS ignored), so each training "
+                "sequence is ~8.2K tokens and CP has attention work to split. 2x longer deadline."
+            ),
+            train_args=LONG_TRAIN_ARGS,
+            env=SLIME_ENV,
+            deadline_s=7200.0,
+        ),
+        Profile(
+            name="probe",
+            kind="probe",
+            description=(
+                "torch-native ring attention (no slime): causal SDPA at CP=1 and CP=2 on 2 GPUs, "
+                "per sequence length, checked against a single-GPU reference."
+            ),
+            # the first steps carry NCCL communicator setup and kernel autotuning
+            warmup_steps=3,
+            min_counted_steps=10,
+            seq_lens=(16384, 65536),
+            steps=20,
+            env=PROBE_ENV,
+            deadline_s=900.0,
+            hang_s=300.0,
+            stall_s=300.0,
+        ),
+    )
+}
+
+
+def get_profile(name: str) -> Profile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise InputError(
+            f"unknown profile {name!r}",
+            f"use one of: {', '.join(PROFILES)}",
+        ) from None
+
+
+# --- overrides -------------------------------------------------------------------------
+
+_FIELDS = {f.name: f for f in dataclasses.fields(Profile)}
+
+
+def with_overrides(profile: Profile, **overrides: Any) -> Profile:
+    """A copy of `profile` with fields replaced; values may be strings (from the CLI)."""
+    unknown = sorted(set(overrides) - set(_FIELDS))
+    if unknown:
+        raise InputError(
+            f"unknown profile field(s): {', '.join(unknown)}",
+            f"use one of: {', '.join(_FIELDS)}",
+        )
+    converted = {key: _convert(key, value, getattr(profile, key)) for key, value in overrides.items()}
+    return dataclasses.replace(profile, **converted)
+
+
+def parse_assignments(pairs: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """`["pass_ratio=1.5", "gpus=4"]` -> {"pass_ratio": "1.5", "gpus": "4"} (CLI `--set`)."""
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"override {pair!r} is not KEY=VALUE", "write it like --set pass_ratio=1.5")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def load_overrides(path: str | Path) -> dict[str, Any]:
+    """Read a TOML file of field = value overrides (a `[profile]` table, or top level)."""
+    try:
+        import tomllib  # Python >= 3.11
+    except ModuleNotFoundError:  # Python 3.10
+        try:
+            import tomli as tomllib
+        except ModuleNotFoundError:
+            raise InputError(
+                f"cannot read {path}: TOML support needs Python 3.11+ or the tomli package",
+                "pip install tomli, or pass the overrides with --set KEY=VALUE",
+            ) from None
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        raise InputError(f"override file {path} does not exist", "check the path") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"override file {path} is not valid TOML: {exc}", "fix the TOML syntax") from None
+    return dict(data.get("profile", data))
+
+
+def resolve_profile(name: str, *, toml: str | Path | None = None, assignments=()) -> Profile:
+    """Profile `name`, then TOML overrides, then `--set` overrides (later wins)."""
+    profile = get_profile(name)
+    if toml:
+        profile = with_overrides(profile, **load_overrides(toml))
+    if assignments:
+        profile = with_overrides(profile, **parse_assignments(assignments))
+    return profile
+
+
+def _convert(key: str, value: Any, current: Any) -> Any:
+    """Coerce an override to the field's type: "1.5" -> 1.5, "1,2" -> (1, 2), dict -> env pairs."""
+    try:
+        if key == "env":
+            if isinstance(value, str):
+                value = dict(item.split("=", 1) for item in value.split(",") if item)
+            items = value.items() if isinstance(value, dict) else value
+            return tuple((str(k), str(v)) for k, v in items)
+        if isinstance(current, tuple):
+            if isinstance(value, str):
+                import shlex
+
+                value = value.replace(",", " ").split() if key != "train_args" else shlex.split(value)
+            item_type = int if key in ("cp_sizes", "seq_lens") else str
+            return tuple(item_type(v) for v in value)
+        if isinstance(current, bool):
+            return value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes")
+        if isinstance(current, (int, float)):
+            return type(current)(value)
+        return str(value)
+    except (TypeError, ValueError) as exc:
+        raise InputError(
+            f"override {key}={value!r} does not fit the field (currently {current!r}): {exc}",
+            f"give {key} a value like {current!r}",
+        ) from None
