@@ -1,8 +1,7 @@
 """Build the pinned GPU image and read back what is really inside it.
 
-The build context is assembled from `docker/` plus wheels of cpverify and the few
-pure-Python libraries it needs in the container, so the Dockerfile installs from the
-context alone. docker-py's low-level `api.build(decode=True)` streams the build log
+The build context is the repository root (filtered by .dockerignore), so
+`docker build -f docker/Dockerfile .` and compose's `build:` give the same image. docker-py's low-level `api.build(decode=True)` streams the build log
 (`images.build()` buffers it all: https://github.com/docker/docker-py/issues/2079),
 which is what lets a person watch progress.
 """
@@ -12,8 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Callable
 
@@ -76,42 +73,31 @@ def image_tag(args: dict[str, str]) -> str:
     return f"cpverify-slime:{digest.hexdigest()[:12]}"
 
 
-def assemble_context(target: Path, *, wheel_dir: Path | None = None) -> Path:
-    """Dockerfile + wheels of cpverify and its in-container requirements, in a fresh directory."""
-    if target.exists():
-        shutil.rmtree(target)
-    wheels = target / "wheels"
-    wheels.mkdir(parents=True)
-    shutil.copy2(DOCKER_DIR / "Dockerfile", target / "Dockerfile")
-    shutil.copy2(LOCK_FILE, target / "versions.lock")
-    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
-    _check([*pip, "wheel", "--no-deps", "-q", "-w", str(wheels), str(ROOT)], "build the cpverify wheel")
-    if wheel_dir:  # pre-fetched wheels (CI, offline hosts)
-        for whl in Path(wheel_dir).glob("*.whl"):
-            shutil.copy2(whl, wheels)
-    else:
-        _check([*pip, "download", "-q", "--only-binary=:all:", "-d", str(wheels), *CONTAINER_REQUIREMENTS],
-               "download the in-container requirements")
-    return target
+def stage_wheels(wheel_dir: Path) -> dict[str, str]:
+    """Use pre-fetched wheels (offline hosts, CI) for the in-container requirements.
+
+    They are copied into docker/wheels/ (part of the build context) and the build is told to
+    use no index at all, so nothing is fetched during the build.
+    """
+    target = DOCKER_DIR / "wheels"
+    target.mkdir(exist_ok=True)
+    wheels = list(Path(wheel_dir).glob("*.whl"))
+    if not wheels:
+        raise InputError(f"no wheels in {wheel_dir}", f"`pip download -d {wheel_dir} {' '.join(CONTAINER_REQUIREMENTS)}` first")
+    for whl in wheels:
+        shutil.copy2(whl, target / whl.name)
+    return {"PIP_ARGS": "--no-index"}
 
 
-def _check(cmd: list[str], what: str) -> None:
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode:
-        raise EnvironmentBlocked(f"could not {what}: {proc.stderr.strip()[-800:]}", "check pip's network access, or pass --wheel-dir with pre-downloaded wheels")
-
-
-def build_image(context: Path, *, tag: str, args: dict[str, str], client=None,
+def build_image(*, tag: str, args: dict[str, str], client=None,
                 on_line: Callable[[str], None] = print, log_path: Path | None = None) -> str:
     """Build with docker-py, streaming each build line to `on_line` and `log_path`; return the image id."""
-    from cpverify.runners.docker import connect
-
-    client = client or connect()
+    client = client or _client()
     log = open(log_path, "a", encoding="utf-8") if log_path else None
     image_id = None
     last_error = None
     try:
-        for chunk in client.api.build(path=str(context), tag=tag, buildargs=args, rm=True, forcerm=True,
+        for chunk in client.api.build(path=str(ROOT), dockerfile="docker/Dockerfile", tag=tag, buildargs=args, rm=True, forcerm=True,
                                       decode=True, network_mode="host", pull=False):
             text = chunk.get("stream") or chunk.get("status") or ""
             if "error" in chunk:
@@ -141,9 +127,7 @@ def build_image(context: Path, *, tag: str, args: dict[str, str], client=None,
 
 def inspect_image(image: str, *, client=None) -> dict:
     """Image id, digests, labels, and the versions a throwaway (GPU-less) container reports."""
-    from cpverify.runners.docker import connect
-
-    client = client or connect()
+    client = client or _client()
     img = client.images.get(image)
     facts = {"image": image, "image_id": img.id, "repo_digests": img.attrs.get("RepoDigests", []),
              "labels": (img.attrs.get("Config") or {}).get("Labels") or {}}
@@ -172,3 +156,9 @@ def compare_expected(lock: dict[str, str], versions: dict) -> list[str]:
     }
     return [f"{key[7:].lower()}: expected {lock[key]}, image has {actual or 'none'}"
             for key, actual in pairs.items() if lock.get(key) and actual != lock[key]]
+
+
+def _client():
+    from cpverify.runners.docker import connect
+
+    return connect()

@@ -1,0 +1,90 @@
+"""A stand-in for slime's train.py, for tests only: slime (Megatron + SGLang + GPUs) cannot run
+on CI machines, so this prints what slime prints, in slime's real formats (see the notes in
+tests/fake_slime/README.md), and does nothing else. Standard library only: it runs inside
+test images that carry nothing but python3.
+
+Behaviour is steered by environment variables, never by cpverify itself:
+  FAKE_SLIME_BASE_S      actor_train_time at CP=1 (default 1.0)
+  FAKE_SLIME_CP_FACTOR   multiplier of actor_train_time when --context-parallel-size > 1 (default 1.05)
+  FAKE_SLIME_FAULT       none | nccl_timeout | hang | silent_hang | oom | exit137 | segfault | no_steps
+  FAKE_SLIME_STEP_S      wall seconds between rollouts (default 0.05)
+  FAKE_SLIME_IGNORE_CP   1 = behave like a misspelled CP flag: report cp=1 whatever was asked
+"""
+
+import argparse
+import os
+import random
+import signal
+import sys
+import time
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--context-parallel-size", type=int, default=1)
+parser.add_argument("--actor-num-gpus-per-node", type=int, default=8)
+parser.add_argument("--num-rollout", type=int, default=None)
+args, _unknown = parser.parse_known_args()  # slime ignores unknown flags too
+
+cp = 1 if os.environ.get("FAKE_SLIME_IGNORE_CP") == "1" else args.context_parallel_size
+world = args.actor_num_gpus_per_node
+base = float(os.environ.get("FAKE_SLIME_BASE_S", "1.0"))
+factor = float(os.environ.get("FAKE_SLIME_CP_FACTOR", "1.05")) if cp > 1 else 1.0
+fault = os.environ.get("FAKE_SLIME_FAULT", "none")
+pause = float(os.environ.get("FAKE_SLIME_STEP_S", "0.05"))
+rng = random.Random(1234 + cp)
+pid = os.getpid()
+
+
+def log(actor, filename, lineno, message):
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    print(f"({actor} pid={pid}) [{stamp}] {filename}:{lineno} - {message}", flush=True)
+
+
+print(f"({'MegatronTrainRayActor'} pid={pid}) NCCL INFO NCCL version 2.28.9+cuda12.9", flush=True)
+for rank in range(world):
+    print(f"(MegatronTrainRayActor pid={pid + rank}) cpverify-layout rank={rank} world={world} tp=1 pp=1 cp={cp} dp={world // cp}", flush=True)
+print(f"(MegatronTrainRayActor pid={pid}) host:{pid}:{pid} [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM", flush=True)
+
+if args.num_rollout is None:
+    print("AssertionError: num_epoch is not set, but num_rollout is not set, please set --num-rollout or --num-epoch", flush=True)
+    sys.exit(1)
+if fault == "no_steps":
+    sys.exit(0)
+
+for rollout in range(args.num_rollout):
+    if fault == "silent_hang" and rollout == 2:
+        time.sleep(3600)
+    if fault == "hang" and rollout == 2:
+        while True:  # output flows, no step progress (a stuck collective with a chatty server)
+            log("SGLangEngine", "http_server.py", 312, 'INFO:     127.0.0.1:40000 - "GET /health HTTP/1.1" 200 OK')
+            time.sleep(0.2)
+    warm = 3.0 if rollout == 0 else 1.0
+    actor_train = base * factor * warm * rng.uniform(0.97, 1.03)
+    log_probs = 0.11 * factor * rng.uniform(0.97, 1.03)
+    ref_log_probs = 0.14 * factor * rng.uniform(0.97, 1.03)
+    train = actor_train + log_probs + ref_log_probs + 0.3
+    rollout_time = 3.2 * rng.uniform(0.95, 1.05)
+    log("RolloutManager", "rollout_metrics.py", 268,
+        f"perf {rollout}: {{'rollout/response_len/mean': 312.5, 'perf/rollout_time': {rollout_time}, 'perf/tokens_per_gpu_per_sec': 245.8}}")
+    log("MegatronTrainRayActor", "timer.py", 24, "Timer actor_train start")
+    time.sleep(pause)
+    if fault == "nccl_timeout" and rollout == 2:
+        print(f"(MegatronTrainRayActor pid={pid}) [rank0]:[E1225 12:58:32.712922209 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=17284, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600031 milliseconds before timing out.", flush=True)
+        time.sleep(3600)
+    if fault == "oom" and rollout == 2:
+        print(f"(MegatronTrainRayActor pid={pid}) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 58.15 GiB. GPU 0 has a total capacity of 139.81 GiB of which 47.69 GiB is free.", flush=True)
+        sys.exit(1)
+    if fault == "exit137" and rollout == 2:
+        os.kill(pid, signal.SIGKILL)
+    if fault == "segfault" and rollout == 2:
+        os.kill(pid, signal.SIGSEGV)
+    log("MegatronTrainRayActor", "timer.py", 32, f"Timer actor_train end (elapsed: {actor_train:.1f}s)")
+    log("MegatronTrainRayActor", "model.py", 918,
+        f"step {rollout}: {{'train/loss': -6.05e-09, 'train/pg_loss': -6.05e-09, 'train/entropy_loss': 0.1844, "
+        f"'train/pg_clipfrac': 0.0, 'train/ppo_kl': 0.0, 'train/train_rollout_logprob_abs_diff': 0.0184, "
+        f"'train/kl_loss': 0.0020, 'train/grad_norm': 0.0799, 'train/lr-pg_0': 1e-06, 'train/global_batch_size': 8, 'train/step': {rollout}}}")
+    log("MegatronTrainRayActor", "train_metric_utils.py", 401,
+        f"perf {rollout}: {{'perf/sleep_time': 4.03, 'perf/update_weights_time': 0.33, 'perf/wake_up_time': 1.94, "
+        f"'perf/data_preprocess_time': 0.002, 'perf/train_wait_time': {rollout_time}, 'perf/ref_log_probs_time': {ref_log_probs}, "
+        f"'perf/log_probs_time': {log_probs}, 'perf/actor_train_time': {actor_train}, 'perf/train_time': {train}, "
+        f"'perf/log_probs_tflops': 11.6, 'perf/actor_train_tflops': 3.7, 'perf/actor_train_tok_per_s': 2355.6, "
+        f"'perf/step_time': {rollout_time + train}, 'perf/wait_time_ratio': 0.8}}")

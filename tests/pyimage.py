@@ -1,0 +1,83 @@
+"""Local test images with python3 inside, built without any registry.
+
+No registry is reachable from CI, so the images are made from scratch:
+  cpverify-test-python:bookworm   a Debian minbase rootfs (debootstrap) with python3 + pip,
+                                  fed to `docker import`;
+  cpverify-test-slimebase:latest  the above + tests/fake_slime at /root/slime: the stand-in
+                                  for slime's published image (slime itself needs GPUs).
+Built once per engine; later calls find them by tag.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from pathlib import Path
+
+PYTHON_BASE = "cpverify-test-python:bookworm"
+SLIME_BASE = "cpverify-test-slimebase:latest"
+HERE = Path(__file__).resolve().parent
+MIRROR = os.environ.get("CPVERIFY_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+
+
+def _has_image(client, tag: str) -> bool:
+    import docker.errors
+
+    try:
+        client.images.get(tag)
+        return True
+    except docker.errors.ImageNotFound:
+        return False
+
+
+def ensure_python_base(client) -> str:
+    if _has_image(client, PYTHON_BASE):
+        return PYTHON_BASE
+    if not shutil.which("debootstrap"):
+        raise RuntimeError("debootstrap is missing: `apt-get install -y debootstrap` (CI's .ci/run installs it)")
+    with tempfile.TemporaryDirectory(prefix="cpverify-rootfs-") as tmp:
+        rootfs = Path(tmp) / "rootfs"
+        subprocess.run(
+            ["debootstrap", "--variant=minbase", "--include=python3,python3-pip,python3-venv",
+             "bookworm", str(rootfs), MIRROR],
+            check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )
+        shutil.rmtree(rootfs / "var/cache/apt/archives", ignore_errors=True)
+        tarball = Path(tmp) / "rootfs.tar"
+        subprocess.run(["tar", "-C", str(rootfs), "-cf", str(tarball), "."], check=True)
+        subprocess.run(["docker", "import", "--change", "ENV PIP_BREAK_SYSTEM_PACKAGES=1",
+                        "--change", 'CMD ["python3"]', str(tarball), PYTHON_BASE],
+                       check=True, stdout=subprocess.DEVNULL)
+    return PYTHON_BASE
+
+
+def ensure_slime_base(client) -> str:
+    """The python base + the fake slime at /root/slime (what slimerl/slime would provide)."""
+    if _has_image(client, SLIME_BASE):
+        return SLIME_BASE
+    ensure_python_base(client)
+    context = io.BytesIO()
+    with tarfile.open(fileobj=context, mode="w") as tar:
+        dockerfile = (f"FROM {PYTHON_BASE}\nCOPY fake_slime /root/slime\nWORKDIR /root/slime\n").encode()
+        info = tarfile.TarInfo("Dockerfile")
+        info.size = len(dockerfile)
+        tar.addfile(info, io.BytesIO(dockerfile))
+        tar.add(HERE / "fake_slime", arcname="fake_slime",
+                filter=lambda t: None if "__pycache__" in t.name else t)
+    context.seek(0)
+    client.images.build(fileobj=context, custom_context=True, tag=SLIME_BASE, rm=True, network_mode="none")
+    return SLIME_BASE
+
+
+def container_wheels(target: Path) -> Path:
+    """The pure-Python wheels the cpverify image installs, fetched on the host (build containers
+    cannot use this host's TLS set-up)."""
+    target.mkdir(parents=True, exist_ok=True)
+    if not any(target.glob("rich-*.whl")):
+        subprocess.run(["python3", "-m", "pip", "download", "-q", "--only-binary=:all:", "-d", str(target),
+                        "tabulate", "rich", "packaging"], check=True)
+    return target
