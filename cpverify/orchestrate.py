@@ -1,0 +1,439 @@
+"""`cpverify run`: profile -> plan -> lint -> runner -> parse -> verdict -> report.
+
+The steps, in order (each is also a nox session and a compose service):
+
+  doctor      host facts and checks; a failed required check ends the run BLOCKED
+  image       build the pinned image (docker runner only)
+  fetch       model via huggingface_hub, verified; prompt data staged (slime profiles)
+  compileall  `python -m compileall slime/backends/megatron_utils` on the slime under test
+  lint        every arm's arguments and environment, before any GPU is held
+  cp1, cp2    the baseline arm(s), then the candidate arm(s), on the same GPUs, under one lock
+  verdict     parse every log, decide, write verdict.md / verdict.json / env.json / commands.sh
+
+`--only a,b` runs some steps; steps share state through artifacts/<run-id>/state.json, so
+`nox -s cp2` after `nox -s cp1` (same CPVERIFY_RUN_ID) continues the same run.
+A step that does not apply (no image for the local runner, no model for the probe) says so
+and succeeds. Arm steps succeed whenever they *recorded* a result: a crashed workload is
+evidence for the verdict, not a reason to stop before writing it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cpverify.errors import EXIT_BLOCKED, EXIT_FAIL, EXIT_OK, CpverifyError, EnvironmentBlocked, InputError
+
+STEPS = ("doctor", "image", "fetch", "compileall", "lint", "cp1", "cp2", "verdict")
+ALIASES = {"arms": ("cp1", "cp2"), "all": STEPS}
+RUNNERS = ("docker", "local", "ray")
+CONTAINER_CACHE = "/cache"
+CONTAINER_SLIME = "/slime-under-test"
+CONTAINER_WORK = "/artifacts"
+
+
+@dataclass
+class Context:
+    args: object
+    profile: object
+    run_dir: object
+    state: dict = field(default_factory=dict)
+
+    @property
+    def kind(self) -> str:
+        return self.profile.kind
+
+    @property
+    def runner(self) -> str:
+        return self.args.runner
+
+    @property
+    def cache(self) -> Path:
+        return Path(self.args.cache).expanduser().resolve()
+
+    def save(self) -> None:
+        from cpverify.artifacts import atomic_write_json
+
+        atomic_write_json(self.run_dir.root / "state.json", self.state)
+
+    def say(self, text: str) -> None:
+        print(f"[cpverify {self.run_dir.run_id}] {text}", file=sys.stderr, flush=True)
+
+
+# -- paths as the workload sees them ----------------------------------------------------------
+
+def _model_snapshot(cache: Path, repo: str, revision: str) -> Path:
+    """huggingface_hub's cache layout; deterministic because the revision is a pinned commit."""
+    return cache / "hf" / f"models--{repo.replace('/', '--')}" / "snapshots" / revision
+
+
+def _workload_paths(ctx: Context) -> dict[str, str]:
+    """Model, data and slime directories as the *workload* sees them (container or host)."""
+    p = ctx.profile
+    in_container = ctx.runner == "docker"
+    cache = Path(CONTAINER_CACHE) if in_container else ctx.cache
+    if ctx.args.model_dir and not in_container:
+        model = Path(ctx.args.model_dir)
+    elif ctx.args.model_dir:
+        model = Path(CONTAINER_CACHE) / "model"
+    else:
+        model = _model_snapshot(cache, p.model_repo, p.model_revision)
+    data = cache / "data" / p.dataset_path().name
+    if ctx.args.slime_dir:
+        slime = CONTAINER_SLIME if in_container else str(Path(ctx.args.slime_dir).resolve())
+    else:
+        slime = "/root/slime"
+    return {"model_dir": str(model), "data_path": str(data), "slime_dir": slime}
+
+
+def build_run_plan(ctx: Context):
+    from cpverify.plan import build_plan, parse_gpus
+
+    gpus = None
+    if ctx.args.gpus and ctx.args.gpus != "none":
+        gpus = parse_gpus(ctx.args.gpus)
+    return build_plan(ctx.profile, run_id=ctx.run_dir.run_id, gpus=gpus, **_workload_paths(ctx))
+
+
+# -- steps ------------------------------------------------------------------------------------
+
+def step_doctor(ctx: Context) -> int:
+    from cpverify import doctor
+
+    report = doctor.collect(cp=max(ctx.profile.cp_sizes), docker=ctx.runner == "docker")
+    ctx.state["doctor"] = report
+    ctx.save()
+    failed = [c for c in report.get("checks", []) if c.get("status") == "fail"]
+    for check in report.get("checks", []):
+        ctx.say(f"doctor: {check.get('status', '?'):5} {check.get('name')}: {check.get('detail', '')}")
+    if failed and not ctx.args.gpus == "none":
+        reason = "; ".join(f"{c['name']}: {c.get('detail', '')}" for c in failed)
+        fix = " / ".join(c.get("fix", "") for c in failed if c.get("fix"))
+        return write_blocked(ctx, f"doctor: {reason}", fix)
+    return EXIT_OK
+
+
+def step_image(ctx: Context) -> int:
+    if ctx.runner != "docker":
+        ctx.say("image: not needed by the %s runner (the workload runs where cpverify runs)" % ctx.runner)
+        return EXIT_OK
+    from cpverify import image
+
+    if ctx.args.image and not ctx.args.build:
+        ctx.state["image"] = image.inspect_image(ctx.args.image)
+        ctx.save()
+        ctx.say(f"image: using {ctx.args.image} as given (pass --build to rebuild it)")
+        return EXIT_OK
+    lock = image.read_lock()
+    overrides = {}
+    if ctx.args.base_image:
+        overrides["BASE_IMAGE"] = ctx.args.base_image
+    if ctx.args.slime_commit is not None:
+        overrides["SLIME_COMMIT"] = ctx.args.slime_commit
+    if ctx.args.nccl:
+        overrides["NCCL_PIP_SPEC"] = ctx.args.nccl
+    if ctx.args.wheel_dir:
+        overrides.update(image.stage_wheels(Path(ctx.args.wheel_dir)))
+    build_args = image.build_args(lock, overrides)
+    tag = ctx.args.image or image.image_tag(build_args)
+    ctx.say(f"image: building {tag} from {build_args['BASE_IMAGE']}")
+    try:
+        image.build_image(tag=tag, args=build_args, log_path=ctx.run_dir.logs_dir / "image-build.log",
+                          on_line=lambda line: ctx.say(f"  build: {line}"))
+    except EnvironmentBlocked as exc:
+        return write_blocked(ctx, exc.problem, exc.fix)
+    facts = image.inspect_image(tag)
+    facts["build_args"] = build_args
+    facts["differences"] = image.compare_expected(lock, facts.get("versions", {}))
+    for difference in facts["differences"]:
+        ctx.say(f"image: warning: {difference}")
+    ctx.state["image"] = facts
+    ctx.save()
+    return EXIT_OK
+
+
+def step_fetch(ctx: Context) -> int:
+    if ctx.kind != "slime":
+        ctx.say(f"fetch: profile {ctx.profile.name} needs no model")
+        return EXIT_OK
+    from cpverify import fetch
+
+    p = ctx.profile
+    if ctx.args.model_dir:
+        model = Path(ctx.args.model_dir)
+        report = fetch.ensure_model(model, model_args=p.model_args)
+    else:
+        model = fetch.fetch_model(p.model_repo, p.model_revision, cache_dir=ctx.cache / "hf")
+        report = fetch.ensure_model(model, model_args=p.model_args, revision=p.model_revision)
+    data = fetch.stage_dataset(p.dataset_path(), ctx.cache / "data")
+    ctx.state["model"] = {"repo": p.model_repo, "revision": p.model_revision, "path": str(model),
+                          "files_checked": report.checked}
+    ctx.state["data"] = str(data)
+    ctx.save()
+    ctx.say(f"fetch: model {p.model_repo}@{p.model_revision[:12]} verified ({report.checked} files), data {data}")
+    return EXIT_OK
+
+
+def step_compileall(ctx: Context) -> int:
+    if ctx.kind != "slime":
+        ctx.say(f"compileall: profile {ctx.profile.name} runs no slime code")
+        return EXIT_OK
+    target = "slime/backends/megatron_utils"
+    command = ["python3", "-m", "compileall", "-q", target]
+    paths = _workload_paths(ctx)
+    if ctx.runner == "docker":
+        from cpverify.runners.docker import run_oneshot
+
+        code, output = run_oneshot(_image_tag(ctx), command, workdir=paths["slime_dir"], mounts=_docker_mounts(ctx),
+                                   run_id=ctx.run_dir.run_id)
+    else:
+        proc = subprocess.run(command, cwd=paths["slime_dir"], capture_output=True, text=True)
+        code, output = proc.returncode, proc.stdout + proc.stderr
+    ctx.state["compileall"] = {"exit_code": code, "output": output[-4000:]}
+    ctx.save()
+    if code != 0:
+        raise InputError(f"`{' '.join(command)}` failed in {paths['slime_dir']}:\n{output.strip()[-2000:]}",
+                         "fix the syntax error above in the slime checkout under test; nothing was run on a GPU")
+    ctx.say(f"compileall: {target} compiles")
+    return EXIT_OK
+
+
+def step_lint(ctx: Context) -> int:
+    from cpverify.lint import lint_plan, render_findings
+
+    plan = build_run_plan(ctx)
+    findings = lint_plan(plan)
+    if findings:
+        print(render_findings(findings), file=sys.stderr)
+    errors = [f for f in findings if f.severity == "error"]
+    ctx.state["lint"] = [dataclasses.asdict(f) for f in findings]
+    ctx.save()
+    if errors:
+        ctx.say(f"lint: {len(errors)} error(s): fix them before any GPU is held")
+        return EXIT_FAIL
+    ctx.say(f"lint: {len(plan.arms)} arm(s) clean ({len(findings)} warning(s))")
+    return EXIT_OK
+
+
+def step_arms(ctx: Context, which: str) -> int:
+    from cpverify.locks import gpu_lock
+    from cpverify.runners.base import ArmInterrupted
+
+    plan = build_run_plan(ctx)
+    baseline = ctx.profile.baseline_cp
+    arms = [a for a in plan.arms if (a.cp == baseline) == (which == "cp1")]
+    if ctx.state.get("blocked"):
+        ctx.say(f"{which}: skipped, the run is blocked: {ctx.state['blocked']['reason']}")
+        return EXIT_OK
+    runner = _make_runner(ctx)
+    results = ctx.state.setdefault("arms", {})
+    with gpu_lock(plan.gpus or (), run_id=ctx.run_dir.run_id):
+        for arm in arms:
+            ctx.say(f"{arm.name}: starting on GPUs {','.join(map(str, plan.gpus)) or 'none'} "
+                    f"with the {ctx.runner} runner; log {ctx.run_dir.log_path(arm.name)}")
+            try:
+                result = runner.run_arm(arm, log_path=ctx.run_dir.log_path(arm.name), limits=ctx.profile.limits())
+            except ArmInterrupted as interrupted:
+                results[arm.name] = _result_json(interrupted.result)
+                ctx.save()
+                raise
+            results[arm.name] = _result_json(result)
+            ctx.save()
+            ctx.say(f"{arm.name}: {result.outcome} (exit {result.exit_code}) after {result.duration_s:.0f}s"
+                    + (f": {result.reason}" if result.reason else ""))
+    return EXIT_OK
+
+
+def step_verdict(ctx: Context) -> int:
+    from cpverify.logs import ParsedLog, parse_file
+    from cpverify.runners.base import BLOCKED, ArmResult
+    from cpverify.verdict import ArmEvidence, Thresholds, decide
+
+    plan = build_run_plan(ctx)
+    p = ctx.profile
+    thresholds = Thresholds(pass_ratio=p.pass_ratio, primary_metric=p.metric, min_counted_steps=p.min_counted_steps,
+                            warmup=p.warmup_steps, confidence=p.confidence)
+    blocked = ctx.state.get("blocked")
+    evidence = []
+    for arm in plan.arms:
+        log_path = ctx.run_dir.log_path(arm.name)
+        parsed = parse_file(log_path) if log_path.exists() else ParsedLog()
+        recorded = ctx.state.get("arms", {}).get(arm.name)
+        if recorded:
+            result = ArmResult(**{**recorded, "log_path": Path(recorded["log_path"])})
+        elif blocked:
+            result = ArmResult(arm.name, BLOCKED, None, log_path, 0.0, reason=blocked["reason"], fix=blocked["fix"])
+        else:
+            result = ArmResult(arm.name, BLOCKED, None, log_path, 0.0, reason="the arm was never run",
+                               fix=f"run `cpverify run --only {'cp1' if arm.cp == p.baseline_cp else 'cp2'}` first "
+                                   "(or `nox -s verify_cp`)")
+        evidence.append(ArmEvidence(arm.name, arm.cp, parsed, result))
+    verdict = decide(evidence, comparisons=list(plan.comparisons), thresholds=thresholds)
+    _write(ctx, plan, verdict)
+    return verdict.exit_code
+
+
+# -- shared pieces ----------------------------------------------------------------------------
+
+def write_blocked(ctx: Context, reason: str, fix: str) -> int:
+    """Record that the run cannot happen here, and still leave a verdict a person can read."""
+    ctx.state["blocked"] = {"reason": reason, "fix": fix}
+    ctx.save()
+    step_verdict(ctx)
+    return EXIT_BLOCKED
+
+
+def _write(ctx: Context, plan, verdict) -> None:
+    from cpverify import report
+
+    env = {"cpverify_run": ctx.run_dir.run_id, "profile": dataclasses.asdict(ctx.profile),
+           "runner": ctx.runner, "gpus": list(plan.gpus)}
+    for key in ("doctor", "image", "model", "data", "compileall", "lint"):
+        if key in ctx.state:
+            env[key] = ctx.state[key]
+    report.write_report(ctx.run_dir, verdict, env=env, commands_sh=plan.commands_sh(), redact=not ctx.args.no_redact)
+    print(report.render_summary(verdict))
+    ctx.say(f"verdict: {verdict.status} -> {ctx.run_dir.verdict_md}")
+
+
+def _result_json(result) -> dict:
+    data = dataclasses.asdict(result)
+    data["log_path"] = str(result.log_path)
+    return data
+
+
+def _image_tag(ctx: Context) -> str:
+    tag = (ctx.state.get("image") or {}).get("image") or ctx.args.image
+    if not tag:
+        raise InputError("no image recorded for this run", "run the image step first (`nox -s image`) or pass --image TAG")
+    return tag
+
+
+def _docker_mounts(ctx: Context) -> dict[str, dict]:
+    """host path -> docker-py volume spec. Model and data read-only; only the work dir is writable."""
+    mounts = {str(ctx.cache): {"bind": CONTAINER_CACHE, "mode": "ro"}}
+    if ctx.args.model_dir:
+        mounts[str(Path(ctx.args.model_dir).resolve())] = {"bind": f"{CONTAINER_CACHE}/model", "mode": "ro"}
+    if ctx.args.slime_dir:
+        mounts[str(Path(ctx.args.slime_dir).resolve())] = {"bind": CONTAINER_SLIME, "mode": "ro"}
+    work = ctx.run_dir.root / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    mounts[str(work)] = {"bind": CONTAINER_WORK, "mode": "rw"}
+    return mounts
+
+
+def _make_runner(ctx: Context):
+    from cpverify.runners import get_runner
+
+    progress = _progress_printer(ctx)
+    if ctx.runner == "docker":
+        gpus = None if ctx.args.gpus == "none" else build_run_plan(ctx).gpus
+        return get_runner("docker", image=_image_tag(ctx), gpus=gpus, mounts=_docker_mounts(ctx),
+                          run_id=ctx.run_dir.run_id, on_progress=progress)
+    if ctx.runner == "ray":
+        return get_runner("ray", address=ctx.args.ray_address, run_id=ctx.run_dir.run_id, on_progress=progress)
+    return get_runner("local", on_progress=progress)
+
+
+def _progress_printer(ctx: Context):
+    """A one-line live display: step counter and elapsed time (rich when on a terminal)."""
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    last = {"step": object()}
+
+    def show(progress) -> None:
+        if progress.step == last["step"] and console.is_terminal is False:
+            return  # in CI logs print only when the step changes
+        last["step"] = progress.step
+        step = "warming up" if progress.step is None else f"step {progress.step}"
+        text = f"  {step}, {progress.elapsed_s:.0f}s elapsed, {progress.lines} lines"
+        if console.is_terminal:
+            console.print(text, end="\r", highlight=False)
+        else:
+            console.print(text, highlight=False)
+
+    return show
+
+
+STEP_FUNCTIONS = {
+    "doctor": step_doctor,
+    "image": step_image,
+    "fetch": step_fetch,
+    "compileall": step_compileall,
+    "lint": step_lint,
+    "cp1": lambda ctx: step_arms(ctx, "cp1"),
+    "cp2": lambda ctx: step_arms(ctx, "cp2"),
+    "verdict": step_verdict,
+}
+
+
+def selected_steps(only: str | None) -> list[str]:
+    if not only:
+        return list(STEPS)
+    chosen: list[str] = []
+    for word in only.split(","):
+        word = word.strip()
+        names = ALIASES.get(word, (word,))
+        for name in names:
+            if name not in STEPS:
+                raise InputError(f"unknown step {word!r}", f"choose from {', '.join(STEPS)} (or arms, all)")
+            if name not in chosen:
+                chosen.append(name)
+    return sorted(chosen, key=STEPS.index)
+
+
+def run(args) -> int:
+    from cpverify.artifacts import RunDir
+    from cpverify.profiles import resolve_profile
+
+    profile = resolve_profile(args.profile, toml=args.config, assignments=args.assignments)
+    if args.runner == "ray" and not args.ray_address:
+        raise InputError("--runner ray needs --ray-address", "pass the dashboard address, e.g. --ray-address http://HEAD:8265")
+    run_dir = RunDir.create(base=args.out, run_id=args.run_id)
+    ctx = Context(args=args, profile=profile, run_dir=run_dir)
+    state_file = run_dir.root / "state.json"
+    if state_file.exists():
+        ctx.state = json.loads(state_file.read_text())
+    for step in selected_steps(args.only):
+        code = STEP_FUNCTIONS[step](ctx)
+        if code != EXIT_OK:
+            return code
+        if ctx.state.get("blocked") and step != "verdict":
+            return EXIT_BLOCKED
+    return EXIT_OK
+
+
+def register(subparsers) -> None:
+    from cpverify.plan import add_profile_arguments
+
+    p = subparsers.add_parser(
+        "run", help="the whole verification (or --only some steps): doctor, image, fetch, compileall, lint, cp1, cp2, verdict",
+        description=__doc__.split("\n\n")[0] + " Exit code: 0 PASS, 1 FAIL, 2 bad input, 3 INCONCLUSIVE, 4 BLOCKED, 130 Ctrl-C.")
+    add_profile_arguments(p)
+    p.add_argument("--runner", choices=RUNNERS, default=os.environ.get("CPVERIFY_RUNNER", "docker"),
+                   help="where arms run: docker (GPU containers), local (subprocesses here), ray (Ray Jobs)")
+    p.add_argument("--gpus", help="GPU indices (0,1) or a count (2); both arms use the same GPUs. "
+                                  "'none' runs without a GPU request (pipeline tests only)")
+    p.add_argument("--only", metavar="STEPS", help=f"comma-separated steps: {', '.join(STEPS)}, arms, all")
+    p.add_argument("--run-id", default=os.environ.get("CPVERIFY_RUN_ID"), help="resume or name a run (CPVERIFY_RUN_ID)")
+    p.add_argument("--out", default=os.environ.get("CPVERIFY_ARTIFACTS", "artifacts"), help="artifacts root (artifacts)")
+    p.add_argument("--cache", default=os.environ.get("CPVERIFY_CACHE", "~/.cache/cpverify"),
+                   help="model and data cache, mounted read-only into the arms (~/.cache/cpverify)")
+    p.add_argument("--model-dir", help="use this model directory instead of fetching (verified the same way)")
+    p.add_argument("--slime-dir", default=os.environ.get("CPVERIFY_SLIME_DIR") or None,
+                   help="your slime checkout: mounted read-only (docker) or run in place (local)")
+    p.add_argument("--image", help="image tag to build or (without --build) to use as it is")
+    p.add_argument("--build", action="store_true", help="with --image: build it even though a tag is given")
+    p.add_argument("--base-image", help="override BASE_IMAGE of docker/versions.lock")
+    p.add_argument("--slime-commit", help="override SLIME_COMMIT ('' keeps the base image's slime)")
+    p.add_argument("--nccl", metavar="PIP_SPEC", help="install this NCCL in the image, e.g. nvidia-nccl-cu12==2.29.3")
+    p.add_argument("--wheel-dir", help="pre-downloaded wheels for the image build (offline hosts)")
+    p.add_argument("--ray-address", default=os.environ.get("RAY_ADDRESS"), help="Ray dashboard, e.g. http://HEAD:8265")
+    p.add_argument("--no-redact", action="store_true", help="keep host names, paths and IPs in the artifacts")
+    p.set_defaults(func=run)
