@@ -1,0 +1,378 @@
+"""The one log watcher every runner shares.
+
+A runner starts its workload, hands the watcher an iterator over the workload's output
+(bytes chunks or lines, from a pipe or a Docker log stream) and two callbacks:
+`stop()` (kill the workload and return once it is dead) and `poll_exit()` (its exit
+code, or None while it runs). The watcher then
+
+  * reads the output in a background thread and appends every line to the log file the
+    moment it arrives (unbuffered: a crash, a kill or Ctrl-C loses nothing printed so far);
+  * feeds each line to the streaming parser, so the orchestrator gets the ParsedLog
+    without reading the file again;
+  * enforces the Limits from the main thread: overall deadline, hang (no output at all),
+    stall (output, but no new training step), and fatal error signatures;
+  * on a trigger calls stop(), then still drains what the workload printed while dying,
+    bounded by `drain_s`, so the last lines (often the real error) reach the log.
+
+Ctrl-C arrives in the main thread as KeyboardInterrupt; the watcher stops the workload,
+drains, closes the log and raises ArmInterrupted (a KeyboardInterrupt) carrying the
+partial ArmResult. Runners release their own resources in `finally`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Union
+
+from cpverify.errors import ArtifactWriteError
+from cpverify.runners.base import (
+    DEADLINE,
+    FAILED,
+    FATAL,
+    HANG,
+    INTERRUPTED,
+    OK,
+    STALLED,
+    ArmInterrupted,
+    ArmResult,
+    Limits,
+)
+
+log = logging.getLogger(__name__)
+
+Chunk = Union[bytes, str]
+ProgressCallback = Callable[["Progress"], None]
+
+# A "line" with no newline (a tqdm bar redrawn with \r for an hour) is cut here so the
+# watcher's memory stays bounded; the bytes still reach the log file unchanged.
+MAX_LINE_BYTES = 1 << 20
+
+FIXES = {
+    DEADLINE: "raise the deadline, or run a shorter profile (fewer rollouts)",
+    HANG: (
+        "read the last lines of the log to see which phase went silent; if that phase is "
+        "legitimately quiet (a long checkpoint load or compile), raise the hang limit"
+    ),
+    STALLED: (
+        "the workload kept printing but never reached a training step: look for a placement-group "
+        "wait, a retry loop or a health-check loop in the log; raise the stall limit if warm-up is "
+        "legitimately long"
+    ),
+    FATAL: "see the error line quoted in the reason and the lines before it in the log",
+    FAILED: "read the last lines of the log: the workload's own error is usually there",
+    INTERRUPTED: "re-run when ready; the partial log is kept",
+}
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What a live display needs, reported from the watching thread about every poll."""
+
+    step: int | None  # the last training step (or train-side perf rollout) seen, None before any
+    train_records: int  # `step N:` records plus train-side `perf N:` records so far
+    lines: int
+    elapsed_s: float
+    idle_s: float  # seconds since the workload last printed anything
+
+
+@dataclass
+class _Trigger:
+    outcome: str
+    reason: str
+    error_class: str = ""
+
+
+class LogWatcher:
+    """Streams one workload's output to `log_path` and the parser, and enforces `limits`.
+
+    One watcher per arm: create it, call `watch(...)` once.
+    """
+
+    def __init__(
+        self,
+        log_path: Path | str,
+        limits: Limits,
+        *,
+        arm_name: str = "",
+        parser=None,
+        on_progress: ProgressCallback | None = None,
+        drain_s: float = 5.0,
+        poll_s: float = 0.1,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if parser is None:
+            from cpverify.logs import LogParser
+
+            parser = LogParser()
+        self.log_path = Path(log_path)
+        self.limits = limits
+        self.arm_name = arm_name or self.log_path.stem
+        self.parser = parser
+        self.on_progress = on_progress
+        self.drain_s = drain_s
+        self.poll_s = poll_s
+        self._clock = clock
+
+        self._lock = threading.Lock()  # guards the file, the parser and the counters below
+        self._source_done = threading.Event()
+        self._source_error: BaseException | None = None
+        self._file = None
+        self._closed = False
+        self._line_base = 0  # lines already in the file (append mode): keeps `lineno` file-true
+        self._lines = 0
+        self._last_line = ""
+        self._parser_failures = 0
+        self._start = 0.0
+        self._last_output = 0.0
+        self._first_line_at: float | None = None
+        self._last_train_at: float | None = None
+        self._train_records = 0
+        self._last_step: int | None = None
+        self._perf_scanned = 0
+        self._train_perf = 0
+        self._errors_scanned = 0
+        self._first_fatal = None  # the first ErrorRecord whose class is fatal
+        self._last_progress: tuple | None = None
+        self._last_progress_at = 0.0
+
+    @property
+    def parsed(self):
+        """The ParsedLog built while streaming (complete once `watch` has returned)."""
+        with self._lock:
+            return self.parser.result()
+
+    @property
+    def lines(self) -> int:
+        return self._lines
+
+    def watch(
+        self,
+        source: Iterable[Chunk],
+        *,
+        stop: Callable[[], None],
+        poll_exit: Callable[[], int | None],
+    ) -> ArmResult:
+        """Watch until the workload exits or a limit fires; return the arm's result.
+
+        Raises ArmInterrupted on Ctrl-C, after stopping the workload and closing the log.
+        """
+        self._open_log()
+        self._start = self._last_output = self._clock()
+        reader = threading.Thread(
+            target=self._pump, args=(source,), name=f"cpverify-watch-{self.arm_name}", daemon=True
+        )
+        reader.start()
+        try:
+            trigger, exit_code = self._watch_until_done(stop, poll_exit)
+            self._finish(reader)
+        except KeyboardInterrupt:
+            interrupted = _Trigger(INTERRUPTED, "interrupted (Ctrl-C)")
+            try:
+                stop()
+            finally:
+                self._finish(reader)
+            raise ArmInterrupted(self._result(interrupted, poll_exit())) from None
+        return self._result(trigger, exit_code)
+
+    def _watch_until_done(self, stop, poll_exit) -> tuple[_Trigger | None, int | None]:
+        while True:
+            # Event.wait is interruptible by Ctrl-C on POSIX: the main thread never blocks
+            # where KeyboardInterrupt cannot reach it.
+            self._source_done.wait(self.poll_s)
+            trigger = self._check(self._clock())
+            if trigger is not None:
+                break
+            exit_code = poll_exit()
+            if exit_code is not None:
+                return None, exit_code
+        exit_code = poll_exit()
+        if exit_code is not None:  # it died on its own in the same instant: report that
+            return None, exit_code
+        stop()
+        return trigger, self._wait_exit(poll_exit)
+
+    # -- the reading thread --------------------------------------------------------------
+
+    def _pump(self, source: Iterable[Chunk]) -> None:
+        pending = b""
+        try:
+            for chunk in source:
+                if isinstance(chunk, str):
+                    chunk = chunk.encode("utf-8", "replace")
+                if not chunk:
+                    continue
+                self._last_output = self._clock()
+                pending += chunk
+                *complete, pending = pending.split(b"\n")
+                for line in complete:
+                    self._emit(line + b"\n")
+                while len(pending) > MAX_LINE_BYTES:
+                    self._emit(pending[:MAX_LINE_BYTES])
+                    pending = pending[MAX_LINE_BYTES:]
+        except BaseException as exc:  # a broken stream must not kill the watcher, only end it
+            self._source_error = exc
+        finally:
+            if pending:
+                self._emit(pending)  # the last line, printed without a newline
+            self._source_done.set()
+
+    def _emit(self, raw: bytes) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._file.write(raw)  # unbuffered file: one write per line reaches the disk now
+            self._lines += 1
+            if self._first_line_at is None:
+                self._first_line_at = self._clock()
+            text = raw.rstrip(b"\n").decode("utf-8", "replace")
+            self._last_line = text
+            try:
+                self.parser.feed(text, self._line_base + self._lines)
+            except Exception:  # a parser bug must not cost the log; the file can be re-parsed
+                self._parser_failures += 1
+                if self._parser_failures == 1:
+                    log.exception("log parser failed on %s line %d", self.log_path, self._lines)
+
+    # -- the watching (main) thread ------------------------------------------------------
+
+    def _check(self, now: float) -> _Trigger | None:
+        limits = self.limits
+        with self._lock:
+            parsed = self.parser.result()
+            self._scan(parsed, now)
+            lines, last_line = self._lines, self._last_line
+        self._report_progress(now, lines)
+        fatal = self._first_fatal
+        if fatal is not None and limits.stop_on_fatal and fatal.cls in limits.fatal_classes:
+            return _Trigger(FATAL, f"{fatal.cls} at line {fatal.line}: {fatal.text.strip()[:300]}", fatal.cls)
+        if now - self._start > limits.deadline_s:
+            return _Trigger(DEADLINE, f"ran past the {limits.deadline_s:g}s deadline")
+        if now - self._last_output > limits.hang_s:
+            where = f"; last line {self._line_base + lines}: {last_line.strip()[:200]!r}" if lines else ""
+            return _Trigger(HANG, f"no output for {limits.hang_s:g}s{where}")
+        if self._first_line_at is not None:
+            since = max(self._first_line_at, self._last_train_at or self._first_line_at)
+            if now - since > limits.stall_s:
+                last = f"step {self._last_step}" if self._last_step is not None else "none yet"
+                return _Trigger(
+                    STALLED,
+                    f"output kept coming but no training step for {limits.stall_s:g}s (last: {last})",
+                )
+        return None
+
+    def _scan(self, parsed, now: float) -> None:
+        """Look only at the records added since the last scan (the log can be long)."""
+        for record in parsed.perf[self._perf_scanned :]:
+            if record.side == "train":
+                self._train_perf += 1
+                self._last_step = record.rollout
+        self._perf_scanned = len(parsed.perf)
+        if parsed.steps:
+            self._last_step = parsed.steps[-1].step  # a real step number beats a rollout id
+        train = len(parsed.steps) + self._train_perf
+        if train > self._train_records:
+            self._train_records = train
+            self._last_train_at = now
+        for error in parsed.errors[self._errors_scanned :]:
+            if self._first_fatal is None and error.cls in self.limits.fatal_classes:
+                self._first_fatal = error
+        self._errors_scanned = len(parsed.errors)
+
+    def _report_progress(self, now: float, lines: int) -> None:
+        if self.on_progress is None:
+            return
+        state = (lines, self._train_records)
+        if state == self._last_progress and now - self._last_progress_at < 1.0:
+            return
+        self._last_progress, self._last_progress_at = state, now
+        try:
+            self.on_progress(
+                Progress(
+                    step=self._last_step,
+                    train_records=self._train_records,
+                    lines=lines,
+                    elapsed_s=now - self._start,
+                    idle_s=now - self._last_output,
+                )
+            )
+        except Exception:  # a display bug must not end a GPU run
+            log.exception("progress callback failed; live progress is off for this arm")
+            self.on_progress = None
+
+    def _wait_exit(self, poll_exit: Callable[[], int | None]) -> int | None:
+        give_up = self._clock() + self.drain_s
+        while True:
+            code = poll_exit()
+            if code is not None or self._clock() >= give_up:
+                return code
+            time.sleep(0.05)
+
+    # -- the file ------------------------------------------------------------------------
+
+    def _open_log(self) -> None:
+        try:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            if self.log_path.exists():
+                self._line_base = _count_lines(self.log_path)
+            # Unbuffered append: every write is on disk at once, whatever happens next.
+            self._file = open(self.log_path, "ab", buffering=0)
+        except OSError as exc:
+            raise ArtifactWriteError(
+                f"cannot write the log {self.log_path}: {exc.strerror or exc}",
+                fix="choose a writable --out directory with free space",
+            ) from exc
+
+    def _finish(self, reader: threading.Thread) -> None:
+        # Drain: the workload's dying words are usually the real error. Bounded, because a
+        # grandchild that escaped the kill can hold the pipe open forever.
+        try:
+            reader.join(self.drain_s)
+        finally:
+            self._close()
+
+    def _close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._file.close()
+            parsed = self.parser.result()
+            self._scan(parsed, self._clock())
+
+    def _result(self, trigger: _Trigger | None, exit_code: int | None) -> ArmResult:
+        duration = self._clock() - self._start
+        fatal = self._first_fatal
+        if trigger is not None:
+            outcome, reason, error_class = trigger.outcome, trigger.reason, trigger.error_class
+        else:
+            outcome = OK if exit_code == 0 else FAILED
+            reason = "" if exit_code == 0 else f"exited with code {exit_code}"
+            error_class = fatal.cls if fatal is not None else ""
+            if fatal is not None:
+                reason += f"{'; ' if reason else ''}{fatal.cls} at line {fatal.line}: {fatal.text.strip()[:300]}"
+        if self._source_error is not None and outcome != OK:
+            reason += f"{'; ' if reason else ''}log stream broke: {self._source_error!r}"
+        return ArmResult(
+            arm=self.arm_name,
+            outcome=outcome,
+            exit_code=exit_code,
+            log_path=self.log_path,
+            duration_s=duration,
+            reason=reason,
+            fix=FIXES.get(outcome, ""),
+            lines=self._lines,
+            error_class=error_class,
+            parsed=self.parsed,
+        )
+
+
+def _count_lines(path: Path) -> int:
+    count = 0
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            count += block.count(b"\n")
+    return count

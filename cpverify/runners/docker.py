@@ -1,0 +1,403 @@
+"""Run one arm in a Docker container through the Docker SDK for Python (docker-py).
+
+One container per arm, created with the flags slime documents (`--gpus`, `--ipc=host`,
+`--shm-size=16g`, `--ulimit memlock=-1`, `--ulimit stack=67108864`) and the SAME GPU ids
+for every arm, so the arms differ only in what the plan says. The container's output is
+streamed into the shared LogWatcher; the container is killed on any limit and removed in
+every case (done, failed, killed, Ctrl-C). Every container carries labels so that a
+crash of cpverify itself (kill -9, power loss) leaves something `sweep_leftovers` finds.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import socket
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from cpverify.errors import EnvironmentBlocked, InputError
+from cpverify.runners._env import workload_env
+from cpverify.runners._watch import LogWatcher, ProgressCallback
+from cpverify.runners.base import BLOCKED, ArmResult, Limits
+
+log = logging.getLogger(__name__)
+
+LABEL_MANAGED = "cpverify.managed"
+LABEL_RUN = "cpverify.run"
+LABEL_ARM = "cpverify.arm"
+LABEL_OWNER = "cpverify.owner"  # "<hostname>:<pid>" of the cpverify process that made it
+LABEL_GPUS = "cpverify.gpus"
+
+# slime's documented `docker run` flags (docs and CI): RDMA needs locked memory, Megatron's
+# deep recursion a large stack.
+SLIME_ULIMITS: Mapping[str, int] = {"memlock": -1, "stack": 67108864}
+SLIME_SHM_SIZE = "16g"
+
+NVIDIA_FIX = (
+    "install nvidia-container-toolkit and restart dockerd: "
+    "`nvidia-ctk runtime configure --runtime=docker && systemctl restart docker`; "
+    "check with `docker run --rm --gpus all ubuntu nvidia-smi`"
+)
+DOCKER_SOCKETS = {"/var/run/docker.sock", "/run/docker.sock"}
+
+# While the log stream is open, the container's state is inspected only this often: the
+# stream itself ends when the container stops. The inspection is the safety net for a
+# follow-stream that stays open after the container exited
+# (https://github.com/docker/docker-py/issues/3084).
+_INSPECT_EVERY_S = 2.0
+
+
+@dataclass(frozen=True)
+class BindMount:
+    """A host directory in the container: read-only unless it is where artifacts go."""
+
+    source: Path | str
+    target: str
+    read_only: bool = True
+
+
+def connect(client=None, *, timeout: float = 60):
+    """A docker-py client that answers, or EnvironmentBlocked saying how to get one.
+
+    `docker.from_env()` already talks to the daemon (API version negotiation), so both
+    the construction and the ping are covered.
+    """
+    import docker
+    import docker.errors
+
+    try:
+        if client is None:
+            client = docker.from_env(timeout=timeout)
+        client.ping()
+        return client
+    except docker.errors.DockerException as exc:
+        raise _blocked_engine(exc) from exc
+    except OSError as exc:  # raised bare by some transports
+        raise _blocked_engine(exc) from exc
+
+
+def _blocked_engine(exc: BaseException) -> EnvironmentBlocked:
+    text = str(exc)
+    host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    if "Permission denied" in text or isinstance(exc, PermissionError):
+        return EnvironmentBlocked(
+            f"permission denied on the Docker socket ({host})",
+            fix="add your user to the docker group (`sudo usermod -aG docker $USER`, then log in "
+            "again), or point DOCKER_HOST at an engine you may use (rootless Docker)",
+        )
+    if any(s in text for s in ("No such file", "Connection refused", "FileNotFoundError", "ConnectionRefused")):
+        return EnvironmentBlocked(
+            f"no Docker engine answers at {host}",
+            fix="start dockerd (`sudo systemctl start docker`; in CI `bash .ci/docker-up.sh`), "
+            "or set DOCKER_HOST to the engine's address",
+        )
+    return EnvironmentBlocked(
+        f"the Docker engine at {host} does not answer: {text}",
+        fix="check `docker info`; start dockerd or set DOCKER_HOST to a running engine",
+    )
+
+
+def sweep_leftovers(client, *, run_id: str | None = None) -> list[str]:
+    """Remove cpverify containers left by earlier runs (crashes, kill -9); return their names.
+
+    Containers whose owner is another cpverify process still alive on this host are
+    someone's running arm (on other GPUs), not leftovers: they are kept.
+    """
+    import docker.errors
+
+    labels = [f"{LABEL_MANAGED}=1"] + ([f"{LABEL_RUN}={run_id}"] if run_id else [])
+    removed = []
+    for container in client.containers.list(all=True, filters={"label": labels}):
+        owner = container.labels.get(LABEL_OWNER, "")
+        if _owner_alive(owner):
+            log.info("keeping %s: its owner %s is still running", container.name, owner)
+            continue
+        try:
+            container.remove(force=True, v=True)
+        except docker.errors.NotFound:
+            continue  # removed meanwhile
+        removed.append(container.name)
+    return removed
+
+
+def _owner_alive(owner: str) -> bool:
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit() or int(pid) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, belongs to another user
+    return True
+
+
+class DockerRunner:
+    name = "docker"
+
+    def __init__(
+        self,
+        *,
+        image: str,
+        run_id: str,
+        gpus: Sequence[int | str] | None = (0, 1),
+        mounts: Iterable[BindMount] = (),
+        client=None,
+        host_network: bool = False,
+        shm_size: str = SLIME_SHM_SIZE,
+        ulimits: Mapping[str, int] = SLIME_ULIMITS,
+        drain_s: float = 5.0,
+        poll_s: float = 0.1,
+        kill_wait_s: float = 30.0,
+        on_progress: ProgressCallback | None = None,
+    ) -> None:
+        """`gpus=None` runs without a GPU request (tests, CPU-only probes).
+
+        `host_network` only for multi-node plans (NCCL and Ray need the hosts' interfaces);
+        single-node arms keep Docker's default network.
+        """
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", run_id or ""):
+            raise InputError(f"run id {run_id!r} is not usable as a label", fix="use letters, digits, . _ -")
+        self.image = image
+        self.run_id = run_id
+        self.gpus = None if gpus is None else tuple(str(g) for g in gpus)
+        self.mounts = tuple(_checked_mount(m) for m in mounts)
+        self.host_network = host_network
+        self.shm_size = shm_size
+        self.ulimits = dict(ulimits)
+        self.drain_s = drain_s
+        self.poll_s = poll_s
+        self.kill_wait_s = kill_wait_s
+        self.on_progress = on_progress
+        self._client = client
+        self._checked = False
+
+    @property
+    def client(self):
+        return self.preflight()
+
+    def preflight(self):
+        """Check the engine answers (once); raise EnvironmentBlocked with the fix if not."""
+        if not self._checked:
+            self._client = connect(self._client)
+            self._checked = True
+        return self._client
+
+    def run_arm(self, arm, *, log_path: Path, limits: Limits) -> ArmResult:
+        import docker.errors
+
+        client = self.preflight()
+        log_path = Path(log_path)
+        started = time.monotonic()
+        container = None
+        try:
+            try:
+                container = client.containers.create(**self.create_kwargs(arm))
+            except docker.errors.ImageNotFound:
+                return _blocked(
+                    arm.name, log_path, started, f"image {self.image} is not on this Docker engine",
+                    f"build it (`nox -s image`) or pull it (`docker pull {self.image}`)",
+                )
+            except docker.errors.APIError as exc:
+                return _blocked(
+                    arm.name, log_path, started, f"Docker refused to create the container: {_explain(exc)}",
+                    "fix the setting Docker names above, then run again",
+                )
+            try:
+                container.start()
+            except docker.errors.APIError as exc:
+                # A failed start leaves the container in state `created` (docker-py does not
+                # remove it): remove it now, or every failed attempt leaves one behind.
+                self._remove(container)
+                container = None
+                return _blocked(arm.name, log_path, started, *self._start_failure(arm, exc))
+            watcher = LogWatcher(
+                log_path, limits, arm_name=arm.name, on_progress=self.on_progress,
+                drain_s=self.drain_s, poll_s=self.poll_s,
+            )
+            state = _ContainerState(container, self.kill_wait_s)
+            return watcher.watch(state.stream(), stop=state.kill, poll_exit=state.exit_code)
+        finally:
+            if container is not None:
+                self._remove(container)
+
+    def create_kwargs(self, arm) -> dict:
+        """The `containers.create` arguments for one arm (public so plans and tests can show them)."""
+        from docker.types import DeviceRequest, LogConfig, Mount, Ulimit
+
+        env, dropped = workload_env(arm.env)  # arm.env only: the host's environment stays out
+        if dropped:
+            log.info("not passing secret-looking variables to the workload: %s", ", ".join(dropped))
+        kwargs = dict(
+            image=self.image,
+            command=[str(a) for a in arm.argv],
+            environment=env,
+            working_dir=str(arm.workdir) if arm.workdir else None,
+            name=f"cpverify-{self.run_id}-{_slug(arm.name)}-{uuid.uuid4().hex[:6]}",
+            labels={
+                LABEL_MANAGED: "1",
+                LABEL_RUN: self.run_id,
+                LABEL_ARM: arm.name,
+                LABEL_OWNER: f"{socket.gethostname()}:{os.getpid()}",
+                LABEL_GPUS: ",".join(self.gpus) if self.gpus is not None else "none",
+            },
+            shm_size=self.shm_size,
+            ipc_mode="host",
+            ulimits=[Ulimit(name=k, soft=v, hard=v) for k, v in self.ulimits.items()],
+            mounts=[
+                Mount(target=m.target, source=str(m.source), type="bind", read_only=m.read_only)
+                for m in self.mounts
+            ],
+            # json-file whatever the daemon's default: the stream below needs a driver
+            # Docker can read back (`none`, `syslog`, ... cannot be followed).
+            log_config=LogConfig(type="json-file"),
+            privileged=False,
+        )
+        if self.gpus is not None:
+            kwargs["device_requests"] = [DeviceRequest(device_ids=list(self.gpus), capabilities=[["gpu"]])]
+        if self.host_network:
+            kwargs["network_mode"] = "host"
+        return kwargs
+
+    def _start_failure(self, arm, exc) -> tuple[str, str]:
+        text = _explain(exc)
+        if "could not select device driver" in text:
+            return f"Docker has no GPU runtime: {text}", NVIDIA_FIX
+        if "rlimit" in text and "operation not permitted" in text:
+            return (
+                f"the Docker daemon may not set the container's ulimits {self.ulimits}: {text}",
+                "let dockerd raise them (systemd: `LimitMEMLOCK=infinity` in docker.service, then "
+                "`systemctl restart docker`; rootless Docker cannot), or run this runner with "
+                "smaller ulimits (NCCL over RDMA needs memlock unlimited)",
+            )
+        if "executable file not found" in text or "no such file or directory" in text:
+            return (
+                f"the image {self.image} cannot run {arm.argv[0]!r}: {text}",
+                "check the image tag and the plan's command (is slime installed in this image?)",
+            )
+        return f"the container did not start: {text}", "fix what Docker names above, then run again"
+
+    def _remove(self, container) -> None:
+        import docker.errors
+
+        try:
+            container.remove(force=True, v=True)
+        except KeyboardInterrupt:
+            # A second Ctrl-C while cleaning up: finish the removal, then honour it.
+            self._remove(container)
+            raise
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError as exc:
+            if exc.status_code != 409:  # 409: a removal is already in progress
+                log.warning(
+                    "could not remove container %s (%s); remove it with `docker rm -f %s`",
+                    container.name, _explain(exc), container.name,
+                )
+
+
+class _ContainerState:
+    """The running container as the watcher sees it: a log stream, an exit code, a kill."""
+
+    def __init__(self, container, kill_wait_s: float) -> None:
+        self.container = container
+        self.kill_wait_s = kill_wait_s
+        self._stream_ended = False
+        self._inspected_at = time.monotonic()
+
+    def stream(self) -> Iterator[bytes]:
+        # follow=True keeps the request open until the container stops. docker-py turns
+        # the socket's read timeout off for such streams, so a workload silent for longer
+        # than the client's timeout does not break it
+        # (https://github.com/docker/docker-py/issues/931; tests check it). The log endpoint
+        # also replays what was printed between start() and this call: nothing is lost.
+        source = self.container.logs(stream=True, follow=True, stdout=True, stderr=True)
+        try:
+            yield from source
+        finally:
+            self._stream_ended = True
+            close = getattr(source, "close", None)
+            if close is not None:
+                close()
+
+    def exit_code(self) -> int | None:
+        import docker.errors
+
+        now = time.monotonic()
+        if not self._stream_ended and now - self._inspected_at < _INSPECT_EVERY_S:
+            return None
+        self._inspected_at = now
+        try:
+            self.container.reload()
+        except docker.errors.NotFound:
+            return 137  # removed under us (docker rm -f by hand): treat as killed
+        state = self.container.attrs.get("State", {})
+        if state.get("Status") in ("exited", "dead"):
+            return int(state.get("ExitCode", -1))
+        return None
+
+    def kill(self) -> None:
+        """SIGKILL and wait until Docker reports the container stopped.
+
+        `container.wait(timeout=...)` is only an HTTP read timeout, not a deadline for the
+        workload (https://github.com/docker/docker-py/issues/1966, #2964): our own limits
+        are enforced by the watcher; here it just bounds the wait after the kill.
+        """
+        import docker.errors
+        import requests.exceptions
+
+        try:
+            self.container.kill()
+        except docker.errors.NotFound:
+            return
+        except docker.errors.APIError as exc:
+            if exc.status_code != 409:  # 409: not running any more, which is what we want
+                raise
+        try:
+            self.container.wait(timeout=self.kill_wait_s)
+        except (requests.exceptions.RequestException, docker.errors.NotFound):
+            pass
+        self._stream_ended = True  # from now on, inspect on every poll
+
+
+def _checked_mount(mount: BindMount) -> BindMount:
+    if not isinstance(mount, BindMount):
+        mount = BindMount(*mount)
+    source = Path(mount.source).expanduser()
+    if not source.is_absolute():
+        source = source.resolve()
+    if str(source.resolve()) in DOCKER_SOCKETS or str(source) in DOCKER_SOCKETS:
+        raise InputError(
+            f"refusing to mount the Docker socket ({source}) into a workload",
+            fix="remove that mount: a container holding the socket controls the host",
+        )
+    if not source.exists():
+        raise InputError(
+            f"mount source {source} does not exist",
+            fix=f"create it, or fetch what belongs there first (`cpverify fetch`), then run again",
+        )
+    if not mount.target.startswith("/"):
+        raise InputError(f"mount target {mount.target!r} is not an absolute path", fix="use an absolute path")
+    return BindMount(source, mount.target, mount.read_only)
+
+
+def _explain(exc) -> str:
+    explanation = getattr(exc, "explanation", None)
+    return str(explanation or exc)
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "arm"
+
+
+def _blocked(name: str, log_path: Path, started: float, reason: str, fix: str) -> ArmResult:
+    return ArmResult(
+        arm=name, outcome=BLOCKED, exit_code=None, log_path=log_path,
+        duration_s=time.monotonic() - started, reason=reason, fix=fix,
+    )

@@ -1,0 +1,193 @@
+"""Run one arm as a local subprocess (no container): the runner for a host that already
+has slime installed, and the one the lifecycle tests exercise without Docker.
+
+The workload runs in its own session and process group, so that
+  * Ctrl-C in the terminal reaches cpverify only (the terminal signals the foreground
+    group), and cpverify decides how the workload ends: SIGTERM to the whole group,
+    SIGKILL after a grace period;
+  * everything the workload started (Ray workers, SGLang servers, `sleep &`) is in one
+    group that can be signalled and checked as a unit, so nothing is left behind.
+A grandchild that calls setsid() itself escapes the group; that is a limit of process
+groups (only cgroups see everything) and is why the Docker runner is the default.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from cpverify.runners._env import workload_env
+from cpverify.runners._watch import LogWatcher, ProgressCallback
+from cpverify.runners.base import BLOCKED, ArmResult, Limits
+
+
+class LocalRunner:
+    name = "local"
+
+    def __init__(
+        self,
+        *,
+        term_grace_s: float = 10.0,
+        drain_s: float = 5.0,
+        poll_s: float = 0.1,
+        on_progress: ProgressCallback | None = None,
+    ) -> None:
+        self.term_grace_s = term_grace_s
+        self.drain_s = drain_s
+        self.poll_s = poll_s
+        self.on_progress = on_progress
+
+    def run_arm(self, arm, *, log_path: Path, limits: Limits) -> ArmResult:
+        log_path = Path(log_path)
+        env, _dropped = workload_env(arm.env, base=os.environ)
+        argv = [str(a) for a in arm.argv]
+        blocked = _preflight(arm.name, argv, arm.workdir, env, log_path)
+        if blocked is not None:
+            return blocked
+        started = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                argv,
+                cwd=arm.workdir,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,  # one stream: the order of lines is the order printed
+                start_new_session=True,
+                bufsize=0,
+            )
+        except OSError as exc:  # exec format error, permission denied, ...: not a traceback
+            return _blocked(
+                arm.name, log_path, f"cannot start {argv[0]!r}: {exc.strerror or exc}",
+                f"check that {argv[0]!r} is an executable for this machine", started,
+            )
+        group = _ProcessGroup(proc, self.term_grace_s)
+        try:
+            watcher = LogWatcher(
+                log_path, limits, arm_name=arm.name, on_progress=self.on_progress,
+                drain_s=self.drain_s, poll_s=self.poll_s,
+            )
+            return watcher.watch(_chunks(proc.stdout), stop=group.stop, poll_exit=group.poll)
+        finally:
+            group.kill_leftovers()
+
+
+class _ProcessGroup:
+    """The workload's process group: stop it politely, then make sure it is gone."""
+
+    def __init__(self, proc: subprocess.Popen, term_grace_s: float) -> None:
+        self.proc = proc
+        self.pgid = proc.pid  # start_new_session: the leader's pid is the group id
+        self.term_grace_s = term_grace_s
+
+    def poll(self) -> int | None:
+        code = self.proc.poll()
+        # Shell convention (128 + signal), as Docker reports it, so both runners agree.
+        return 128 - code if code is not None and code < 0 else code
+
+    def stop(self) -> None:
+        """SIGTERM the whole group; SIGKILL what is still there after the grace period."""
+        self._signal(signal.SIGTERM)
+        give_up = time.monotonic() + self.term_grace_s
+        try:
+            self.proc.wait(timeout=self.term_grace_s)
+        except subprocess.TimeoutExpired:
+            pass
+        while group_members(self.pgid) and time.monotonic() < give_up:
+            time.sleep(0.05)  # the leader is gone, its children may still be flushing
+        self._signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def kill_leftovers(self) -> None:
+        """Whatever happened, leave no process of this group running."""
+        if self.proc.poll() is None or group_members(self.pgid):
+            self._signal(signal.SIGKILL)
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # unkillable (D state): nothing more to do from here
+            pass
+
+    def _signal(self, signum: int) -> None:
+        try:
+            os.killpg(self.pgid, signum)
+        except (ProcessLookupError, PermissionError):
+            pass  # the group is already empty (or only zombies we cannot signal)
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes in process group `pgid`, from /proc.
+
+    killpg(pgid, 0) would also count zombies, which linger wherever PID 1 does not reap
+    orphans (many containers), and would make a dead group look alive.
+    """
+    proc = Path("/proc")
+    if not proc.is_dir():  # not Linux: fall back to the signal probe
+        try:
+            os.killpg(pgid, 0)
+            return [pgid]
+        except (ProcessLookupError, PermissionError):
+            return []
+    members = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # exited while we looked
+        # Fields after the command name, which is in parentheses and may contain spaces.
+        fields = stat[stat.rfind(")") + 2 :].split()
+        state, pgrp = fields[0], int(fields[2])
+        if pgrp == pgid and state not in ("Z", "X"):
+            members.append(int(entry.name))
+    return members
+
+
+def _chunks(pipe) -> Iterator[bytes]:
+    """What the workload prints, as soon as it prints it (not line-buffered by us)."""
+    with pipe:
+        while True:
+            chunk = pipe.read(65536)  # raw pipe (bufsize=0): returns whatever is there
+            if not chunk:
+                return
+            yield chunk
+
+
+def _preflight(name: str, argv: list[str], workdir, env: dict[str, str], log_path: Path) -> ArmResult | None:
+    started = time.monotonic()
+    if not argv:
+        return _blocked(name, log_path, "the arm has an empty command", "fix the plan: argv is empty", started)
+    workdir = Path(workdir) if workdir else Path.cwd()
+    if not workdir.is_dir():
+        return _blocked(
+            name, log_path, f"working directory {workdir} does not exist",
+            f"create {workdir} or point the plan's workdir at your slime checkout", started,
+        )
+    program = argv[0]
+    if os.sep in program:
+        path = Path(program) if Path(program).is_absolute() else workdir / program
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            return _blocked(
+                name, log_path, f"{program} is not an executable file (looked in {workdir})",
+                f"check the path, or make it executable: chmod +x {path}", started,
+            )
+    elif shutil.which(program, path=env.get("PATH", os.defpath)) is None:
+        return _blocked(
+            name, log_path, f"{program!r} was not found on PATH",
+            f"install {program} (or activate the environment that has it) so that "
+            f"`command -v {program}` finds it, then run again",
+            started,
+        )
+    return None
+
+
+def _blocked(name: str, log_path: Path, reason: str, fix: str, started: float) -> ArmResult:
+    return ArmResult(
+        arm=name, outcome=BLOCKED, exit_code=None, log_path=log_path,
+        duration_s=time.monotonic() - started, reason=reason, fix=fix,
+    )
