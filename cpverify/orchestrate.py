@@ -187,10 +187,17 @@ def step_compileall(ctx: Context) -> int:
     command = ["python3", "-m", "compileall", "-q", target]
     paths = _workload_paths(ctx)
     if ctx.runner == "docker":
-        from cpverify.runners.docker import run_oneshot
+        from cpverify.plan import Arm
+        from cpverify.runners.base import Limits
+        from cpverify.runners.docker import DockerRunner
 
-        code, output = run_oneshot(_image_tag(ctx), command, workdir=paths["slime_dir"], mounts=_docker_mounts(ctx),
-                                   run_id=ctx.run_dir.run_id)
+        # A GPU-less, throwaway container of the same image, with the same mounts as the arms.
+        check = Arm("compileall", 0, tuple(command), (), paths["slime_dir"])
+        runner = DockerRunner(image=_image_tag(ctx), run_id=ctx.run_dir.run_id, gpus=None, mounts=_docker_mounts(ctx))
+        log_path = ctx.run_dir.logs_dir / "compileall.log"
+        result = runner.run_arm(check, log_path=log_path, limits=Limits(deadline_s=600, hang_s=600, stall_s=10**9))
+        code = result.exit_code if result.exit_code is not None else -1
+        output = log_path.read_text(errors="replace") if log_path.exists() else result.reason
     else:
         proc = subprocess.run(command, cwd=paths["slime_dir"], capture_output=True, text=True)
         code, output = proc.returncode, proc.stdout + proc.stderr
@@ -204,12 +211,12 @@ def step_compileall(ctx: Context) -> int:
 
 
 def step_lint(ctx: Context) -> int:
-    from cpverify.lint import lint_plan, render_findings
+    from cpverify.lint import format_findings, lint_plan
 
     plan = build_run_plan(ctx)
     findings = lint_plan(plan)
     if findings:
-        print(render_findings(findings), file=sys.stderr)
+        print(format_findings(findings), file=sys.stderr)
     errors = [f for f in findings if f.severity == "error"]
     ctx.state["lint"] = [dataclasses.asdict(f) for f in findings]
     ctx.save()
@@ -221,7 +228,7 @@ def step_lint(ctx: Context) -> int:
 
 
 def step_arms(ctx: Context, which: str) -> int:
-    from cpverify.locks import gpu_lock
+    from cpverify.locks import GpuLock
     from cpverify.runners.base import ArmInterrupted
 
     plan = build_run_plan(ctx)
@@ -232,7 +239,7 @@ def step_arms(ctx: Context, which: str) -> int:
         return EXIT_OK
     runner = _make_runner(ctx)
     results = ctx.state.setdefault("arms", {})
-    with gpu_lock(plan.gpus or (), run_id=ctx.run_dir.run_id):
+    with GpuLock(plan.gpus, run_id=ctx.run_dir.run_id):
         for arm in arms:
             ctx.say(f"{arm.name}: starting on GPUs {','.join(map(str, plan.gpus)) or 'none'} "
                     f"with the {ctx.runner} runner; log {ctx.run_dir.log_path(arm.name)}")
@@ -314,30 +321,37 @@ def _image_tag(ctx: Context) -> str:
     return tag
 
 
-def _docker_mounts(ctx: Context) -> dict[str, dict]:
-    """host path -> docker-py volume spec. Model and data read-only; only the work dir is writable."""
-    mounts = {str(ctx.cache): {"bind": CONTAINER_CACHE, "mode": "ro"}}
+def _docker_mounts(ctx: Context) -> list:
+    """Model cache and slime checkout read-only; only the run's work directory is writable."""
+    from cpverify.runners.docker import BindMount
+
+    mounts = [BindMount(ctx.cache, CONTAINER_CACHE)]
     if ctx.args.model_dir:
-        mounts[str(Path(ctx.args.model_dir).resolve())] = {"bind": f"{CONTAINER_CACHE}/model", "mode": "ro"}
+        mounts.append(BindMount(Path(ctx.args.model_dir).resolve(), f"{CONTAINER_CACHE}/model"))
     if ctx.args.slime_dir:
-        mounts[str(Path(ctx.args.slime_dir).resolve())] = {"bind": CONTAINER_SLIME, "mode": "ro"}
-    work = ctx.run_dir.root / "work"
+        mounts.append(BindMount(Path(ctx.args.slime_dir).resolve(), CONTAINER_SLIME))
+    work = ctx.run_dir.root.resolve() / "work"
     work.mkdir(parents=True, exist_ok=True)
-    mounts[str(work)] = {"bind": CONTAINER_WORK, "mode": "rw"}
+    mounts.append(BindMount(work, CONTAINER_WORK, read_only=False))
     return mounts
 
 
 def _make_runner(ctx: Context):
-    from cpverify.runners import get_runner
-
     progress = _progress_printer(ctx)
     if ctx.runner == "docker":
+        from cpverify.runners.docker import DockerRunner
+
         gpus = None if ctx.args.gpus == "none" else build_run_plan(ctx).gpus
-        return get_runner("docker", image=_image_tag(ctx), gpus=gpus, mounts=_docker_mounts(ctx),
-                          run_id=ctx.run_dir.run_id, on_progress=progress)
+        return DockerRunner(image=_image_tag(ctx), run_id=ctx.run_dir.run_id, gpus=gpus,
+                            mounts=_docker_mounts(ctx), on_progress=progress)
     if ctx.runner == "ray":
-        return get_runner("ray", address=ctx.args.ray_address, run_id=ctx.run_dir.run_id, on_progress=progress)
-    return get_runner("local", on_progress=progress)
+        from cpverify.runners.ray import RayRunner
+
+        return RayRunner(address=ctx.args.ray_address, run_id=ctx.run_dir.run_id, gpus=len(build_run_plan(ctx).gpus),
+                         on_progress=progress)
+    from cpverify.runners.local import LocalRunner
+
+    return LocalRunner(on_progress=progress)
 
 
 def _progress_printer(ctx: Context):

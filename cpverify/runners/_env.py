@@ -9,13 +9,14 @@ comes from the caller's environment or from the plan.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from cpverify.redact import is_secret_name
 
 
-def workload_env(arm_env: Mapping[str, str], base: Mapping[str, str] | None = None) -> tuple[dict[str, str], list[str]]:
+def workload_env(arm_env: Mapping[str, str] | Iterable[tuple[str, str]], base: Mapping[str, str] | None = None) -> tuple[dict[str, str], list[str]]:
     """(`base` + `arm_env` without secret-named variables, the names dropped)."""
-    merged = {**(base or {}), **{str(k): str(v) for k, v in arm_env.items()}}
+    # plan.Arm keeps env as a tuple of pairs (hashable, ordered); a plain mapping works too
+    merged = {**(base or {}), **{str(k): str(v) for k, v in dict(arm_env).items()}}
     dropped = sorted(name for name in merged if is_secret_name(name))
     return {k: v for k, v in merged.items() if k not in dropped}, dropped
