@@ -1,0 +1,365 @@
+"""`cpverify doctor`: can this host run slime at CP=N, and what should an issue report say about it?
+
+Collects facts (GPUs, driver, CUDA, NCCL, topology, MIG, InfiniBand, /dev/shm, disk, Docker,
+relevant environment variables) and checks them against the requirements of the CP verification
+procedure (seed 001: SM80+, driver >= 550, CUDA >= 12.1, NCCL >= 2.18, one driver on all GPUs,
+24 GB per GPU). Every probe is isolated: a missing tool becomes "could not collect: <reason>".
+
+Exit code: 0 when no required check fails; 4 (BLOCKED) when one does.
+`collect()` returns the same report as a dict, for the orchestrator's env.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+from cpverify import _probes
+from cpverify._probes import Fact, Host
+from cpverify.errors import EXIT_BLOCKED, EXIT_OK, InputError
+
+SCHEMA_VERSION = 1
+
+MIN_COMPUTE_CAPABILITY = "8.0"  # Ampere: bf16 and the flash-attention kernels slime uses
+MIN_DRIVER = "550"
+MIN_CUDA = "12.1"  # FA3 needs CUDA >= 12.1 (seed 001)
+MIN_NCCL = "2.18"
+MIN_GPU_MEMORY_BYTES = 24e9  # "24 GB per GPU is enough for the smoke test" (seed 001); decimal GB
+MIN_SHM_BYTES = 1 << 30
+MIN_DOCKER_FREE_BYTES = 60e9  # the slime image unpacks to tens of GB
+MIN_MODEL_FREE_BYTES = 5e9  # Qwen2.5-0.5B is about 1 GB; room for a second revision
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: str  # pass | fail | warn | unknown
+    value: str
+    need: str
+    fix: str = ""
+    required: bool = False  # a required check that fails blocks the run (exit 4)
+    why: str = ""
+
+
+def gather_facts(host: Host | None = None, *, nccl_log: Path | None = None) -> dict[str, Fact]:
+    host = host or Host()
+    facts = {
+        "host": _probes.isolated(_probes.collect_host, host),
+        "gpus": _probes.isolated(_probes.collect_gpus, host),
+        "torch": _probes.isolated(_probes.collect_torch, host),
+        "nccl_log": _probes.isolated(_probes.collect_nccl_log, host, nccl_log),
+        "topology": _probes.isolated(_probes.collect_topology, host),
+        "infiniband": _probes.isolated(_probes.collect_infiniband, host),
+        "shm": _probes.isolated(_probes.collect_shm, host),
+        "docker": _probes.isolated(_probes.collect_docker, host),
+    }
+    docker_root = (facts["docker"].value or {}).get("root_dir") if facts["docker"].error is None else None
+    facts["disk"] = _probes.isolated(_probes.collect_disk, host, docker_root)
+    facts["packages"] = _probes.isolated(_probes.collect_packages, host)
+    facts["env"] = _probes.isolated(_probes.collect_env, host)
+    return facts
+
+
+# ------------------------------------------------------------------------------------------- checks
+
+
+def _version(text: str | None) -> Version | None:
+    if not text:
+        return None
+    try:
+        return Version(text.split("+")[0])
+    except InvalidVersion:
+        return None
+
+
+def _gpu_list(facts: dict[str, Fact]) -> list[dict] | None:
+    fact = facts["gpus"]
+    return None if fact.error else fact.value["gpus"]
+
+
+def _unknown(name: str, need: str, fact: Fact, fix: str, required: bool = False) -> Check:
+    return Check(name, "unknown", fact.error or "not collected", need, fix, required)
+
+
+def check_gpu_count(facts, cp) -> Check:
+    need = f">= {cp} GPUs (CP={cp} runs one rank per GPU)"
+    fix = f"run on a host with {cp} or more visible GPUs (CUDA_VISIBLE_DEVICES, docker --gpus all)"
+    gpus = _gpu_list(facts)
+    if gpus is None:
+        if facts["gpus"].absent:  # neither NVML nor nvidia-smi exists: no NVIDIA driver, so no GPU
+            return Check("gpu_count", "fail", f"0 ({facts['gpus'].error})", need,
+                         "install the NVIDIA driver, or run inside a container started with --gpus all", True)
+        return _unknown("gpu_count", need, facts["gpus"], fix, True)
+    return Check("gpu_count", "pass" if len(gpus) >= cp else "fail", str(len(gpus)), need, fix, True)
+
+
+def check_compute_capability(facts, cp) -> Check:
+    need = f"compute capability >= {MIN_COMPUTE_CAPABILITY} on every GPU (Ampere+: bf16, flash attention)"
+    fix = "use Ampere (A100, RTX 30xx) or newer GPUs"
+    gpus = _gpu_list(facts)
+    caps = [g.get("compute_capability") for g in gpus or []]
+    if not gpus or any(c is None for c in caps):
+        return _unknown("compute_capability", need, facts["gpus"], fix, True)
+    low = [f"GPU{g['index']} {g['compute_capability']}" for g in gpus
+           if _version(g["compute_capability"]) < Version(MIN_COMPUTE_CAPABILITY)]
+    return Check("compute_capability", "fail" if low else "pass", ", ".join(low) or ", ".join(sorted(set(caps))),
+                 need, fix, True)
+
+
+def check_gpu_memory(facts, cp) -> Check:
+    need = f">= {MIN_GPU_MEMORY_BYTES / 1e9:.0f} GB per GPU"
+    fix = "use GPUs with more memory, or shorten --max-tokens-per-gpu / --rollout-max-response-len"
+    gpus = _gpu_list(facts)
+    if not gpus or any(g.get("memory_mib") is None for g in gpus):
+        return _unknown("gpu_memory", need, facts["gpus"], fix)
+    smallest = min(g["memory_mib"] for g in gpus) * 2**20
+    return Check("gpu_memory", "pass" if smallest >= MIN_GPU_MEMORY_BYTES else "warn",
+                 f"smallest {smallest / 1e9:.1f} GB", need, fix)
+
+
+def check_driver(facts, cp) -> Check:
+    need = f"NVIDIA driver >= {MIN_DRIVER}"
+    fix = f"upgrade the NVIDIA driver to {MIN_DRIVER} or newer"
+    gpus = _gpu_list(facts)
+    if not gpus:
+        return _unknown("driver_version", need, facts["gpus"], fix)
+    versions = sorted({g["driver_version"] for g in gpus})
+    low = [v for v in versions if (_version(v) or Version("0")) < Version(MIN_DRIVER)]
+    return Check("driver_version", "warn" if low else "pass", ", ".join(versions), need, fix)
+
+
+def check_same_driver(facts, cp) -> Check:
+    need = "one driver version on all GPUs"
+    fix = "install the same NVIDIA driver on every node"
+    gpus = _gpu_list(facts)
+    if not gpus:
+        return _unknown("driver_consistent", need, facts["gpus"], fix, True)
+    versions = sorted({g["driver_version"] for g in gpus})
+    return Check("driver_consistent", "pass" if len(versions) == 1 else "fail", ", ".join(versions), need, fix, True)
+
+
+def check_cuda(facts, cp) -> Check:
+    need = f"CUDA >= {MIN_CUDA} (torch's runtime; else the driver's)"
+    fix = f"use a torch / image built for CUDA {MIN_CUDA} or newer, and a driver that supports it"
+    torch, gpus = facts["torch"], facts["gpus"]
+    if torch.error is None and torch.value.get("cuda_runtime"):
+        value, source = torch.value["cuda_runtime"], "torch runtime"
+    elif gpus.error is None and gpus.value.get("cuda_driver_version"):
+        value, source = gpus.value["cuda_driver_version"], "driver"
+    else:
+        return _unknown("cuda_version", need, torch if torch.error else gpus, fix)
+    ok = (_version(value) or Version("0")) >= Version(MIN_CUDA)
+    return Check("cuda_version", "pass" if ok else "warn", f"{value} ({source})", need, fix)
+
+
+def check_nccl(facts, cp) -> Check:
+    need = f"NCCL >= {MIN_NCCL}"
+    fix = f"use a torch / image with NCCL {MIN_NCCL} or newer (pip install -U nvidia-nccl-cu12)"
+    torch, log = facts["torch"], facts["nccl_log"]
+    found = [(v, s) for v, s in ((log.value, "log"), ((torch.value or {}).get("nccl"), "torch")) if v]
+    if not found:
+        return _unknown("nccl_version", need, torch, fix)
+    low = [f"{v} ({s})" for v, s in found if (_version(v) or Version("0")) < Version(MIN_NCCL)]
+    return Check("nccl_version", "warn" if low else "pass", ", ".join(low or [f"{v} ({s})" for v, s in found]),
+                 need, fix)
+
+
+def check_mig(facts, cp) -> Check:
+    need = "MIG disabled (NCCL cannot communicate between MIG instances)"
+    fix = "disable MIG on these GPUs (an administrator: nvidia-smi -i <id> -mig 0) or use other GPUs"
+    gpus = _gpu_list(facts)
+    if not gpus:
+        return _unknown("mig_disabled", need, facts["gpus"], fix, True)
+    enabled = [f"GPU{g['index']}" for g in gpus if (g.get("mig_mode") or "").lower() == "enabled"]
+    return Check("mig_disabled", "fail" if enabled else "pass", f"enabled on {', '.join(enabled)}" if enabled
+                 else "disabled or not supported", need, fix, True)
+
+
+def check_topology(facts, cp) -> Check:
+    need = f"GPU0..GPU{cp - 1} linked by NVLink or a PCIe switch"
+    fix = "prefer NVLink-connected GPUs (CUDA_VISIBLE_DEVICES); across CPU sockets CP traffic is slower"
+    topo = facts["topology"]
+    if topo.error:
+        return _unknown("gpu_topology", need, topo, fix)
+    wanted = {f"GPU{i}-GPU{j}" for i in range(cp) for j in range(i + 1, cp)}
+    links = {pair: cell for pair, cell in topo.value["pairs"].items() if pair in wanted}
+    if len(links) < len(wanted):
+        return Check("gpu_topology", "unknown", f"matrix shows {topo.value['gpus']} GPUs", need, fix)
+    slow = {p: c for p, c in links.items() if _probes.link_class(c) in ("cpu-interconnect", "unknown")}
+    value = ", ".join(f"{p} {c}" for p, c in sorted(links.items()))
+    return Check("gpu_topology", "warn" if slow else "pass", value, need, fix)
+
+
+def check_shm(facts, cp) -> Check:
+    need = f">= {MIN_SHM_BYTES >> 30} GiB /dev/shm"
+    why = ("NCCL's shared-memory transport and proxy buffers live in /dev/shm; Docker's default 64 MB "
+           "gives 'NCCL WARN Error while creating shared memory segment'")
+    fix = "docker run --shm-size=16g (or --ipc=host), as slime's docs do"
+    shm = facts["shm"]
+    if shm.error:
+        return _unknown("dev_shm", need, shm, fix)
+    total = shm.value["total_bytes"]
+    return Check("dev_shm", "pass" if total >= MIN_SHM_BYTES else "warn", _size(total), need, fix, why=why)
+
+
+def check_docker_gpu(facts, cp) -> Check:
+    need = "Docker with the NVIDIA runtime (for --runner docker)"
+    fix = "install the NVIDIA Container Toolkit, then: nvidia-ctk runtime configure --runtime=docker"
+    docker = facts["docker"]
+    if docker.error:
+        return _unknown("docker_nvidia_runtime", need, docker, fix)
+    runtimes = docker.value["runtimes"]
+    return Check("docker_nvidia_runtime", "pass" if "nvidia" in runtimes else "warn",
+                 f"engine {docker.value['server_version']}, runtimes: {', '.join(runtimes) or 'none'}", need, fix)
+
+
+def check_disk(facts, cp) -> Check:
+    need = f">= {MIN_DOCKER_FREE_BYTES / 1e9:.0f} GB free for the image, >= {MIN_MODEL_FREE_BYTES / 1e9:.0f} GB for the model"
+    fix = "free disk space (docker system prune) or point HF_HOME / Docker's data-root at a larger disk"
+    disk = facts["disk"]
+    if disk.error:
+        return _unknown("disk_free", need, disk, fix)
+    floors = {"docker images": MIN_DOCKER_FREE_BYTES, "model (HF cache)": MIN_MODEL_FREE_BYTES}
+    short = [d for d in disk.value if d["free_bytes"] < floors[d["purpose"]]]
+    value = ", ".join(f"{d['purpose']} {_size(d['free_bytes'])} free" for d in disk.value)
+    return Check("disk_free", "warn" if short else "pass", value, need, fix)
+
+
+CHECKS: tuple[Callable[[dict, int], Check], ...] = (
+    check_gpu_count, check_compute_capability, check_gpu_memory, check_driver, check_same_driver, check_cuda,
+    check_nccl, check_mig, check_topology, check_shm, check_docker_gpu, check_disk,
+)
+
+
+def evaluate(facts: dict[str, Fact], cp: int) -> list[Check]:
+    out = []
+    for check in CHECKS:
+        try:
+            out.append(check(facts, cp))
+        except Exception as exc:  # noqa: BLE001 - a surprising fact shape must not kill the report
+            out.append(Check(check.__name__.removeprefix("check_"), "unknown",
+                             f"could not evaluate: {type(exc).__name__}: {exc}", ""))
+    return out
+
+
+def is_blocked(checks: list[Check]) -> bool:
+    return any(c.required and c.status == "fail" for c in checks)
+
+
+def collect(*, cp: int = 2, nccl_log: str | Path | None = None, host: Host | None = None) -> dict:
+    """The whole report as JSON-ready data: facts, checks, and whether a required check failed."""
+    if cp < 1:
+        raise InputError(f"--cp {cp} is not a CP size", "use --cp 2 (or another size >= 1)")
+    facts = gather_facts(host, nccl_log=Path(nccl_log) if nccl_log else None)
+    checks = evaluate(facts, cp)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "collected_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "cp": cp,
+        "status": "blocked" if is_blocked(checks) else "ok",
+        "facts": {name: fact.to_json() for name, fact in facts.items()},
+        "checks": [asdict(c) for c in checks],
+    }
+
+
+# ------------------------------------------------------------------------------------------- render
+
+
+def _size(nbytes: float) -> str:
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.1f} {unit}"
+    return f"{nbytes:.0f} B"
+
+
+def _fact_rows(facts: dict) -> list[tuple[str, str]]:
+    def show(name: str, render: Callable[[object], str]) -> tuple[str, str]:
+        fact = facts[name]
+        return name, fact["error"] if fact["error"] else render(fact["value"])
+
+    def gpus(v):
+        return "; ".join(f"GPU{g['index']} {g['name']} sm{g['compute_capability'] or '?'} "
+                         f"{(g['memory_mib'] or 0) / 1024:.0f} GiB driver {g['driver_version']} "
+                         f"MIG {g['mig_mode'] or 'n/a'}" for g in v["gpus"]) + \
+            f" | CUDA (driver) {v.get('cuda_driver_version') or '?'}"
+
+    return [
+        show("host", lambda v: f"{v['os']}, python {v['python']}, {v['cpus']} CPUs"),
+        show("gpus", gpus),
+        show("torch", lambda v: f"torch {v['torch']}, CUDA runtime {v.get('cuda_runtime')}, NCCL {v.get('nccl')}, "
+                                f"{v.get('device_count')} visible GPUs"),
+        show("nccl_log", str),
+        show("topology", lambda v: ", ".join(f"{p} {c}" for p, c in v["pairs"].items()) or f"{v['gpus']} GPU(s)"),
+        show("infiniband", lambda v: f"devices: {', '.join(v['devices']) or 'none'}; "
+                                     f"/dev/infiniband {'present' if v['dev_infiniband'] else 'absent'}"),
+        show("shm", lambda v: f"{_size(v['total_bytes'])} total"),
+        show("docker", lambda v: f"engine {v['server_version']}, runtimes {', '.join(v['runtimes']) or 'none'}, "
+                                 f"default {v['default_runtime']}, root {v['root_dir']}"),
+        show("disk", lambda v: "; ".join(f"{d['purpose']}: {_size(d['free_bytes'])} free at {d['measured_at']}"
+                                         for d in v)),
+        show("packages", lambda v: ", ".join(f"{k} {ver}" for k, ver in v.items()) or "none found"),
+        show("env", lambda v: " ".join(f"{k}={val}" for k, val in v.items()) or "none set"),
+    ]
+
+
+def render(report: dict) -> str:
+    from tabulate import tabulate
+
+    facts = tabulate(_fact_rows(report["facts"]), headers=["fact", "value"], tablefmt="github")
+    checks = tabulate([[c["name"], c["status"].upper() if c["status"] == "fail" else c["status"],
+                        c["value"], c["need"], "" if c["status"] == "pass" else _why_fix(c)] for c in report["checks"]],
+                      headers=["check", "status", "value", "needs", "fix"], tablefmt="github")
+    verdict = ("BLOCKED: a required check failed" if report["status"] == "blocked"
+               else "ok: no required check failed")
+    return f"{facts}\n\n{checks}\n\n{verdict} (CP={report['cp']})"
+
+
+def _why_fix(check: dict) -> str:
+    return f"{check['why']}. Fix: {check['fix']}" if check.get("why") else check["fix"]
+
+
+def exit_code(report: dict) -> int:
+    return EXIT_BLOCKED if report["status"] == "blocked" else EXIT_OK
+
+
+# ---------------------------------------------------------------------------------------------- CLI
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("doctor", help="environment facts and checks for a CP run (exit 4 when blocked)",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    p.add_argument("--cp", type=int, default=2, help="the CP size to check for (default 2)")
+    p.add_argument("--nccl-log", type=Path, default=None, help="a log with NCCL_DEBUG=INFO lines (NCCL version)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.nccl_log is not None and not args.nccl_log.is_file():
+        raise InputError(f"--nccl-log {args.nccl_log}: no such file", "pass a log file written with NCCL_DEBUG=INFO")
+    report = collect(cp=args.cp, nccl_log=args.nccl_log)
+    print(json.dumps(report, indent=2) if args.json else render(report))
+    return exit_code(report)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m cpverify.doctor`: this command alone, without the rest of the CLI."""
+    parser = argparse.ArgumentParser(prog="cpverify")
+    register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["doctor", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        return args.func(args)
+    except InputError as exc:
+        print(f"cpverify: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,3 @@
+from cpverify.probe import main
+
+raise SystemExit(main())
