@@ -1,0 +1,147 @@
+"""Where a verification's files live, and how they are written without ever being half-written.
+
+Layout of one run (a contract, see DESIGN.md):
+    artifacts/<run-id>/verdict.md, verdict.json, env.json, commands.sh, logs/<arm>.log
+
+Every artifact goes through `atomic_writer`: the text lands in a temporary file in the
+*same* directory (os.replace is only atomic within one filesystem), is fsync'ed, then
+replaces the target in one step. A crash, a full disk or a read-only directory leaves
+either the previous good file or no file -- never a truncated one that a user might paste.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import re
+import secrets
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from cpverify.errors import ArtifactWriteError, InputError
+
+DEFAULT_BASE = Path("artifacts")
+_ARM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def new_run_id(now: float | None = None) -> str:
+    """A sortable, collision-resistant id: 20260821-100028-3fa2c1."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+    return f"{stamp}-{secrets.token_hex(3)}"
+
+
+def _fix_for(exc: OSError, path: Path) -> str:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"free disk space on the filesystem of {path.parent}, or pass --out to a directory on another disk"
+    if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return f"make {path.parent} writable (check permissions and read-only mounts), or pass --out to a writable directory"
+    return f"check that {path.parent} exists and is writable, or pass --out to another directory"
+
+
+@contextlib.contextmanager
+def atomic_writer(path: str | os.PathLike[str], *, mode: int = 0o644, encoding: str = "utf-8") -> Iterator[IO[str]]:
+    """Yield a text handle; on clean exit its content atomically becomes `path`.
+
+    On any failure the temporary file is removed and the target is left untouched;
+    OS errors become ArtifactWriteError naming the path and the fix.
+    """
+    target = Path(path)
+    tmp_name: str | None = None
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding=encoding, newline="\n") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        # mkstemp creates 0600; artifacts are meant to be read (and commands.sh run) by the user.
+        os.chmod(tmp_name, mode)
+        os.replace(tmp_name, target)
+        tmp_name = None
+        _fsync_dir(target.parent)
+    except OSError as exc:
+        raise ArtifactWriteError(
+            f"could not write {target}: {exc.strerror or exc}", _fix_for(exc, target)
+        ) from exc
+    finally:
+        if tmp_name is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp_name)
+
+
+def _fsync_dir(directory: Path) -> None:
+    # Makes the rename itself durable; not possible on every platform/filesystem, and not fatal.
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str, *, mode: int = 0o644) -> Path:
+    with atomic_writer(path, mode=mode) as handle:
+        handle.write(text)
+    return Path(path)
+
+
+def atomic_write_json(path: str | os.PathLike[str], obj: Any, *, mode: int = 0o644) -> Path:
+    # Serialise first: a value json cannot encode must fail before the target is touched.
+    text = json.dumps(obj, indent=2, sort_keys=False, ensure_ascii=False, allow_nan=False) + "\n"
+    return atomic_write_text(path, text, mode=mode)
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """One verification's directory: artifacts/<run-id>/ with a logs/ subdirectory."""
+
+    root: Path
+
+    @classmethod
+    def create(cls, out: str | os.PathLike[str] | None = None, *, base: str | os.PathLike[str] = DEFAULT_BASE,
+               run_id: str | None = None) -> RunDir:
+        """`out` if given (the user's --out), else base/<run-id>; creates root and logs/."""
+        root = Path(out) if out is not None else Path(base) / (run_id or new_run_id())
+        run_dir = cls(root)
+        try:
+            run_dir.logs_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ArtifactWriteError(f"could not create {run_dir.logs_dir}: {exc.strerror or exc}",
+                                     _fix_for(exc, run_dir.logs_dir)) from exc
+        return run_dir
+
+    @property
+    def run_id(self) -> str:
+        return self.root.name
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.root / "logs"
+
+    def log_path(self, arm: str) -> Path:
+        if not _ARM_NAME.match(arm):
+            raise InputError(f"arm name {arm!r} cannot be used as a file name",
+                             "use letters, digits, '.', '_' or '-' (for example cp1, cp2, probe-16k)")
+        return self.logs_dir / f"{arm}.log"
+
+    @property
+    def verdict_md(self) -> Path:
+        return self.root / "verdict.md"
+
+    @property
+    def verdict_json(self) -> Path:
+        return self.root / "verdict.json"
+
+    @property
+    def env_json(self) -> Path:
+        return self.root / "env.json"
+
+    @property
+    def commands_sh(self) -> Path:
+        return self.root / "commands.sh"

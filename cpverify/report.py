@@ -1,0 +1,192 @@
+"""Render a Verdict: verdict.md (GitHub-flavoured, pasteable), verdict.json, a terminal summary,
+and write the bundle (verdict.md, verdict.json, commands.sh, env.json) atomically and redacted.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from tabulate import tabulate
+
+from cpverify import __version__
+from cpverify.artifacts import RunDir, atomic_write_json, atomic_write_text
+from cpverify.redact import redact_json, redact_text
+from cpverify.verdict import TIMING_METRICS, Verdict, short_metric
+
+_STATUS_MARK = {"pass": "✅ pass", "fail": "❌ fail", "warn": "⚠️ warn", "skip": "➖ skip"}
+
+
+def _cell(value: Any) -> str:
+    """One table cell: a pipe or a newline would break a GitHub table row."""
+    text = "" if value is None else str(value)
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _table(rows: list[list[Any]], headers: list[str]) -> str:
+    # disable_numparse: cells are pre-formatted strings; tabulate must not re-round them.
+    return tabulate([[_cell(c) for c in row] for row in rows], headers=[_cell(h) for h in headers],
+                    tablefmt="github", disable_numparse=True)
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    if value is None:
+        return "–"
+    if not math.isfinite(value):
+        return str(value)
+    return f"{value:.{digits}g}"
+
+
+def _fenced(text: str, lang: str = "text") -> str:
+    """A code block whose fence is longer than any backtick run inside it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{lang}\n{text.rstrip()}\n{fence}"
+
+
+def _details(summary: str, body: str) -> str:
+    # The blank lines let GitHub render markdown inside <details>.
+    return f"<details><summary>{summary}</summary>\n\n{body}\n\n</details>"
+
+
+def _timings_table(verdict: Verdict) -> str:
+    headers = ["metric"] + [f"{verdict.labels.get(a.name, a.name)} ({a.name})" if verdict.labels.get(a.name) != a.name
+                            else a.name for a in verdict.arms]
+    rows = []
+    for metric in TIMING_METRICS:
+        row = [short_metric(metric)]
+        for arm in verdict.arms:
+            s = arm.metrics.get(metric)
+            row.append(f"{_num(s.median)} s [IQR {_num(s.q1)}–{_num(s.q3)}] n={s.n}" if s else "–")
+        if any(cell != "–" for cell in row[1:]):
+            rows.append(row)
+    return _table(rows, headers) if rows else "_No train-side perf records were counted._"
+
+
+def _comparisons_table(verdict: Verdict) -> str:
+    conf = f"{verdict.thresholds.confidence:.0%} CI"
+    rows = []
+    for comp in verdict.comparisons:
+        name = f"{verdict.labels[comp.candidate]} / {verdict.labels[comp.baseline]}"
+        for metric in TIMING_METRICS:
+            est = comp.metrics.get(metric)
+            if est is None:
+                continue
+            ci = f"{est.ci[0]:.2f}–{est.ci[1]:.2f}" if est.ci else "–"
+            primary = metric == verdict.thresholds.primary_metric
+            rows.append([name, f"**{short_metric(metric)}**" if primary else short_metric(metric),
+                         f"{est.ratio:.2f}×" if est.ratio is not None else "–", ci, _num(est.p_value, 2),
+                         f"{est.n_baseline} / {est.n_candidate}", comp.status if primary else ""])
+    if not rows:
+        return "_No comparable timings._"
+    return _table(rows, ["comparison", "metric", "ratio", conf, "Mann–Whitney p", "n (base / cand)", "status"])
+
+
+def _arms_table(verdict: Verdict) -> str:
+    rows = []
+    for arm in verdict.arms:
+        layout = " ".join(f"{k}={v}" for k, v in arm.layout.items()) if arm.layout else "–"
+        rows.append([arm.name, arm.cp_requested, arm.cp_effective if arm.cp_effective is not None else "unconfirmed",
+                     layout, arm.outcome or "–", len(arm.counted_rollouts), arm.nccl.get("version") or "–",
+                     ", ".join(arm.nccl.get("transports") or []) or "–", arm.lines])
+    return _table(rows, ["arm", "CP requested", "CP effective", "layout", "runner", "counted steps", "NCCL",
+                         "transports", "log lines"])
+
+
+def _checks_table(verdict: Verdict) -> str:
+    order = {"fail": 0, "warn": 1, "pass": 2, "skip": 3}
+    checks = sorted(verdict.checks, key=lambda c: order.get(c.status, 4))  # stable: problems first
+    rows = [[_STATUS_MARK.get(c.status, c.status), c.name, c.arm or "", c.detail, c.fix] for c in checks]
+    return _table(rows, ["status", "check", "arm", "detail", "fix"])
+
+
+def _numerics_table(verdict: Verdict) -> str:
+    rows = [[f"{r['candidate_arm']} vs {r['baseline_arm']}", r["step"], r["metric"], _num(r["baseline"], 6),
+             _num(r["candidate"], 6), _num(r["abs_diff"]), _num(r["rel_diff"]),
+             "yes" if r["within_tolerance"] else "no"] for r in verdict.numerics]
+    return _table(rows, ["comparison", "step", "metric", "baseline", "candidate", "abs diff", "rel diff",
+                         f"within {verdict.thresholds.numerics_tolerance:g}"])
+
+
+def render_markdown(verdict: Verdict, *, env: dict | None = None, commands: str | None = None) -> str:
+    parts = [f"## cpverify verdict: {verdict.status}", "", f"**{verdict.status}** — {verdict.summary}", ""]
+    parts += [f"### Timings per arm (median over rollouts ≥ {verdict.thresholds.warmup})", "", _timings_table(verdict),
+              "", "### Comparisons", "", _comparisons_table(verdict), "", "### Arms", "", _arms_table(verdict), "",
+              "### Checks", "", _checks_table(verdict), ""]
+    if verdict.numerics:
+        gate = "gated" if verdict.thresholds.deterministic else "reported only; the runs were not deterministic"
+        parts += [f"### Numerics (first common step; {gate})", "", _numerics_table(verdict), ""]
+    if verdict.errors:
+        blocks = [f"**{e['arm']}** line {e['line']} `{e['class']}`:\n\n{_fenced(e['text'])}" for e in verdict.errors]
+        parts += [_details(f"Error excerpts ({len(verdict.errors)})", "\n\n".join(blocks)), ""]
+    parts += [_details("Decision rule", verdict.rule), ""]
+    if env is not None:
+        parts += [_details("Environment", _fenced(json.dumps(_finite(env), indent=2, ensure_ascii=False), "json")), ""]
+    if commands:
+        parts += [_details("Exact commands", _fenced(commands, "bash")), ""]
+    parts.append(f"<sub>cpverify {__version__} · verdict schema {verdict.to_json()['schema_version']}</sub>")
+    return "\n".join(parts) + "\n"
+
+
+def _finite(value: Any) -> Any:
+    """JSON has no NaN/Infinity: a nan grad norm from a log becomes the string "nan"."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def render_json(verdict: Verdict) -> dict:
+    return _finite(verdict.to_json())
+
+
+def render_summary(verdict: Verdict) -> str:
+    """What `cpverify verdict` prints in a terminal: the headline, the ratios, the problems and their fixes."""
+    lines = [verdict.headline, ""]
+    rows = []
+    for comp in verdict.comparisons:
+        for metric in TIMING_METRICS:
+            est = comp.metrics.get(metric)
+            if est is not None and est.ratio is not None:
+                ci = f"{est.ci[0]:.2f}–{est.ci[1]:.2f}" if est.ci else "–"
+                rows.append([f"{comp.candidate}/{comp.baseline}", short_metric(metric), f"{est.ratio:.2f}", ci,
+                             f"{est.n_baseline}/{est.n_candidate}"])
+    if rows:
+        lines += [tabulate(rows, headers=["comparison", "metric", "ratio", "CI", "n"], tablefmt="simple",
+                           disable_numparse=True), ""]
+    for check in verdict.checks:
+        if check.status in ("fail", "warn"):
+            where = f" [{check.arm}]" if check.arm else ""
+            lines.append(f"{check.status.upper()} {check.name}{where}: {check.detail}")
+            if check.fix:
+                lines.append(f"    fix: {check.fix}")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_report(run_dir: RunDir | str | Path, verdict: Verdict, *, env: dict | None, commands_sh: str | None,
+                 redact: bool = True, extra_secrets: tuple[str, ...] = ()) -> dict[str, Path]:
+    """Write verdict.md, verdict.json, commands.sh and env.json atomically; returns name -> path."""
+    run_dir = run_dir if isinstance(run_dir, RunDir) else RunDir(Path(run_dir))
+    env = env or {}
+    commands = commands_sh or "#!/usr/bin/env bash\n# No commands were recorded for this verdict.\n"
+    if redact:
+        env = redact_json(env, extra_secrets=extra_secrets)
+        commands = redact_text(commands, extra_secrets=extra_secrets)
+    markdown = render_markdown(verdict, env=env, commands=commands)
+    data = render_json(verdict)
+    if redact:
+        markdown = redact_text(markdown, extra_secrets=extra_secrets)
+        data = redact_json(data, extra_secrets=extra_secrets)
+    # env and commands first: verdict.md is the file users look for, written once the rest exists.
+    return {
+        "env.json": atomic_write_json(run_dir.env_json, _finite(env)),
+        "commands.sh": atomic_write_text(run_dir.commands_sh, commands, mode=0o755),
+        "verdict.json": atomic_write_json(run_dir.verdict_json, data),
+        "verdict.md": atomic_write_text(run_dir.verdict_md, markdown),
+    }

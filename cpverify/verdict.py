@@ -1,0 +1,754 @@
+"""Decide PASS / FAIL / INCONCLUSIVE / BLOCKED from parsed logs of two or more arms.
+
+Pure: `decide()` takes parsed evidence and returns a Verdict; it touches no file.
+The `cpverify verdict` subcommand at the bottom is the only part that reads logs and
+writes artifacts (through cpverify.report).
+
+The decision rule, in words, is `Verdict.rule` (also printed in verdict.md). In short:
+every failed check names the verdict status it forces; a comparison's status is the
+worst forced status among its arms' checks and its own; the overall status is the
+worst over all comparisons, with FAIL > BLOCKED > INCONCLUSIVE > PASS. FAIL outranks
+BLOCKED because an error we saw is evidence about the software, whereas BLOCKED only
+says that part of it could not be tested.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from packaging.version import InvalidVersion, Version
+
+from cpverify import stats
+from cpverify.errors import EXIT_BLOCKED, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK, InputError
+from cpverify.logs import ParsedLog
+from cpverify.runners.base import ArmResult
+
+SCHEMA_VERSION = 1
+
+PASS, FAIL, INCONCLUSIVE, BLOCKED = "PASS", "FAIL", "INCONCLUSIVE", "BLOCKED"
+_SEVERITY = {PASS: 0, INCONCLUSIVE: 1, BLOCKED: 2, FAIL: 3}
+EXIT_CODES = {PASS: EXIT_OK, FAIL: EXIT_FAIL, INCONCLUSIVE: EXIT_INCONCLUSIVE, BLOCKED: EXIT_BLOCKED}
+
+PRIMARY_METRIC = "perf/actor_train_time"
+# Train-side timings slime prints per rollout. actor_train, log_probs and ref_log_probs are
+# where CP communication lands; train_time and step_time (which includes generation) give context.
+TIMING_METRICS = ("perf/actor_train_time", "perf/log_probs_time", "perf/ref_log_probs_time",
+                  "perf/train_time", "perf/step_time")
+SECONDARY_GATED = ("perf/log_probs_time", "perf/ref_log_probs_time")  # warn, never fail
+NUMERICS_METRICS = ("train/entropy_loss", "train/kl_loss", "train/grad_norm",
+                    "train/train_rollout_logprob_abs_diff")
+MIN_NCCL = Version("2.18")
+
+# The verdict status an error class forces; absent classes force FAIL. None: shown as a
+# warning only -- these lines also appear in runs that go on to train normally (a retried
+# HTTP request, a logged-and-handled traceback, a placement group that is granted later).
+ERROR_EFFECTS: dict[str, str | None] = {
+    "nccl_warn": None, "sglang_http_500": None, "sglang_http_5xx": None, "python_traceback": None,
+    "ray_placement_group_wait": None, "resource_wait": None,
+    "run_restarted": INCONCLUSIVE,  # two runs in one log: the timings mix, nothing failed for sure
+}
+
+# Runner outcomes (cpverify.runners.base) and the verdict status each forces.
+_OUTCOME_EFFECT = {"ok": None, "blocked": BLOCKED, "interrupted": INCONCLUSIVE, "failed": FAIL, "fatal": FAIL,
+                   "hang": FAIL, "stalled": FAIL, "deadline": FAIL}
+
+# Fixes, from the hand procedure's troubleshooting list (seed 001, section 4) plus the obvious ones.
+FIX_COLLECT = "collect more detail: rerun with NCCL_DEBUG=INFO TORCH_DISTRIBUTED_DEBUG=DETAIL"
+FIX_TRANSPORT = ("look for 'via NET/Socket' in NCCL_DEBUG=INFO output (TCP fallback): check NCCL_P2P_DISABLE, "
+                 "NCCL_SHM_DISABLE and NCCL_IB_DISABLE are unset, that /dev/infiniband is passed into the "
+                 "container, and that --ipc=host --shm-size=16g are set; compare with NCCL_P2P_DISABLE=1")
+FIX_P2P_OFF = ("NCCL found no peer-to-peer path between the GPUs: unset NCCL_P2P_DISABLE, check "
+               "`nvidia-smi topo -m`, and compare with NCCL_P2P_DISABLE=1 to measure the difference")
+FIX_OLD_STACK = ("use driver >= 550, CUDA >= 12.1 and NCCL >= 2.18 with the same driver on every GPU "
+                 "(the pinned image has NCCL 2.28.9)")
+FIX_SLOW_CP = ("CP=2 is much slower than CP=1: " + FIX_OLD_STACK + "; " + FIX_TRANSPORT + "; rule out FA3 with "
+               "--attention-backend torch (or flash); turn off MIG and GPU power limits (nvidia-smi -pl); "
+               "note that at short sequences CP communication dominates (try the long profile); " + FIX_COLLECT)
+FIX_MORE_ROLLOUTS = ("run more rollouts (e.g. --num-rollout 16) so each arm has more counted steps, on otherwise "
+                     "idle GPUs, to narrow the interval")
+FIX_LAYOUT_HOOK = ("run through `cpverify run` (it adds the layout hook), or add "
+                   "--custom-megatron-init-path cpverify.slime_hooks.layout.log_layout to the train args so the "
+                   "log states the effective CP")
+
+ERROR_FIXES = {
+    "nccl_timeout": ("the NCCL watchdog fired (a collective hung for --distributed-timeout-minutes): "
+                     + FIX_COLLECT + "; check the transport (" + FIX_TRANSPORT + "); make sure "
+                     "CUDA_DEVICE_MAX_CONNECTIONS=1 is set"),
+    "nccl_heartbeat_stuck": "the NCCL watchdog itself got stuck: " + FIX_COLLECT + "; " + FIX_TRANSPORT,
+    "nccl_error": FIX_OLD_STACK + "; give the container enough shared memory (--ipc=host --shm-size=16g); "
+                  + FIX_COLLECT,
+    "nccl_cuda_failure": FIX_OLD_STACK + "; use an image built for this GPU architecture (cu130 for Blackwell); "
+                         + FIX_COLLECT,
+    "nccl_unhandled_system_error": "check /dev/shm size (--ipc=host --shm-size=16g), --ulimit memlock=-1 and "
+                                   "/dev/infiniband; " + FIX_COLLECT,
+    "cuda_oom": ("lower --max-tokens-per-gpu (with CP a micro-batch holds max_tokens_per_gpu x cp tokens), or "
+                 "lower --sglang-mem-fraction-static when colocated"),
+    "cuda_illegal_memory_access": ("rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel; rule out FA3 with "
+                                   "--attention-backend torch (or flash)"),
+    "collective_shape_mismatch": ("a CP shape bug: keep --seq-length a multiple of 2 x context-parallel-size and "
+                                  "report it upstream with this bundle"),
+    "ray_actor_died": "read the first error above this line in the arm's log; Ray kills actors on host OOM",
+    "ray_host_oom": "free host memory or lower the offload footprint; Ray's memory monitor killed an actor",
+    "ray_job_failed": "read the first error above this line in the arm's log",
+    "sglang_startup_failure": "lower --sglang-mem-fraction-static and check that the GPUs are otherwise idle",
+    "sglang_server_startup_failure": "lower --sglang-mem-fraction-static and check that the GPUs are otherwise idle",
+    "sglang_http_500": "read the SGLang engine's traceback in the log; check --sglang-mem-fraction-static",
+    "argparse_error": "fix the flag named in the message; run `cpverify lint` before running on GPUs",
+    "argparse_unrecognized_arguments": "remove or correct the flags named; run `cpverify lint`",
+    "argparse_ambiguous_option": "spell the flag out in full; run `cpverify lint`",
+    "assertion_error": ("read the assertion; `cpverify lint` catches the usual ones (batch arithmetic, "
+                        "CUDA_DEVICE_MAX_CONNECTIONS=1, seq-length multiple of 2 x CP)"),
+    "hang": "a rank stopped making progress: " + FIX_COLLECT + "; check the transport; dump stacks with py-spy",
+    "nccl_shm_failure": "give the container more shared memory: --ipc=host --shm-size=16g (Docker's default is 64 MB)",
+    "sglang_not_enough_memory": "raise --sglang-mem-fraction-static or free the GPUs (colocated training holds memory)",
+    "megatron_cuda_device_max_connections": "export CUDA_DEVICE_MAX_CONNECTIONS=1 (Megatron requires it for CP>1)",
+    "megatron_world_size_not_divisible": "make the GPU count a multiple of tp x pp x cp (--actor-num-gpus-per-node)",
+    "megatron_seq_length_multiple": "make --seq-length a multiple of 2 x --context-parallel-size",
+    "slime_num_rollouts_lt_global_batch": ("rollout-batch-size x n-samples-per-prompt must be >= global-batch-size: "
+                                           "use --n-samples-per-prompt 4 or a smaller --global-batch-size"),
+    "slime_num_rollout_not_set": "use --num-rollout (slime has no --rollout-num; it is silently misread)",
+    "slime_hf_validate_args_failed": "add the model's MODEL_ARGS (scripts/models/<model>.sh) to the train args",
+    "slime_rm_type_missing": "pass --rm-type (e.g. --rm-type math)",
+    "slime_ref_load_missing": "point --ref-load at an existing HF or torch_dist checkpoint (run `cpverify fetch`)",
+    "torch_memory_saver_missing": "use the pinned slime image (it ships torch_memory_saver)",
+    "ray_placement_group_wait": ("--actor-num-gpus-per-node (default 8) must not exceed the GPUs given to Ray; "
+                                 "set it to the arm's GPU count"),
+    "cp_correctness": "a cpverify correctness check failed: compare against the single-GPU reference; report upstream",
+    "layout_mismatch": "ranks disagree on the parallel layout: make every node use the same train args",
+    "run_restarted": "the log holds more than one run (step numbers go backwards): give each arm its own log file",
+}
+FIX_ERROR_DEFAULT = "read the excerpt and the lines before it in the arm's log; " + FIX_COLLECT
+
+OUTCOME_FIXES = {
+    "blocked": "run `cpverify doctor` and follow its fixes (GPU runtime, Docker daemon, free GPUs)",
+    "hang": "no new log line for the hang limit: " + FIX_COLLECT + "; check the transport",
+    "stalled": ("log lines but no training step for the stall limit: check for a placement-group wait "
+                "(--actor-num-gpus-per-node must fit the GPUs) or a stuck SGLang engine"),
+    "deadline": "the run exceeded its deadline: raise the deadline, or lower --num-rollout / response length",
+    "fatal": "see the error check for this arm",
+    "failed": "see the error checks for this arm and the end of its log",
+    "interrupted": "rerun without interrupting it",
+}
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    pass_ratio: float = 1.3
+    primary_metric: str = PRIMARY_METRIC
+    min_counted_steps: int = 3
+    warmup: int = 1  # rollouts with id < warmup carry torch.compile / NCCL init and are not counted
+    confidence: float = 0.95
+    numerics_tolerance: float = 0.01  # rel and abs, as slime's own grad-norm check (math.isclose)
+    deterministic: bool = False  # only then are numerics a hard check
+    resamples: int = stats.DEFAULT_RESAMPLES
+    seed: int = stats.DEFAULT_SEED
+
+    def __post_init__(self) -> None:
+        problems = []
+        if not self.pass_ratio > 0:
+            problems.append(f"pass ratio {self.pass_ratio} must be > 0")
+        if not 0 < self.confidence < 1:
+            problems.append(f"confidence {self.confidence} must lie between 0 and 1")
+        if self.min_counted_steps < 1:
+            problems.append(f"min steps {self.min_counted_steps} must be >= 1")
+        if self.warmup < 0:
+            problems.append(f"warmup {self.warmup} must be >= 0")
+        if self.resamples < 100:
+            problems.append(f"resamples {self.resamples} must be >= 100")
+        if problems:
+            raise InputError("; ".join(problems),
+                             "use e.g. --pass-ratio 1.3 --warmup 1 --min-steps 3 (confidence 0.95)")
+
+    def to_json(self) -> dict:
+        return {"pass_ratio": self.pass_ratio, "primary_metric": self.primary_metric,
+                "min_counted_steps": self.min_counted_steps, "warmup": self.warmup, "confidence": self.confidence,
+                "numerics_tolerance": self.numerics_tolerance, "deterministic": self.deterministic,
+                "resamples": self.resamples, "seed": self.seed}
+
+
+@dataclass
+class ArmEvidence:
+    name: str
+    cp_requested: int
+    parsed: ParsedLog
+    result: ArmResult | None = None
+
+
+@dataclass
+class Check:
+    name: str
+    status: str  # pass | fail | warn | skip
+    detail: str
+    fix: str = ""
+    arm: str | None = None
+    effect: str | None = None  # the verdict status a failed check forces (FAIL, INCONCLUSIVE, BLOCKED)
+    brief: str = ""  # a shorter detail for the headline (not serialised)
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "status": self.status, "detail": self.detail, "fix": self.fix,
+                "arm": self.arm, "effect": self.effect}
+
+
+@dataclass
+class ArmSummary:
+    name: str
+    cp_requested: int
+    cp_effective: int | None  # None: the log does not state it
+    layout: dict | None
+    outcome: str | None
+    counted_rollouts: list[int]
+    metrics: dict[str, stats.Summary]
+    nccl: dict
+    lines: int
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "cp_requested": self.cp_requested,
+                "cp_effective": self.cp_effective if self.cp_effective is not None else "unconfirmed",
+                "layout": self.layout, "outcome": self.outcome, "counted_rollouts": self.counted_rollouts,
+                "counted_steps": len(self.counted_rollouts),
+                "metrics": {name: s.to_json() for name, s in self.metrics.items()}, "nccl": self.nccl,
+                "log_lines": self.lines}
+
+
+@dataclass
+class Comparison:
+    baseline: str
+    candidate: str
+    status: str
+    reason: str
+    metrics: dict[str, stats.RatioEstimate]
+    checks: list[Check]
+
+    def to_json(self) -> dict:
+        return {"baseline": self.baseline, "candidate": self.candidate, "status": self.status, "reason": self.reason,
+                "metrics": {name: est.to_json() for name, est in self.metrics.items()}}
+
+
+@dataclass
+class Verdict:
+    status: str
+    summary: str  # the headline without the status word
+    rule: str
+    thresholds: Thresholds
+    arms: list[ArmSummary]
+    comparisons: list[Comparison]
+    checks: list[Check]
+    numerics: list[dict]
+    errors: list[dict]
+    labels: dict[str, str] = field(default_factory=dict)  # arm name -> "CP=2" (or the name)
+
+    @property
+    def headline(self) -> str:
+        return f"{self.status} — {self.summary}"
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.status]
+
+    @property
+    def primary(self) -> Comparison:
+        return self.comparisons[0]
+
+    def to_json(self) -> dict:
+        primary = self.primary.metrics.get(self.thresholds.primary_metric)
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "status": self.status,
+            "headline": self.headline,
+            "rule": self.rule,
+            "thresholds": self.thresholds.to_json(),
+            "primary_comparison": {"baseline": self.primary.baseline, "candidate": self.primary.candidate,
+                                   "metric": self.thresholds.primary_metric},
+            "ratio": primary.ratio if primary else None,
+            "ratio_ci": list(primary.ci) if primary and primary.ci else None,
+            "arms": [arm.to_json() for arm in self.arms],
+            "comparisons": [c.to_json() for c in self.comparisons],
+            "checks": [c.to_json() for c in self.checks],
+            "numerics": self.numerics,
+            "errors": self.errors,
+        }
+
+
+def worst(statuses: Iterable[str]) -> str:
+    return max(statuses, key=_SEVERITY.__getitem__, default=PASS)
+
+
+def short_metric(metric: str) -> str:
+    """perf/actor_train_time -> actor_train."""
+    return metric.removeprefix("perf/").removesuffix("_time")
+
+
+def decision_rule(t: Thresholds) -> str:
+    conf = f"{t.confidence:.0%}"
+    numerics = (f" or when first-step numerics ({', '.join(NUMERICS_METRICS)}) differ beyond "
+                f"rel/abs {t.numerics_tolerance:g} (deterministic mode)" if t.deterministic else "")
+    return (
+        f"PASS when every compared arm finished without an error signature, its effective CP read from the log "
+        f"equals the requested CP, it has at least {t.min_counted_steps} counted steps (train-side perf records "
+        f"of rollouts >= {t.warmup}, a rollout seen from several ranks counted once), and the upper bound of the "
+        f"{conf} percentile-bootstrap interval ({t.resamples} resamples, fixed seed) of "
+        f"median(candidate {t.primary_metric}) / median(baseline {t.primary_metric}) is <= {t.pass_ratio:.2f}. "
+        f"FAIL when an arm shows an error signature or the runner reports failed, fatal, hang, stalled or "
+        f"deadline; when the effective CP differs from the requested CP; when the interval's lower bound is "
+        f"> {t.pass_ratio:.2f}{numerics}. BLOCKED when an arm could not start (environment). INCONCLUSIVE "
+        f"otherwise: too few counted steps, an interval that straddles {t.pass_ratio:.2f}, or a CP>1 arm whose "
+        f"effective CP the log does not state (slime ignores misspelled flags, so an unconfirmed CP never "
+        f"passes). Over several comparisons the worst status wins: FAIL > BLOCKED > INCONCLUSIVE > PASS."
+    )
+
+
+# -- per arm ----------------------------------------------------------------------------------
+
+def counted_perf(parsed: ParsedLog, warmup: int) -> dict[int, dict[str, float]]:
+    """Train-side perf records of rollouts >= warmup, one per rollout id (the first one printed).
+
+    Several ranks can print the same rollout's perf line; the first is rank 0's in slime's
+    output order, and counting duplicates would inflate n and shrink the interval.
+    """
+    kept: dict[int, dict[str, float]] = {}
+    for record in parsed.perf:
+        if record.side == "train" and record.rollout >= warmup and record.rollout not in kept:
+            kept[record.rollout] = record.metrics
+    return dict(sorted(kept.items()))
+
+
+def _samples(per_rollout: dict[int, dict[str, float]], metric: str) -> list[float]:
+    # nan/inf can appear in slime's dicts (a skipped timer); they carry no timing information.
+    values = (m.get(metric) for m in per_rollout.values())
+    return [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
+
+
+# "[rank0]:[E0821 10:11:26.712922209 ProcessGroupNCCL.cpp:616] [Rank 0] " carries no meaning in a headline.
+_LEADING_TAGS = re.compile(r"^(?:\s*\[[^\]]*\]:?)+\s*")
+
+
+def _excerpt(text: str, limit: int = 240) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _arm_checks(ev: ArmEvidence, t: Thresholds) -> tuple[ArmSummary, list[Check]]:
+    parsed = ev.parsed
+    checks: list[Check] = []
+    outcome = ev.result.outcome if ev.result else None
+    layout = parsed.layout
+    nccl = {"version": parsed.nccl.version, "transports": list(parsed.nccl.transports),
+            "network": parsed.nccl.network}
+    per_rollout = counted_perf(parsed, t.warmup)
+    samples = {m: _samples(per_rollout, m) for m in TIMING_METRICS}
+    summary = ArmSummary(
+        name=ev.name, cp_requested=ev.cp_requested, cp_effective=layout.cp if layout else None,
+        layout={"cp": layout.cp, "dp": layout.dp, "tp": layout.tp, "pp": layout.pp} if layout else None,
+        outcome=outcome, counted_rollouts=[r for r, m in per_rollout.items() if _samples({r: m}, t.primary_metric)],
+        metrics={m: stats.summarize(v) for m, v in samples.items() if v}, nccl=nccl, lines=parsed.lines)
+
+    # 1. Did the runner get the arm going at all, and did it end cleanly?
+    if ev.result is None:
+        checks.append(Check("runner", "skip", "no runner result: verdict from existing logs", arm=ev.name))
+    else:
+        effect = _OUTCOME_EFFECT.get(outcome, INCONCLUSIVE)
+        detail = f"runner outcome {outcome!r}"
+        if ev.result.exit_code is not None:
+            detail += f", exit code {ev.result.exit_code}"
+        if ev.result.reason:
+            detail += f": {ev.result.reason}"
+        if outcome not in _OUTCOME_EFFECT:
+            detail += " (unknown outcome)"
+        fix = ev.result.fix or OUTCOME_FIXES.get(outcome, FIX_COLLECT)
+        checks.append(Check("runner", "pass" if effect is None else "fail", detail, "" if effect is None else fix,
+                            ev.name, effect))
+        if outcome == "blocked":
+            # Nothing ran: the log checks below would only restate that.
+            return summary, checks
+
+    # 2. Error signatures: one check per class, naming the first occurrence.
+    for cls, found in _errors_by_class(parsed.errors).items():
+        first = found[0]
+        coarse = getattr(first, "coarse", "") or cls
+        more = f" ({len(found)} occurrences)" if len(found) > 1 else ""
+        named = cls if coarse == cls else f"{cls} ({coarse})"
+        detail = f"{named} at line {first.line}{more}: {_excerpt(first.text)}"
+        fix = ERROR_FIXES.get(cls) or ERROR_FIXES.get(coarse) or FIX_ERROR_DEFAULT
+        effect = ERROR_EFFECTS.get(cls, FAIL)
+        brief = f"{cls} in arm {ev.name} at line {first.line}: {_excerpt(_LEADING_TAGS.sub('', first.text), 120)}"
+        checks.append(Check(f"error:{cls}", "warn" if effect is None else "fail", detail, fix, ev.name, effect,
+                            brief))
+    if not parsed.errors:
+        checks.append(Check("errors", "pass", f"no error signatures in {parsed.lines} lines", arm=ev.name))
+
+    # 3. Did the requested CP take effect? slime ignores misspelled flags, so only the run can say.
+    if layout is None:
+        if ev.cp_requested > 1:
+            checks.append(Check("cp_effective", "fail",
+                                f"could not confirm CP={ev.cp_requested}: the log has no cpverify-layout line",
+                                FIX_LAYOUT_HOOK, ev.name, INCONCLUSIVE))
+        else:
+            checks.append(Check("cp_effective", "warn", "CP=1 unconfirmed (no cpverify-layout line; 1 is slime's "
+                                "default)", FIX_LAYOUT_HOOK, ev.name))
+    elif layout.cp != ev.cp_requested:
+        checks.append(Check("cp_effective", "fail",
+                            f"CP did not take effect: requested CP={ev.cp_requested}, the run reports cp={layout.cp} "
+                            f"(tp={layout.tp} pp={layout.pp} dp={layout.dp})",
+                            "check the spelling of --context-parallel-size in the train args (slime silently "
+                            "ignores unknown flags); run `cpverify lint`", ev.name, FAIL))
+    else:
+        checks.append(Check("cp_effective", "pass", f"cp={layout.cp} tp={layout.tp} pp={layout.pp} dp={layout.dp}",
+                            arm=ev.name))
+
+    # 4. Enough counted steps for an interval?
+    n = len(samples[t.primary_metric])
+    skipped = sum(1 for r in parsed.perf if r.side == "train" and r.rollout < t.warmup)
+    detail = (f"{n} counted {t.primary_metric} values (rollouts >= {t.warmup}; {skipped} warm-up record(s) "
+              f"excluded)")
+    if n < t.min_counted_steps:
+        if not parsed.perf and parsed.steps:
+            detail += "; the log has step lines but no train-side perf lines"
+        checks.append(Check("counted_steps", "fail", f"{detail}; need >= {t.min_counted_steps}",
+                            f"run at least {t.warmup + t.min_counted_steps} rollouts (--num-rollout); "
+                            + FIX_MORE_ROLLOUTS, ev.name, INCONCLUSIVE))
+    else:
+        checks.append(Check("counted_steps", "pass", detail, arm=ev.name))
+
+    # 5. NCCL transport and version (warnings: they explain a slow CP, they do not decide it).
+    transports = nccl["transports"]
+    slow_path = parsed.nccl_transport_warning()
+    if slow_path:
+        fix = FIX_TRANSPORT if parsed.tcp_fallback else FIX_P2P_OFF
+        checks.append(Check("nccl_transport", "warn", f"{slow_path} (transports: {', '.join(transports)})", fix,
+                            ev.name))
+    elif transports:
+        checks.append(Check("nccl_transport", "pass", ", ".join(transports), arm=ev.name))
+    else:
+        checks.append(Check("nccl_transport", "skip", "the log shows no NCCL channel lines",
+                            "rerun with NCCL_DEBUG=INFO to record the transport", ev.name))
+    if len(set(parsed.nccl.versions)) > 1:
+        checks.append(Check("nccl_version", "warn", f"several NCCL versions in one run: "
+                            f"{', '.join(parsed.nccl.versions)}", "use one image for every process", ev.name))
+    version = _nccl_version(nccl["version"])
+    if version is not None and version < MIN_NCCL:
+        checks.append(Check("nccl_version", "warn", f"NCCL {nccl['version']} is older than {MIN_NCCL}",
+                            FIX_OLD_STACK, ev.name))
+    return summary, checks
+
+
+def _errors_by_class(errors: Sequence) -> dict[str, list]:
+    """Error records grouped by their finest class, in order of first appearance.
+
+    The parser reports a fine class and, on the same line, its coarse twin (nccl_cuda_failure
+    and nccl_error); the twin adds nothing, so it is dropped when its fine class is present.
+    """
+    fine_on_line: dict[int, set[str]] = {}
+    for e in errors:
+        fine_on_line.setdefault(e.line, set()).add(e.cls)
+    groups: dict[str, list] = {}
+    for e in errors:
+        twins = {getattr(other, "coarse", "") for other in errors if other.line == e.line and other.cls != e.cls}
+        if e.cls in twins and len(fine_on_line[e.line]) > 1:
+            continue
+        groups.setdefault(e.cls, []).append(e)
+    return groups
+
+
+def _nccl_version(text: str | None) -> Version | None:
+    if not text:
+        return None
+    try:
+        return Version(text.split("+")[0])
+    except InvalidVersion:
+        return None
+
+
+# -- per comparison ---------------------------------------------------------------------------
+
+def _numerics(base: ParsedLog, cand: ParsedLog, b_name: str, c_name: str, t: Thresholds) -> list[dict]:
+    """First common step's numerics, side by side. Only rollout 0 can match across runs."""
+    b_steps = {s.step: s for s in base.steps if s.kind == "step"}
+    c_steps = {s.step: s for s in cand.steps if s.kind == "step"}
+    common = sorted(set(b_steps) & set(c_steps))
+    if not common:
+        return []
+    step = common[0]
+    rows = []
+    for metric in NUMERICS_METRICS:
+        b, c = b_steps[step].metrics.get(metric), c_steps[step].metrics.get(metric)
+        if not isinstance(b, (int, float)) or not isinstance(c, (int, float)):
+            continue
+        abs_diff = abs(c - b)
+        rel_diff = abs_diff / abs(b) if b else (0.0 if c == 0 else None)
+        rows.append({"baseline_arm": b_name, "candidate_arm": c_name, "step": step, "metric": metric,
+                     "baseline": b, "candidate": c, "abs_diff": abs_diff, "rel_diff": rel_diff,
+                     "within_tolerance": math.isclose(c, b, rel_tol=t.numerics_tolerance,
+                                                      abs_tol=t.numerics_tolerance)})
+    return rows
+
+
+def _format_ratio(est: stats.RatioEstimate, t: Thresholds) -> str:
+    ci = f"{t.confidence:.0%} CI {est.ci[0]:.2f}–{est.ci[1]:.2f}" if est.ci else "no CI"
+    return f"{est.ratio:.2f}× ({ci}, threshold ≤ {t.pass_ratio:.2f})"
+
+
+def _comparison_checks(base: ArmEvidence, cand: ArmEvidence, arms: dict[str, ArmSummary], labels: dict[str, str],
+                       t: Thresholds, estimates: dict[str, stats.RatioEstimate],
+                       numerics: list[dict]) -> list[Check]:
+    pair = f"{cand.name} vs {base.name}"
+    checks: list[Check] = []
+    b_arm, c_arm = arms[base.name], arms[cand.name]
+
+    primary = estimates.get(t.primary_metric)
+    what = f"{labels[cand.name]} {short_metric(t.primary_metric)} vs {labels[base.name]}"
+    if primary is None or primary.ratio is None:
+        note = primary.note if primary else "no values"
+        checks.append(Check(f"speed:{pair}", "fail", f"{what}: no ratio ({note})",
+                            "make sure both logs hold slime's train-side `perf N:` lines; " + FIX_MORE_ROLLOUTS,
+                            effect=INCONCLUSIVE))
+    elif primary.ci is None:
+        checks.append(Check(f"speed:{pair}", "fail", f"{what}: {primary.ratio:.2f}×, {primary.note}",
+                            FIX_MORE_ROLLOUTS, effect=INCONCLUSIVE, brief=f" — {primary.note}"))
+    elif primary.ci[1] <= t.pass_ratio:
+        checks.append(Check(f"speed:{pair}", "pass", f"{what}: {_format_ratio(primary, t)}"))
+    elif primary.ci[0] > t.pass_ratio:
+        checks.append(Check(f"speed:{pair}", "fail", f"{what}: {_format_ratio(primary, t)}; the whole interval "
+                            f"is above the threshold", FIX_SLOW_CP, effect=FAIL,
+                            brief=" — the whole interval is above the threshold"))
+    else:
+        checks.append(Check(f"speed:{pair}", "fail", f"{what}: {_format_ratio(primary, t)}; the interval "
+                            f"straddles the threshold", FIX_MORE_ROLLOUTS, effect=INCONCLUSIVE,
+                            brief=" — the interval straddles the threshold"))
+
+    for metric in SECONDARY_GATED:
+        est = estimates.get(metric)
+        if est is None or est.ci is None:
+            continue
+        label = f"{labels[cand.name]} {short_metric(metric)} vs {labels[base.name]}"
+        if est.ci[0] > t.pass_ratio:
+            checks.append(Check(f"speed:{short_metric(metric)}:{pair}", "warn",
+                                f"{label}: {_format_ratio(est, t)}", FIX_SLOW_CP))
+        else:
+            checks.append(Check(f"speed:{short_metric(metric)}:{pair}", "pass", f"{label}: {_format_ratio(est, t)}"))
+
+    # Same GPUs: CP=1/DP=2 against CP=2/DP=1 keeps the world size; anything else compares different jobs.
+    if b_arm.layout and c_arm.layout:
+        world = {name: arm.layout["cp"] * arm.layout["dp"] * arm.layout["tp"] * arm.layout["pp"]
+                 for name, arm in ((base.name, b_arm), (cand.name, c_arm))}
+        if world[base.name] != world[cand.name]:
+            checks.append(Check(f"same_gpus:{pair}", "warn",
+                                f"the arms ran on different world sizes ({world[base.name]} vs {world[cand.name]})",
+                                "run both arms on the same GPUs; only the CP flag may differ (DP absorbs it)"))
+
+    b_version, c_version = b_arm.nccl["version"], c_arm.nccl["version"]
+    if b_version and c_version and b_version != c_version:
+        checks.append(Check(f"nccl_same_version:{pair}", "warn",
+                            f"NCCL differs between arms ({b_version} vs {c_version})",
+                            "run both arms in the same image; only the CP flag may differ"))
+
+    if numerics:
+        off = [row for row in numerics if not row["within_tolerance"]]
+        step = numerics[0]["step"]
+        if not t.deterministic:
+            worst_rel = max((row["rel_diff"] or 0.0) for row in numerics)
+            checks.append(Check(f"numerics:{pair}", "skip",
+                                f"step {step}: largest relative difference {worst_rel:.3g} (reported only: runs "
+                                f"are not deterministic)", "enable deterministic mode to gate numerics"))
+        elif off:
+            names = ", ".join(f"{r['metric']} {r['baseline']:.6g} vs {r['candidate']:.6g}" for r in off)
+            checks.append(Check(f"numerics:{pair}", "fail", f"step {step} differs beyond rel/abs "
+                                f"{t.numerics_tolerance:g}: {names}",
+                                "compare on the same rollout data (--load-debug-rollout-data) with dropout 0 and "
+                                "--attention-backend flash; report the CP path if it persists", effect=FAIL))
+        else:
+            checks.append(Check(f"numerics:{pair}", "pass", f"step {step}: all within rel/abs "
+                                f"{t.numerics_tolerance:g}"))
+    elif t.deterministic:
+        checks.append(Check(f"numerics:{pair}", "fail", "no common train step to compare",
+                            "make sure both logs hold slime's `step N:` lines", effect=INCONCLUSIVE))
+    return checks
+
+
+# -- the decision -----------------------------------------------------------------------------
+
+def _labels(evidence: Sequence[ArmEvidence]) -> dict[str, str]:
+    cps = [ev.cp_requested for ev in evidence]
+    return {ev.name: f"CP={ev.cp_requested}" if cps.count(ev.cp_requested) == 1 else ev.name for ev in evidence}
+
+
+def decide(evidence: list[ArmEvidence], *, comparisons: list[tuple[str, str]],
+           thresholds: Thresholds | None = None) -> Verdict:
+    """The verdict over N arms and several (baseline, candidate) comparisons; the first is primary."""
+    t = thresholds or Thresholds()
+    by_name = {ev.name: ev for ev in evidence}
+    if len(by_name) != len(evidence):
+        raise InputError("two arms share a name", "give every arm a unique name (cp1, cp2, cp4, ...)")
+    if not comparisons:
+        raise InputError("no comparison to decide", "pass at least one (baseline, candidate) pair, e.g. (cp1, cp2)")
+    for pair in comparisons:
+        missing = [name for name in pair if name not in by_name]
+        if missing:
+            raise InputError(f"comparison {pair} names unknown arm(s) {missing}",
+                             f"compare only arms that exist: {sorted(by_name)}")
+
+    labels = _labels(evidence)
+    arms: dict[str, ArmSummary] = {}
+    arm_checks: dict[str, list[Check]] = {}
+    for ev in evidence:
+        arms[ev.name], arm_checks[ev.name] = _arm_checks(ev, t)
+
+    results: list[Comparison] = []
+    all_numerics: list[dict] = []
+    for base_name, cand_name in comparisons:
+        base, cand = by_name[base_name], by_name[cand_name]
+        b_rollouts, c_rollouts = counted_perf(base.parsed, t.warmup), counted_perf(cand.parsed, t.warmup)
+        estimates = {}
+        for metric in TIMING_METRICS:
+            b_values, c_values = _samples(b_rollouts, metric), _samples(c_rollouts, metric)
+            if b_values or c_values:
+                estimates[metric] = stats.compare(b_values, c_values, min_n=t.min_counted_steps,
+                                                  confidence=t.confidence, resamples=t.resamples, seed=t.seed)
+        numerics = _numerics(base.parsed, cand.parsed, base_name, cand_name, t)
+        all_numerics.extend(numerics)
+        own = _comparison_checks(base, cand, arms, labels, t, estimates, numerics)
+        involved = arm_checks[base_name] + arm_checks[cand_name] + own
+        status = worst(c.effect for c in involved if c.effect)
+        reason = _reason(status, involved, estimates.get(t.primary_metric), base_name, cand_name, arms, labels, t)
+        results.append(Comparison(base_name, cand_name, status, reason, estimates, own))
+
+    compared = {name for pair in comparisons for name in pair}
+    loose = [c for name in by_name if name not in compared for c in arm_checks[name] if c.effect]
+    status = worst([c.status for c in results] + [c.effect for c in loose])
+    # The headline tells the story of the worst comparison (the primary one when tied).
+    leading = next(c for c in results if c.status == worst(c.status for c in results))
+    summary = leading.reason
+    if loose and _SEVERITY[worst(c.effect for c in loose)] > _SEVERITY[leading.status]:
+        first = next(c for c in loose if c.effect == status)
+        summary = f"arm {first.arm}: {first.detail}"
+
+    checks = [c for ev in evidence for c in arm_checks[ev.name]] + [c for r in results for c in r.checks]
+    errors = [{"arm": ev.name, "class": cls, "line": e.line, "text": e.text,
+               "fatal": ERROR_EFFECTS.get(cls, FAIL) == FAIL, "count": len(found)}
+              for ev in evidence for cls, found in _errors_by_class(ev.parsed.errors).items() for e in found[:1]]
+    return Verdict(status=status, summary=summary, rule=decision_rule(t), thresholds=t,
+                   arms=[arms[ev.name] for ev in evidence], comparisons=results, checks=checks,
+                   numerics=all_numerics, errors=errors, labels=labels)
+
+
+def _reason(status: str, checks: list[Check], primary: stats.RatioEstimate | None, base: str, cand: str,
+            arms: dict[str, ArmSummary], labels: dict[str, str], t: Thresholds) -> str:
+    speed = ""
+    if primary is not None and primary.ratio is not None:
+        n_b, n_c = primary.n_baseline, primary.n_candidate
+        steps = f"{n_b} steps each" if n_b == n_c else f"{n_b} vs {n_c} steps"
+        speed = (f"{labels[cand]} {short_metric(t.primary_metric)} {primary.ratio:.2f}× {labels[base]} "
+                 f"({f'{t.confidence:.0%} CI {primary.ci[0]:.2f}–{primary.ci[1]:.2f}' if primary.ci else 'no CI'}, "
+                 f"threshold ≤ {t.pass_ratio:.2f}), {steps}")
+    if status == PASS:
+        return speed
+    decisive = [c for c in checks if c.effect == status]
+    first = decisive[0]
+    if first.name.startswith("speed:") and speed:
+        text = speed + first.brief  # the speed check's brief is the suffix saying why
+    elif first.brief:
+        text = first.brief
+    else:
+        where = f"arm {first.arm}: " if first.arm else ""
+        text = where + first.detail
+        if speed:
+            text += f"; {speed}"
+    if len(decisive) > 1:
+        text += f" (+{len(decisive) - 1} more, see checks)"
+    return text
+
+
+# -- the `cpverify verdict` subcommand --------------------------------------------------------
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "verdict", help="decide PASS/FAIL from a CP=1 and a CP=2 log you already have",
+        description="Compare a baseline (CP=1) and a candidate (CP=2) slime log and write verdict.md, "
+                    "verdict.json, env.json and commands.sh. Exit code: 0 PASS, 1 FAIL, 3 INCONCLUSIVE, 4 BLOCKED.")
+    parser.add_argument("--baseline", required=True, metavar="LOG", help="log of the baseline arm (CP=1)")
+    parser.add_argument("--candidate", required=True, metavar="LOG", help="log of the candidate arm (CP=2)")
+    parser.add_argument("--out", metavar="DIR", help="artifact directory (default: artifacts/<run-id>/)")
+    parser.add_argument("--baseline-cp", type=int, default=1, metavar="N", help="CP requested in the baseline (1)")
+    parser.add_argument("--candidate-cp", type=int, default=2, metavar="N", help="CP requested in the candidate (2)")
+    parser.add_argument("--pass-ratio", type=float, default=Thresholds.pass_ratio, metavar="R",
+                        help="PASS when the CI's upper bound of candidate/baseline is <= R (1.3)")
+    parser.add_argument("--warmup", type=int, default=Thresholds.warmup, metavar="N",
+                        help="rollouts with id < N are not counted (1)")
+    parser.add_argument("--min-steps", type=int, default=Thresholds.min_counted_steps, metavar="N",
+                        help="counted steps needed per arm (3)")
+    parser.add_argument("--deterministic", action="store_true",
+                        help="the runs were deterministic: gate first-step numerics")
+    parser.add_argument("--json", action="store_true", help="print verdict.json to stdout instead of the summary")
+    parser.set_defaults(func=run_verdict_command)
+
+
+def run_verdict_command(args) -> int:
+    """Parse two logs, decide, write the bundle, print the headline; returns the status's exit code."""
+    import json
+    import shlex
+    import sys
+    from pathlib import Path
+
+    from cpverify import report
+    from cpverify.artifacts import RunDir, atomic_writer
+    from cpverify.logs import parse_file
+    from cpverify.redact import redact_text
+
+    thresholds = Thresholds(pass_ratio=args.pass_ratio, warmup=args.warmup, min_counted_steps=args.min_steps,
+                            deterministic=args.deterministic)
+    paths = {"baseline": Path(args.baseline), "candidate": Path(args.candidate)}
+    for role, path in paths.items():
+        if not path.is_file():
+            raise InputError(f"--{role} {path} is not a readable file",
+                             "pass the path of a saved slime log (stdout and stderr of train.py / ray job logs)")
+    for flag, cp in (("--baseline-cp", args.baseline_cp), ("--candidate-cp", args.candidate_cp)):
+        if cp < 1:
+            raise InputError(f"{flag} {cp} must be >= 1", f"pass the CP size the run was started with, e.g. {flag} 2")
+    names = ((f"cp{args.baseline_cp}", f"cp{args.candidate_cp}") if args.baseline_cp != args.candidate_cp
+             else ("baseline", "candidate"))
+    evidence = [ArmEvidence(name, cp, parse_file(path))
+                for name, cp, path in zip(names, (args.baseline_cp, args.candidate_cp), paths.values(), strict=True)]
+    verdict = decide(evidence, comparisons=[names], thresholds=thresholds)
+
+    run_dir = RunDir.create(args.out)
+    for name, path in zip(names, paths.values(), strict=True):
+        # The bundle carries the logs it judged, scrubbed line by line (they may hold tokens or hosts).
+        with atomic_writer(run_dir.log_path(name)) as out, path.open(encoding="utf-8", errors="replace") as src:
+            for line in src:
+                out.write(redact_text(line))
+    reproduce = ["cpverify", "verdict", "--baseline", f"logs/{names[0]}.log", "--candidate", f"logs/{names[1]}.log",
+                 "--baseline-cp", str(args.baseline_cp), "--candidate-cp", str(args.candidate_cp),
+                 "--pass-ratio", f"{args.pass_ratio:g}", "--warmup", str(args.warmup), "--min-steps",
+                 str(args.min_steps), "--out", "reproduced"] + (["--deterministic"] if args.deterministic else [])
+    commands = ("#!/usr/bin/env bash\n"
+                "# Reproduce this verdict from the logs in this bundle (run it from this directory).\n"
+                "# The slime commands behind the logs were not recorded: the logs were given to cpverify.\n"
+                "set -euo pipefail\n" + shlex.join(reproduce) + "\n")
+    written = report.write_report(run_dir, verdict, env=_basic_env(paths), commands_sh=commands)
+
+    if args.json:
+        print(json.dumps(json.loads(written["verdict.json"].read_text(encoding="utf-8")), indent=2))
+    else:
+        print(report.render_summary(verdict))
+    print(f"artifacts: {run_dir.root}", file=sys.stderr)
+    return verdict.exit_code
+
+
+def _basic_env(paths: dict) -> dict:
+    """What can be said about the environment from here: cpverify itself and the inputs' fingerprints."""
+    import hashlib
+    import platform
+
+    from cpverify import __version__
+
+    inputs = {}
+    for role, path in paths.items():
+        digest = hashlib.sha256()
+        with path.open("rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+        inputs[role] = {"file": path.name, "sha256": digest.hexdigest(), "bytes": path.stat().st_size}
+    return {"source": "cpverify verdict (existing logs)", "cpverify": __version__,
+            "python": platform.python_version(), "platform": platform.platform(), "inputs": inputs}

@@ -1,0 +1,285 @@
+"""Build synthetic slime logs in the exact formats slime, Ray, Megatron, NCCL and torch print.
+
+A test double for slime itself, which cannot run here (no GPUs). Every line shape is copied
+from a real log (see tests/data/real-logs/ and the slime notes):
+
+  (MegatronTrainRayActor pid=32167) [2026-08-21 10:00:28] model.py:918 - step 3: {'train/loss': ...}
+  (MegatronTrainRayActor pid=32167) [2026-08-21 10:00:28] train_metric_utils.py:401 - perf 3: {'perf/...': ...}
+  (RolloutManager pid=31845) [2026-08-21 10:00:15] rollout.py:1193 - perf 3: {'rollout/response_len/mean': ...}
+  (MegatronTrainRayActor pid=32167) [2026-08-21 10:00:20] timer.py:32 - Timer actor_train end (elapsed: 1.0s)
+  (MegatronTrainRayActor pid=32167) cpverify-layout rank=0 world=2 tp=1 pp=1 cp=2 dp=1
+  (MegatronTrainRayActor pid=32167) e54db9740f9d:32167:32500 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM
+  (MegatronTrainRayActor pid=32167) [rank0]:[E0821 10:12:32.712922209 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog ...
+
+Usage (other tests import this; pytest puts tests/ on sys.path):
+
+    from helpers.slime_log import SlimeLog, synthetic_arm
+    log = SlimeLog()
+    log.layout(cp=2, dp=1)
+    log.nccl_init()
+    for rid in range(8):
+        log.iteration(rid, actor_train_time=1.0)
+    path = log.write(tmp_path / "cp2.log")
+
+`SlimeLog.marks` records the 1-based line number of each record it wrote, and
+`SlimeLog.expected()` returns the ParsedLog a correct parser should produce from the text
+(the ground truth), so verdict tests need no parser and parser tests get an oracle.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from cpverify.logs import ErrorRecord, Layout, ParsedLog, PerfRecord, StepRecord, TimerRecord
+
+TRAIN_ACTOR = "MegatronTrainRayActor"
+ROLLOUT_ACTOR = "RolloutManager"
+SGLANG_ACTOR = "SGLangEngine"
+
+# The primary and secondary metrics the verdict reads, in slime's train-side perf dict.
+TRAIN_PERF_KEYS = ("perf/actor_train_time", "perf/log_probs_time", "perf/ref_log_probs_time",
+                   "perf/train_time", "perf/step_time")
+
+
+@dataclass
+class SlimeLog:
+    """An in-memory slime log; each method appends the lines one real event prints."""
+
+    start: datetime = datetime(2026, 8, 21, 10, 0, 0)
+    train_pid: int = 32167
+    rollout_pid: int = 31845
+    sglang_pid: int = 32001
+    hostname: str = "e54db9740f9d"
+    ansi: bool = False  # Ray colours prefixes on a TTY: "\x1b[36m(MegatronTrainRayActor pid=1)\x1b[0m"
+    lines: list[str] = field(default_factory=list)
+    marks: dict[str, list[int]] = field(default_factory=dict)
+    truth: ParsedLog = field(default_factory=ParsedLog)
+
+    def __post_init__(self) -> None:
+        self.clock = self.start
+
+    def expected(self) -> ParsedLog:
+        """The ParsedLog a correct parser returns for `text()` (a copy; safe to modify)."""
+        result = copy.deepcopy(self.truth)
+        result.lines = len(self.lines)
+        return result
+
+    # -- plumbing -------------------------------------------------------------------------
+    def advance(self, seconds: float) -> None:
+        self.clock += timedelta(seconds=seconds)
+
+    def raw(self, text: str, *, mark: str | None = None) -> int:
+        """Append one physical line verbatim; returns its 1-based line number."""
+        self.lines.append(text)
+        number = len(self.lines)
+        if mark:
+            self.marks.setdefault(mark, []).append(number)
+        return number
+
+    def _prefix(self, actor: str, pid: int) -> str:
+        prefix = f"({actor} pid={pid})"
+        return f"\x1b[36m{prefix}\x1b[0m " if self.ansi else f"{prefix} "
+
+    def _stamp(self) -> str:
+        return self.clock.strftime("%Y-%m-%d %H:%M:%S")
+
+    def logger(self, message: str, *, file: str, lineno: int, actor: str = TRAIN_ACTOR, pid: int | None = None,
+               mark: str | None = None, suffix: str = "") -> int:
+        """A slime logger line: Ray prefix + `[YYYY-mm-dd HH:MM:SS] file.py:NNN - ` + message."""
+        pid = pid if pid is not None else (self.train_pid if actor == TRAIN_ACTOR else self.rollout_pid)
+        return self.raw(f"{self._prefix(actor, pid)}[{self._stamp()}] {file}:{lineno} - {message}{suffix}", mark=mark)
+
+    # -- records --------------------------------------------------------------------------
+    def layout(self, *, cp: int, tp: int = 1, pp: int = 1, dp: int = 1, world: int | None = None,
+               ranks: int = 1, pid: int | None = None) -> int:
+        """The cpverify layout hook's line (printed by every train rank; `ranks` of them)."""
+        world = world if world is not None else tp * pp * cp * dp
+        first = 0
+        for rank in range(ranks):
+            number = self.raw(f"{self._prefix(TRAIN_ACTOR, (pid or self.train_pid) + rank)}"
+                              f"cpverify-layout rank={rank} world={world} tp={tp} pp={pp} cp={cp} dp={dp}",
+                              mark="layout")
+            first = first or number
+        if self.truth.layout is None:
+            self.truth.layout = Layout(cp=cp, dp=dp, tp=tp, pp=pp)
+        return first
+
+    def nccl_init(self, *, version: str = "2.28.9", cuda: str = "12.9", transport: str = "P2P/CUMEM",
+                  ranks: int = 2, ip: str = "172.17.0.3") -> None:
+        """NCCL_DEBUG=INFO start-up: version line, network selection, one channel line per rank pair.
+
+        transport: "P2P/CUMEM" (NVLink/PCIe P2P), "SHM/direct/direct" (P2P disabled),
+        "NET/Socket/0" (TCP fallback; printed with [send]/[receive]), "P2P/IPC/read" (older NCCL).
+        """
+        tid = self.train_pid + 333
+        head = f"{self._prefix(TRAIN_ACTOR, self.train_pid)}{self.hostname}:{self.train_pid}"
+        self.raw(f"{head}:{self.train_pid} [0] NCCL INFO Bootstrap: Using eth0:{ip}<0>")
+        self.raw(f"{head}:{self.train_pid} [0] NCCL INFO cudaDriverVersion 12090")
+        self.raw(f"{head}:{self.train_pid} [0] NCCL INFO NCCL version {version}+cuda{cuda}", mark="nccl_version")
+        self.truth.nccl.version = self.truth.nccl.version or version
+        self.truth.nccl.network = "Socket"
+        # The transport family, without the NIC index: NET/Socket/0 -> NET/Socket.
+        family = "/".join(transport.split("/")[:2]) if transport.startswith("NET/") else transport
+        if family not in self.truth.nccl.transports:
+            self.truth.nccl.transports.append(family)
+        self.raw(f"{head}:{tid} [0] NCCL INFO NET/IB : No device found.")
+        self.raw(f"{head}:{tid} [0] NCCL INFO NET/Socket : Using [0]eth0:{ip}<0>")
+        # Printed on healthy single-node NVLink runs too: the channel lines tell the transport.
+        self.raw(f"{head}:{tid} [0] NCCL INFO Using network Socket")
+        for channel in range(2):
+            for src in range(ranks):
+                dst = (src + 1) % ranks
+                direction = " [send]" if transport.startswith("NET/") else ""
+                self.raw(f"{head}:{tid} [{src}] NCCL INFO Channel {channel:02d}/0 : {src}[{src}] -> {dst}[{dst}]"
+                         f"{direction} via {transport}", mark="nccl_channel")
+
+    def iteration(self, rollout_id: int, *, actor_train_time: float, log_probs_time: float = 0.11,
+                  ref_log_probs_time: float = 1.40, rollout_time: float = 3.25, steps: int = 1,
+                  step_metrics: dict[str, float] | None = None, duplicate_pids: tuple[int, ...] = ()) -> None:
+        """One slime iteration, in slime's print order.
+
+        RolloutManager `perf N` (rollout side), Timer lines, Memory-Usage, `rollout N`,
+        `step K` per optimizer step, then the train-side `perf N`. `duplicate_pids` repeats
+        the train-side perf line from other ranks (with other values) after rank 0's.
+        """
+        self.advance(rollout_time)
+        rollout_side = {
+            "rollout/response_len/mean": 312.5, "rollout/response_len/median": 298.0,
+            "rollout/response_len/max": 1024, "rollout/response_len/min": 41,
+            "rollout/truncated_ratio": 0.0, "perf/rollout_time": rollout_time,
+            "perf/tokens_per_gpu_per_sec": 245.8, "perf/longest_sample_tokens_per_sec": 11.0,
+        }
+        line = self.logger(f"perf {rollout_id}: {rollout_side!r}", file="rollout.py", lineno=1193,
+                           actor=ROLLOUT_ACTOR, mark="rollout_perf")
+        self.truth.perf.append(PerfRecord(rollout_id, "rollout", line, dict(rollout_side)))
+
+        sleep_time, wake_up_time, update_weights_time, preprocess = 4.03, 1.94, 0.33, 0.002
+        train_wait = rollout_time + sleep_time + wake_up_time + update_weights_time
+        self._timer("wake_up", wake_up_time)
+        self.logger("[Rank 0] Memory-Usage after wake_up model: " + repr({
+            "gpu": "0", "total_GB": 139.81, "free_GB": 101.2, "used_GB": 38.61, "allocated_GB": 23.99,
+            "reserved_GB": 25.04}), file="memory_utils.py", lineno=41)
+        self._timer("data_preprocess", preprocess)
+        self._timer("ref_log_probs", ref_log_probs_time)
+        self._timer("log_probs", log_probs_time)
+        self.logger(f"rollout {rollout_id}: " + repr({
+            "rollout/log_probs": -0.412, "rollout/ref_log_probs": -0.412, "rollout/advantages": 0.0,
+            "rollout/rewards": 0.5, "rollout/raw_reward": 0.5}), file="train_metric_utils.py", lineno=260)
+        self._timer_start("actor_train")
+        self.advance(actor_train_time)
+        for k in range(steps):
+            step = rollout_id * steps + k
+            metrics = default_step_metrics(step)
+            metrics.update(step_metrics or {})
+            line = self.logger(f"step {step}: {metrics!r}", file="model.py", lineno=918, mark="step")
+            self.truth.steps.append(StepRecord(step, line, dict(metrics)))
+        self._timer_end("actor_train", actor_train_time)
+        train_time = preprocess + ref_log_probs_time + log_probs_time + actor_train_time + 0.3
+        step_time = train_wait + train_time
+        perf = {
+            "perf/sleep_time": sleep_time, "perf/update_weights_time": update_weights_time,
+            "perf/wake_up_time": wake_up_time, "perf/data_preprocess_time": preprocess,
+            "perf/train_wait_time": train_wait, "perf/ref_log_probs_time": ref_log_probs_time,
+            "perf/log_probs_time": log_probs_time, "perf/actor_train_time": actor_train_time,
+            "perf/train_time": train_time, "perf/log_probs_tflops": 11.6, "perf/actor_train_tflops": 3.7,
+            "perf/actor_train_tok_per_s": 2355.6, "perf/step_time": step_time,
+            "perf/wait_time_ratio": train_wait / step_time,
+        }
+        line = self.logger(f"perf {rollout_id}: {perf!r}", file="train_metric_utils.py", lineno=401,
+                           mark="train_perf")
+        self.truth.perf.append(PerfRecord(rollout_id, "train", line, dict(perf)))
+        for n, pid in enumerate(duplicate_pids, start=1):
+            other = {key: value * (1 + 0.5 * n) for key, value in perf.items()}
+            line = self.logger(f"perf {rollout_id}: {other!r}", file="train_metric_utils.py", lineno=401, pid=pid,
+                               mark="train_perf_duplicate")
+            self.truth.perf.append(PerfRecord(rollout_id, "train", line, other))
+        self.advance(sleep_time)
+
+    def _timer_start(self, name: str) -> None:
+        self.logger(f"Timer {name} start", file="timer.py", lineno=24, mark="timer")
+
+    def _timer_end(self, name: str, elapsed: float) -> None:
+        line = self.logger(f"Timer {name} end (elapsed: {elapsed:.1f}s)", file="timer.py", lineno=32, mark="timer")
+        self.truth.timers.append(TimerRecord(name, round(elapsed, 1), line))
+
+    def _timer(self, name: str, elapsed: float) -> None:
+        self._timer_start(name)
+        self.advance(elapsed)
+        self._timer_end(name, elapsed)
+
+    # -- failures -------------------------------------------------------------------------
+    def nccl_watchdog_timeout(self, *, rank: int = 0, seq: int = 1207, op: str = "ALLREDUCE",
+                              timeout_ms: int = 600000, repeated: int = 0) -> int:
+        """torch ProcessGroupNCCL's watchdog line, as printed inside a Ray actor."""
+        self.advance(timeout_ms / 1000)
+        stamp = self.clock.strftime("%m%d %H:%M:%S") + ".712922209"
+        suffix = f" [repeated {repeated}x across cluster]" if repeated else ""
+        message = (f"[rank{rank}]:[E{stamp} ProcessGroupNCCL.cpp:616] [Rank {rank}] Watchdog caught collective "
+                   f"operation timeout: WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn=1048576, NumelOut=1048576, "
+                   f"Timeout(ms)={timeout_ms}) ran for {timeout_ms + 31} milliseconds before timing out.")
+        line = self.raw(f"{self._prefix(TRAIN_ACTOR, self.train_pid + rank)}{message}{suffix}", mark="error")
+        self.truth.errors.append(ErrorRecord("nccl_timeout", line, message))
+        return line
+
+    def cuda_oom(self, *, gib: float = 58.15) -> int:
+        """torch's CUDA OOM exception line (the last line of its traceback)."""
+        message = (f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {gib:.2f} GiB. GPU 0 has a total "
+                   "capacity of 139.81 GiB of which 47.69 GiB is free. Process 22249 has 3.24 GiB memory in use.")
+        line = self.raw(f"{self._prefix(TRAIN_ACTOR, self.train_pid)}{message}", mark="error")
+        self.truth.errors.append(ErrorRecord("cuda_oom", line, message))
+        return line
+
+    # -- output ---------------------------------------------------------------------------
+    def text(self) -> str:
+        return "".join(line + "\n" for line in self.lines)
+
+    def write(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.text(), encoding="utf-8")
+        return path
+
+
+def default_step_metrics(step: int) -> dict[str, float]:
+    """The train-side step dict slime prints (values from a real CP run, slime issue #1136)."""
+    return {
+        "train/loss": -6.05359673500061e-09, "train/pg_loss": -6.05359673500061e-09,
+        "train/entropy_loss": 0.18443581461906433, "train/pg_clipfrac": 0.0, "train/ppo_kl": 0.0,
+        "train/train_rollout_logprob_abs_diff": 0.018386833369731903, "train/kl_loss": 0.002021021908149123,
+        "train/grad_norm": 0.07986056034213801, "train/lr-pg_0": 1e-06, "train/global_batch_size": 8,
+        "train/step": step,
+    }
+
+
+def synthetic_arm(*, cp: int, actor_train_time: float, rollouts: int = 8, jitter: float = 0.05, seed: int = 0,
+                  layout_cp: int | None | str = "same", dp: int | None = None, transport: str = "P2P/CUMEM",
+                  nccl_version: str = "2.28.9", warmup_factor: float = 3.0,
+                  step_metrics: dict[str, float] | None = None, duplicate_pids: tuple[int, ...] = ()) -> SlimeLog:
+    """A whole arm: layout line, NCCL start-up, `rollouts` iterations with seeded +/-jitter.
+
+    Rollout 0 is `warmup_factor` times slower (torch.compile, NCCL lazy init), as in real runs.
+    layout_cp: "same" prints cp=`cp`; an int prints that cp (a CP that did not take effect);
+    None prints no layout line (a log from a run without the hook). dp defaults to 2 // cp
+    (two GPUs). Timings other than actor_train scale with it so every metric moves together.
+    """
+    rng = random.Random(seed)
+    log = SlimeLog()
+    effective = cp if layout_cp == "same" else layout_cp
+    if effective is not None:
+        log.layout(cp=int(effective), dp=dp if dp is not None else max(1, 2 // int(effective)))
+    log.nccl_init(version=nccl_version, transport=transport)
+    scale = actor_train_time
+    for rid in range(rollouts):
+        warm = warmup_factor if rid == 0 else 1.0
+
+        def noisy(value: float, warm: float = warm) -> float:
+            return round(value * warm * rng.uniform(1 - jitter, 1 + jitter), 6)
+
+        log.iteration(rid, actor_train_time=noisy(scale), log_probs_time=noisy(0.11 * scale),
+                      ref_log_probs_time=noisy(0.14 * scale), rollout_time=round(rng.uniform(3.0, 3.5), 4),
+                      step_metrics=step_metrics, duplicate_pids=duplicate_pids)
+    return log
