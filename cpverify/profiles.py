@@ -15,7 +15,7 @@ fills them in per arm (cpverify.plan), so two arms cannot drift apart by acciden
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 

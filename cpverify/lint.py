@@ -1,0 +1,538 @@
+"""Lint a slime command line before any GPU is held.
+
+Why a linter: slime, Megatron and SGLang all parse with `parse_known_args`, so a misspelled
+flag is silently dropped (`--context_parallel_size 2` runs CP=1), and several mistakes only
+surface minutes into a run (batch arithmetic in dp_schedule, CUDA_DEVICE_MAX_CONNECTIONS in
+Megatron's validation, a placement group that never fills). Each finding names the flag,
+why it matters (quoting the error slime would raise) and the fix.
+
+Accepts any pasted command: a string (backslash continuations, leading `VAR=value`, `export`
+lines, `python train.py`, `ray job submit ... -- python3 train.py`) or an argv list.
+The checks follow slime 624b824a and Megatron-LM 1dcf0daf (see cpverify/data/known_flags.txt).
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import math
+import os
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+
+from cpverify.errors import EXIT_FAIL, EXIT_OK, InputError
+
+ERROR = "error"
+WARNING = "warning"
+
+SLIME_DEFAULT_GPUS_PER_NODE = 8
+SLIME_DEFAULT_SEQ_LENGTH = 4096
+TRAIN_SCRIPTS = ("train.py", "train_async.py")
+PASS_THROUGH_PREFIXES = ("--sglang-", "--router-")  # SGLang server/router flags, forwarded as-is
+DSA_MODEL_HINTS = ("deepseek-v3.2", "deepseek_v32", "glm-5", "glm5")  # --allgather-cp is allowed for these
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: str  # "error" | "warning"
+    flag: str
+    why: str
+    fix: str
+    where: str = ""  # the arm, when a plan is linted
+
+
+@dataclass
+class ParsedCommand:
+    """A command line split into what lint needs: env assignments, options in order, opaque words."""
+
+    env: dict[str, str] = field(default_factory=dict)
+    options: list[tuple[str, list[str]]] = field(default_factory=list)  # (--flag, values) in order
+    opaque: list[str] = field(default_factory=list)  # ${ARRAY[@]} and the like: lint cannot see inside
+
+    def has(self, flag: str) -> bool:
+        return any(f == flag for f, _ in self.options)
+
+    def value(self, flag: str) -> str | None:
+        """The value of the last occurrence (argparse: the last one wins)."""
+        for f, values in reversed(self.options):
+            if f == flag:
+                return values[0] if values else ""
+        return None
+
+    def number(self, flag: str, default: float | None = None, kind=int):
+        """The flag's value as `kind`; `default` when absent; None when not a literal number ("$CP")."""
+        raw = self.value(flag)
+        if raw is None:
+            return default
+        try:
+            return kind(raw)
+        except ValueError:
+            return None
+
+
+# --- parsing a pasted command --------------------------------------------------------------
+
+_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+_OPAQUE = re.compile(r"^\$\{?[A-Za-z_][A-Za-z0-9_]*(\[[@*]\])?\}?$")
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _tokens(command: str | Sequence[str]) -> list[str]:
+    if isinstance(command, str) or (len(command) == 1 and any(c.isspace() for c in command[0])):
+        text = command if isinstance(command, str) else command[0]
+        text = re.sub(r"\\\r?\n", " ", text)  # line continuations
+        try:
+            return shlex.split(text, comments=True)
+        except ValueError as exc:
+            raise InputError(f"cannot split the command line: {exc}", "check the quotes in the pasted command") from None
+    # an argv that kept the pasted backslashes or newlines as words
+    return [t for t in (str(t) for t in command) if t.strip() not in ("", "\\")]
+
+
+def parse_command(command: str | Sequence[str], *, env: dict[str, str] | None = None) -> ParsedCommand:
+    """Split a pasted slime command into env assignments, options and opaque words."""
+    tokens = _tokens(command)
+    parsed = ParsedCommand(env=dict(env or {}))
+    start = next((i + 1 for i, t in enumerate(tokens) if t.rsplit("/", 1)[-1] in TRAIN_SCRIPTS), None)
+    if start is None:  # just flags, or `python -u something --flags`: options begin at the first --flag
+        start = next((i for i, t in enumerate(tokens) if t.startswith("--")), len(tokens))
+    shell_vars: dict[str, str] = {}
+    prefix = tokens[:start]
+    for i, token in enumerate(prefix):
+        match = _ASSIGNMENT.match(token)
+        if match:
+            shell_vars[match.group(1)] = match.group(2)
+        runtime_env = token.partition("=")[2] if token.startswith("--runtime-env-json=") else (
+            prefix[i + 1] if token == "--runtime-env-json" and i + 1 < len(prefix) else None)
+        if runtime_env:
+            try:  # ray job submit --runtime-env-json='{"env_vars": {...}}'
+                parsed.env.update({k: str(v) for k, v in json.loads(runtime_env).get("env_vars", {}).items()})
+            except (ValueError, AttributeError):
+                pass
+    # Assignments before the program are its environment (NAME=v python ..., or export NAME=v).
+    parsed.env.update(shell_vars)
+
+    def expand(word: str) -> str:  # "$MODEL" -> the value assigned earlier in the paste
+        return _VARIABLE.sub(lambda m: shell_vars.get(m.group(1) or m.group(2), m.group(0)), word)
+
+    for token in tokens[start:]:
+        if _OPAQUE.match(token) and expand(token) == token:
+            parsed.opaque.append(token)
+        elif token.startswith("--") and len(token) > 2:
+            flag, eq, value = token.partition("=")
+            parsed.options.append((flag, [expand(value)] if eq else []))
+        elif parsed.options:
+            parsed.options[-1][1].append(expand(token))
+    return parsed
+
+
+# --- the known flags --------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def known_flags() -> frozenset[str]:
+    """Long options of slime + Megatron-LM (generated by tools/gen_known_flags.py)."""
+    text = (resources.files("cpverify") / "data" / "known_flags.txt").read_text(encoding="utf-8")
+    return frozenset(line.strip() for line in text.splitlines() if line.startswith("--"))
+
+
+# Mistakes seen in the wild, with what slime actually does with them.
+_ROLLOUT_NUM_WHY = (
+    "slime has no --rollout-num. SGLang's pre-parser (abbreviations allowed) reads it as "
+    "--rollout-num-gpus-per-engine, the other parsers drop it, and slime stops with `AssertionError: "
+    "num_epoch is not set, but num_rollout is not set, please set --num-rollout or --num-epoch` "
+    "(or, when --num-epoch is set, silently runs a different length)"
+)
+_ALIASES = {  # flag -> canonical flag; using the alias silently keeps the default
+    "--rollout-num": "--num-rollout",
+    "--num-rollouts": "--num-rollout",
+    "--cp": "--context-parallel-size",
+    "--cp-size": "--context-parallel-size",
+    "--context-parallel": "--context-parallel-size",
+    "--tp": "--tensor-model-parallel-size",
+    "--tp-size": "--tensor-model-parallel-size",
+    "--pp": "--pipeline-model-parallel-size",
+    "--pp-size": "--pipeline-model-parallel-size",
+}
+_REMOVED = {
+    "--megatron-to-hf-mode": (
+        WARNING,
+        "removed from slime; it is now silently ignored",
+        "delete it: slime loads the HF directory given to --hf-checkpoint / --ref-load directly",
+    ),
+}
+_FUNCTION_PATH = re.compile(r"^--(custom-[a-z0-9-]+-path|[a-z0-9-]*function-path|rollout-sample-hook-path)$")
+
+
+def _check_flags(cmd: ParsedCommand) -> list[Finding]:
+    found: list[Finding] = []
+    known = known_flags()
+    seen: dict[str, list[str]] = {}
+    for flag, values in cmd.options:
+        shown = f"{flag} {' '.join(values)}".strip()
+        if flag in seen and seen[flag] != values:
+            found.append(Finding(WARNING, flag, f"given twice ({flag} {' '.join(seen[flag])} and {shown}); the last one wins",
+                                 "keep one"))
+        seen[flag] = values
+        if flag in _ALIASES:
+            canonical = _ALIASES[flag]
+            why = _ROLLOUT_NUM_WHY if flag == "--rollout-num" else (
+                f"slime knows no {flag}; its parsers drop unknown flags silently, so {canonical} keeps its default")
+            found.append(Finding(ERROR, flag, why, f"{canonical} {' '.join(values)}".strip()))
+        elif flag in _REMOVED:
+            severity, why, fix = _REMOVED[flag]
+            found.append(Finding(severity, flag, why, fix))
+        elif flag.startswith(PASS_THROUGH_PREFIXES) or flag in known:
+            continue
+        elif "_" in flag and flag.replace("_", "-") in known:
+            dashed = flag.replace("_", "-")
+            found.append(Finding(
+                ERROR, flag,
+                f"slime's parsers know only {dashed} and drop unknown flags silently: {shown} is ignored "
+                f"and {dashed} keeps its default",
+                f"{dashed} {' '.join(values)}".strip(),
+            ))
+        else:
+            close = difflib.get_close_matches(flag, known, n=1, cutoff=0.85)
+            if close:
+                found.append(Finding(ERROR, flag, f"unknown flag; slime ignores it silently, so {close[0]} keeps its default",
+                                     f"did you mean {close[0]}?"))
+            else:
+                found.append(Finding(WARNING, flag,
+                                     "not a flag of slime 624b824a / Megatron-LM 1dcf0daf; slime ignores unknown flags silently",
+                                     "check the spelling against `python train.py --help` of your slime"))
+    backend = cmd.value("--train-backend")
+    if backend not in (None, "megatron"):
+        found.append(Finding(
+            ERROR, "--train-backend",
+            f"slime's only backend is megatron (FSDP was removed in #1664): train.py exits with "
+            f"`argument --train-backend: invalid choice: '{backend}' (choose from 'megatron')`",
+            "--train-backend megatron, or drop the flag (it is the default)",
+        ))
+    for flag, values in cmd.options:
+        if _FUNCTION_PATH.match(flag) and values and "." not in values[0] and not values[0].startswith("$"):
+            found.append(Finding(ERROR, flag, f"{values[0]!r} is not a dotted path; slime imports `module.function`",
+                                 f"{flag} package.module.function"))
+    return found
+
+
+# --- required flags -----------------------------------------------------------------------------
+
+
+def _check_required(cmd: ParsedCommand) -> list[Finding]:
+    train_only = cmd.has("--debug-train-only") or cmd.has("--load-debug-rollout-data")
+    # an opaque ${ARRAY[@]} may hold the flag: then say so instead of failing
+    severity = WARNING if cmd.opaque else ERROR
+    hidden = f" (unless it is inside {', '.join(cmd.opaque)}, which lint cannot see)" if cmd.opaque else ""
+    found = []
+
+    def need(flags: tuple[str, ...], why: str, fix: str) -> None:
+        # a misspelling of the flag (--rollout-num) is reported once, by _check_flags
+        misspelled = any(cmd.has(alias) for alias, canonical in _ALIASES.items() if canonical in flags)
+        if not misspelled and not any(cmd.has(f) for f in flags):
+            found.append(Finding(severity, " or ".join(flags), why + hidden, fix))
+
+    need(("--hf-checkpoint",), "missing: SGLang and the tokenizer load the model from it", "--hf-checkpoint /path/to/hf/model")
+    need(("--rollout-batch-size",), "missing: slime requires it (`the following arguments are required`)",
+         "--rollout-batch-size N (prompts per rollout)")
+    need(("--num-rollout", "--num-epoch"),
+         "missing: slime stops with `num_epoch is not set, but num_rollout is not set`", "--num-rollout N")
+    need(("--rollout-max-response-len",), "missing: generation fails with a TypeError on max_new_tokens=None",
+         "--rollout-max-response-len 1024")
+    if not train_only:
+        need(("--prompt-data",), "missing: rollout has no prompts", "--prompt-data /path/to/prompts.jsonl")
+        need(("--rm-type", "--custom-rm-path"),
+             "missing: rewards fail with `NotImplementedError: Rule-based RM type is not specified.`",
+             "--rm-type <type> for labelled data, or --custom-rm-path module.function")
+    need(("--num-layers",),
+         "missing MODEL_ARGS: Megatron cannot read the HF config, and slime fails with `hf_validate_args failed`",
+         "source slime's scripts/models/<model>.sh and pass ${MODEL_ARGS[@]} (e.g. qwen2.5-0.5B.sh)")
+    return found
+
+
+# --- batch arithmetic ---------------------------------------------------------------------------
+
+
+def _check_batches(cmd: ParsedCommand, dp: int | None) -> list[Finding]:
+    found = []
+    rbs = cmd.number("--rollout-batch-size")
+    n = cmd.number("--n-samples-per-prompt", 1)
+    gbs = cmd.number("--global-batch-size")
+    steps = cmd.number("--num-steps-per-rollout")
+    if None in (rbs, n) or rbs <= 0 or n <= 0:
+        return found
+    samples = rbs * n
+    if steps:
+        derived = samples // steps
+        if gbs is not None and gbs != derived:
+            found.append(Finding(
+                ERROR, "--global-batch-size",
+                f"slime asserts `global_batch_size {gbs} is not equal to rollout_batch_size {rbs} * "
+                f"n_samples_per_prompt {n} // num_steps_per_rollout {steps}`",
+                f"--global-batch-size {derived}, or drop it (slime derives it from --num-steps-per-rollout)",
+            ))
+        gbs = derived
+    if gbs:
+        if samples < gbs:
+            k = next(k for k in range(1, gbs + 1) if rbs * k >= gbs and rbs * k % gbs == 0)
+            found.append(Finding(
+                ERROR, "--global-batch-size",
+                f"each rollout yields --rollout-batch-size {rbs} x --n-samples-per-prompt {n} = {samples} samples, "
+                f"fewer than --global-batch-size {gbs}: slime's dp_schedule stops with `AssertionError: "
+                f"num_rollouts ({samples}) < global_batch_size ({gbs}); need at least one rollout per step.`",
+                f"--n-samples-per-prompt {k} (a group of {k} responses per prompt), or --global-batch-size {samples}",
+            ))
+        elif samples % gbs:
+            found.append(Finding(
+                WARNING, "--global-batch-size",
+                f"{samples} samples per rollout is not a multiple of --global-batch-size {gbs}: "
+                f"dp_schedule drops the last {samples % gbs} samples of every rollout",
+                f"--global-batch-size {math.gcd(samples, gbs)} or a rollout size that is a multiple of {gbs}",
+            ))
+        mbs = cmd.number("--micro-batch-size", 1)
+        if dp and mbs and gbs % (mbs * dp):
+            found.append(Finding(
+                ERROR, "--global-batch-size",
+                f"Megatron asserts `global batch size ({gbs}) is not divisible by micro batch size ({mbs}) "
+                f"times data parallel size ({dp})`",
+                f"a --global-batch-size that is a multiple of {mbs * dp}",
+            ))
+    osbs = cmd.number("--over-sampling-batch-size")
+    if osbs is not None and osbs < rbs:
+        found.append(Finding(ERROR, "--over-sampling-batch-size",
+                             f"slime asserts over_sampling_batch_size {osbs} >= rollout_batch_size {rbs}",
+                             f"--over-sampling-batch-size {rbs} or more"))
+    if cmd.has("--use-dynamic-batch-size") and not cmd.has("--max-tokens-per-gpu"):
+        found.append(Finding(ERROR, "--use-dynamic-batch-size",
+                             "slime asserts `max_tokens_per_gpu must be set when use_dynamic_batch_size is set`",
+                             "--max-tokens-per-gpu 2048 (or more for long responses)"))
+    return found
+
+
+# --- GPU arithmetic and parallel layout ---------------------------------------------------------
+
+
+def parallel_layout(cmd: ParsedCommand) -> dict[str, int] | None:
+    """{"world", "tp", "pp", "cp", "dp"} as Megatron would compute them; None when not computable."""
+    nodes = cmd.number("--actor-num-nodes", 1)
+    per_node = cmd.number("--actor-num-gpus-per-node", SLIME_DEFAULT_GPUS_PER_NODE)
+    tp = cmd.number("--tensor-model-parallel-size", 1)
+    pp = cmd.number("--pipeline-model-parallel-size", 1)
+    cp = cmd.number("--context-parallel-size", 1)
+    if None in (nodes, per_node, tp, pp, cp) or min(nodes, per_node, tp, pp, cp) < 1:
+        return None
+    world = nodes * per_node
+    dp = world // (tp * pp * cp) if world % (tp * pp * cp) == 0 else 0
+    return {"world": world, "tp": tp, "pp": pp, "cp": cp, "dp": dp}
+
+
+def _check_layout(cmd: ParsedCommand, layout: dict[str, int] | None, gpus: int | None) -> list[Finding]:
+    found = []
+    if not cmd.has("--actor-num-gpus-per-node"):
+        short = gpus is not None and gpus < SLIME_DEFAULT_GPUS_PER_NODE
+        found.append(Finding(
+            ERROR if short else WARNING, "--actor-num-gpus-per-node",
+            f"not set: slime defaults to {SLIME_DEFAULT_GPUS_PER_NODE} GPUs per node"
+            + (f", but {gpus} are available: Ray waits forever for the placement group" if short else ""),
+            f"--actor-num-gpus-per-node {gpus or 'N'}",
+        ))
+    if layout is None:
+        return found
+    world, tp, pp, cp = layout["world"], layout["tp"], layout["pp"], layout["cp"]
+    if layout["dp"] == 0:
+        found.append(Finding(
+            ERROR, "--context-parallel-size",
+            f"Megatron asserts `world size ({world}) is not divisible by total_model_size ({tp * pp * cp})` "
+            f"(world = --actor-num-nodes x --actor-num-gpus-per-node; model = TP {tp} x PP {pp} x CP {cp})",
+            f"a TP x PP x CP that divides {world}, e.g. --context-parallel-size {math.gcd(world, cp)}",
+        ))
+    if gpus is not None:
+        nodes = cmd.number("--actor-num-nodes", 1) or 1
+        rollout = 0 if cmd.has("--colocate") else (cmd.number("--rollout-num-gpus", 0) or 0)
+        needed = world + rollout
+        if nodes == 1 and needed > gpus and cmd.has("--actor-num-gpus-per-node"):
+            found.append(Finding(
+                ERROR, "--actor-num-gpus-per-node",
+                f"the job needs {needed} GPUs ({world} for training" + (f" + {rollout} for rollout" if rollout else "")
+                + f") but {gpus} are available: Ray waits forever for the placement group",
+                f"--actor-num-gpus-per-node {max(1, gpus - rollout)}"
+                + (" or --colocate (training and rollout share the GPUs)" if rollout else ""),
+            ))
+        if cp > gpus:
+            found.append(Finding(ERROR, "--context-parallel-size", f"CP={cp} needs {cp} GPUs; {gpus} are available",
+                                 f"--context-parallel-size {gpus} or less"))
+    if cp > 1:
+        seq = cmd.number("--seq-length", SLIME_DEFAULT_SEQ_LENGTH)
+        if seq is not None and seq % (2 * cp):
+            found.append(Finding(
+                ERROR, "--seq-length",
+                f"Megatron asserts `seq-length should be a multiple of 2 * context-parallel-size` ({seq} % {2 * cp} != 0)",
+                f"--seq-length {seq + (2 * cp - seq % (2 * cp))}",
+            ))
+        if cmd.has("--allgather-cp"):
+            model = (cmd.value("--hf-checkpoint") or "").lower()
+            if not any(hint in model for hint in DSA_MODEL_HINTS):
+                found.append(Finding(
+                    ERROR, "--allgather-cp",
+                    "with CP>1 slime allows --allgather-cp only for DSA models (DeepSeek-V3.2, GLM-5.1); other "
+                    "models use the zigzag CP layout and slime refuses to start",
+                    "remove --allgather-cp",
+                ))
+    if cmd.has("--sequence-parallel") and tp == 1:
+        found.append(Finding(
+            WARNING, "--sequence-parallel",
+            "with TP=1 Megatron switches it off (`Disabling sequence parallelism because tensor model parallelism "
+            "is disabled`): the flag describes a layout that does not run",
+            "remove --sequence-parallel (or use it with --tensor-model-parallel-size > 1)",
+        ))
+    return found
+
+
+# --- environment and other cross-flag rules --------------------------------------------------
+
+
+def _check_env(cmd: ParsedCommand, layout: dict[str, int] | None) -> list[Finding]:
+    found = []
+    tp = layout["tp"] if layout else cmd.number("--tensor-model-parallel-size", 1)
+    cp = layout["cp"] if layout else cmd.number("--context-parallel-size", 1)
+    if ((tp or 1) > 1 or (cp or 1) > 1) and cmd.env.get("CUDA_DEVICE_MAX_CONNECTIONS") != "1":
+        current = cmd.env.get("CUDA_DEVICE_MAX_CONNECTIONS")
+        found.append(Finding(
+            ERROR, "CUDA_DEVICE_MAX_CONNECTIONS",
+            ("not set" if current is None else f"is {current!r}") + f" with TP={tp}, CP={cp}: Megatron asserts "
+            "(on Hopper and older) `Using tensor model parallelism or context parallelism require setting the "
+            "environment variable CUDA_DEVICE_MAX_CONNECTIONS to 1`: CP=1 runs and CP=2 dies",
+            "export CUDA_DEVICE_MAX_CONNECTIONS=1 (with ray job submit: in --runtime-env-json env_vars)",
+        ))
+    kl, kl_loss = cmd.number("--kl-coef", 0.0, float), cmd.number("--kl-loss-coef", 0.0, float)
+    if kl and kl_loss:
+        found.append(Finding(ERROR, "--kl-coef", "slime asserts `Only one of kl_coef and kl_loss_coef can be set`",
+                             "set one of --kl-coef / --kl-loss-coef to 0"))
+    if cmd.has("--save-interval") and not cmd.has("--save"):
+        found.append(Finding(ERROR, "--save-interval", "slime asserts `'--save' is required when save_interval is set`",
+                             "--save /path/to/checkpoints, or drop --save-interval"))
+    return found
+
+
+# --- entry points ---------------------------------------------------------------------------------
+
+
+def lint_argv(argv: str | Sequence[str], *, env: dict[str, str] | None = None, gpus: int | None = None) -> list[Finding]:
+    """Findings for one slime command line (errors first). `env` is the environment it runs with,
+    beyond the `VAR=value` assignments in the command itself; `gpus` is how many GPUs the host has."""
+    cmd = parse_command(argv, env=env)
+    layout = parallel_layout(cmd)
+    found = [
+        *_check_flags(cmd),
+        *_check_required(cmd),
+        *_check_batches(cmd, layout["dp"] if layout else None),
+        *_check_layout(cmd, layout, gpus),
+        *_check_env(cmd, layout),
+    ]
+    if cmd.opaque:
+        found.append(Finding(WARNING, " ".join(cmd.opaque),
+                             "shell expansions lint cannot see into; checks on the flags inside them are skipped",
+                             "paste the expanded command (e.g. from `bash -x`), or lint the file with the arrays defined"))
+    return sorted(found, key=lambda f: f.severity != ERROR)
+
+
+def lint_plan(plan) -> list[Finding]:
+    """Lint every arm of a cpverify plan (slime arms as command lines; probe arms by their shape)."""
+    found: list[Finding] = []
+    for arm in plan.arms:
+        if plan.profile.kind == "slime":
+            arm_findings = lint_argv(list(arm.argv), env=arm.env_dict, gpus=len(plan.gpus))
+        else:
+            arm_findings = _check_probe_arm(arm, len(plan.gpus))
+        found += [Finding(f.severity, f.flag, f.why, f.fix, where=arm.name) for f in arm_findings]
+    return sorted(found, key=lambda f: f.severity != ERROR)
+
+
+def _check_probe_arm(arm, gpus: int) -> list[Finding]:
+    found = []
+    if arm.cp > gpus:
+        found.append(Finding(ERROR, "--cp", f"CP={arm.cp} needs {arm.cp} GPUs; {gpus} are available", f"--cp {gpus} or less"))
+    if arm.seq_len and arm.cp > 1 and arm.seq_len % (2 * arm.cp):
+        found.append(Finding(
+            ERROR, "--seq-len",
+            f"load-balanced ring attention needs seq_len % (2 x cp) == 0; torch raises a bare AssertionError "
+            f"for {arm.seq_len} at CP={arm.cp}",
+            f"--seq-len {arm.seq_len + (2 * arm.cp - arm.seq_len % (2 * arm.cp))}",
+        ))
+    return found
+
+
+def has_errors(findings: Sequence[Finding]) -> bool:
+    return any(f.severity == ERROR for f in findings)
+
+
+def format_findings(findings: Sequence[Finding]) -> str:
+    from tabulate import tabulate
+
+    with_where = any(f.where for f in findings)
+    rows = [([f.where] if with_where else []) + [f.severity, f.flag, f.why, f.fix] for f in findings]
+    headers = (["arm"] if with_where else []) + ["severity", "flag", "why", "fix"]
+    widths = ([None] if with_where else []) + [None, 32, 70, 44]
+    return tabulate(rows, headers=headers, tablefmt="grid", maxcolwidths=widths)
+
+
+# --- CLI ------------------------------------------------------------------------------------------
+
+
+def register(subparsers) -> None:
+    from cpverify.plan import add_profile_arguments
+
+    p = subparsers.add_parser(
+        "lint",
+        help="check a slime command line (or a profile's plan) for mistakes before any GPU is held",
+        description="Lint `-- TRAIN_ARGS...` (a pasted command, `python train.py ...` included), a --file, "
+                    "or else the plan of --profile. Exit 1 when any finding is an error.",
+    )
+    add_profile_arguments(p)
+    p.add_argument("--gpus", help="GPUs on the host that will run it: a count (2) or indices (0,1)")
+    p.add_argument("--file", help="read the command from a file ('-' for stdin), e.g. a launch script")
+    p.add_argument("--inherit-env", action="store_true",
+                   help="count this shell's environment as the command's (e.g. an exported CUDA_DEVICE_MAX_CONNECTIONS)")
+    p.add_argument("--json", action="store_true", help="print the findings as JSON")
+    p.add_argument("train_args", nargs="*", metavar="-- TRAIN_ARGS", help="the slime command line to check")
+    p.set_defaults(func=_cli)
+
+
+def _cli(args) -> int:
+    import sys
+
+    from cpverify.plan import parse_gpus, plan_from_args
+
+    command: str | list[str] | None = None
+    if args.file:
+        try:
+            command = sys.stdin.read() if args.file == "-" else open(args.file, encoding="utf-8").read()
+        except OSError as exc:
+            raise InputError(f"cannot read {args.file}: {exc}", "check the path") from None
+    elif args.train_args:
+        command = [a for a in args.train_args if a != "--"] if args.train_args[0] == "--" else list(args.train_args)
+    gpus = len(parse_gpus(args.gpus)) if args.gpus else None
+    layout_line = ""
+    if command is not None:
+        env = dict(os.environ) if args.inherit_env else None
+        findings = lint_argv(command, env=env, gpus=gpus)
+        layout = parallel_layout(parse_command(command))
+        if layout:
+            layout_line = "layout: " + " ".join(f"{k}={v}" for k, v in layout.items())
+        subject = "command line"
+    else:
+        plan = plan_from_args(args)
+        findings = lint_plan(plan)
+        subject = f"profile {plan.profile.name} ({', '.join(a.name for a in plan.arms)})"
+    if args.json:
+        print(json.dumps([asdict(f) for f in findings], indent=2))
+    else:
+        errors = sum(f.severity == ERROR for f in findings)
+        if findings:
+            print(format_findings(findings))
+        print(f"{subject}: {errors} error(s), {len(findings) - errors} warning(s)" + (f"; {layout_line}" if layout_line else ""))
+    return EXIT_FAIL if has_errors(findings) else EXIT_OK

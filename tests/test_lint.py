@@ -1,0 +1,332 @@
+"""lint: findings for pasted slime command lines and for cpverify's own plans."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from cpverify import lint
+from cpverify.errors import InputError
+from cpverify.lint import ERROR, WARNING, lint_argv, lint_plan, parallel_layout, parse_command
+from cpverify.plan import build_plan
+from cpverify.profiles import get_profile, with_overrides
+
+DATA = Path(__file__).parent / "data"
+SEED001_CP2 = (DATA / "seed001_cp2_command.txt").read_text(encoding="utf-8")
+SEED001_CP1 = (DATA / "seed001_cp1_command.txt").read_text(encoding="utf-8")
+SEED000_CP2 = (DATA / "seed000_cp2_script.txt").read_text(encoding="utf-8")
+
+
+def run_cli(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="cpverify")
+    lint.register(parser.add_subparsers())
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+def good_args(**changes: str | None) -> list[str]:
+    """The smoke profile's CP=2 arm as flags; `changes` replace (or with None remove) flag values."""
+    plan = build_plan(get_profile("smoke"), run_id="t")
+    argv = list(plan.arm("cp2").argv)
+    for flag, value in changes.items():
+        flag = "--" + flag.replace("_", "-")
+        i = argv.index(flag)
+        if value is None:
+            has_value = i + 1 < len(argv) and not argv[i + 1].startswith("--")
+            del argv[i:i + 1 + has_value]
+        else:
+            argv[i + 1] = value
+    return argv
+
+
+SMOKE_ENV = get_profile("smoke").env_dict
+
+
+def by_flag(findings, flag):
+    return [f for f in findings if f.flag == flag]
+
+
+# --- the seeds ---------------------------------------------------------------------------------
+
+
+def test_seed_001_cp2_names_the_typo_and_the_batch_assertion():
+    findings = lint_argv(SEED001_CP2)
+    typo = by_flag(findings, "--rollout-num")
+    assert len(typo) == 1 and typo[0].severity == ERROR and typo[0].fix == "--num-rollout 8"
+    assert "--rollout-num-gpus-per-engine" in typo[0].why  # what SGLang's parser does with it
+    batch = by_flag(findings, "--global-batch-size")
+    assert len(batch) == 1 and batch[0].severity == ERROR
+    assert "AssertionError: num_rollouts (2) < global_batch_size (8)" in batch[0].why
+    assert "--n-samples-per-prompt 4" in batch[0].fix
+    # CP=2 without CUDA_DEVICE_MAX_CONNECTIONS=1 (the command sets CUDA_VISIBLE_DEVICES and NCCL_DEBUG only)
+    assert by_flag(findings, "CUDA_DEVICE_MAX_CONNECTIONS")[0].severity == ERROR
+    assert by_flag(findings, "--sequence-parallel")[0].severity == WARNING
+    assert {f.flag for f in findings if f.severity == ERROR} >= {"--rm-type or --custom-rm-path", "--num-layers"}
+    # the missing --num-rollout is the typo: reported once, not twice
+    assert not by_flag(findings, "--num-rollout or --num-epoch")
+
+
+def test_seed_001_cp1_passes_the_env_check_but_not_the_rest():
+    findings = lint_argv(SEED001_CP1)
+    assert not by_flag(findings, "CUDA_DEVICE_MAX_CONNECTIONS")  # CP=1, TP=1: Megatron does not assert
+    assert by_flag(findings, "--rollout-num") and by_flag(findings, "--global-batch-size")
+
+
+def test_seed_000_script_with_exports_and_shell_variables():
+    findings = lint_argv(SEED000_CP2, gpus=2)
+    assert not by_flag(findings, "--rollout-num")  # seed 000 spells --num-rollout right
+    assert not by_flag(findings, "--hf-checkpoint")  # "$MODEL" expanded from MODEL=... in the script
+    assert by_flag(findings, "--global-batch-size")[0].severity == ERROR
+    assert by_flag(findings, "CUDA_DEVICE_MAX_CONNECTIONS")  # exports CUDA_VISIBLE_DEVICES, not this
+    cmd = parse_command(SEED000_CP2)
+    assert cmd.env["CUDA_VISIBLE_DEVICES"] == "0,1" and cmd.value("--prompt-data") == "/root/datasets/cp_smoke.jsonl"
+
+
+def test_cli_seed_001_pasted_whole_exits_1(capsys):
+    """`cpverify lint -- <the command>`, as one quoted paste with its backslash-newlines."""
+    assert run_cli(["lint", "--", SEED001_CP2]) == 1
+    out = capsys.readouterr().out
+    assert "--rollout-num" in out and "--num-rollout 8" in out
+    assert "num_rollouts (2) < global_batch_size (8)" in " ".join(out.split())
+    assert "layout: world=2 tp=1 pp=1 cp=2 dp=1" in out
+
+
+def test_cli_seed_001_as_shell_words_exits_1(capsys):
+    """The same command split on whitespace, its continuation backslashes left in as words."""
+    words = SEED001_CP2.split()
+    assert "\\" in words
+    assert run_cli(["lint", "--", *words]) == 1
+    assert "--num-rollout 8" in capsys.readouterr().out
+
+
+def test_cli_profiles_lint_clean(capsys):
+    for name in ("smoke", "long", "probe"):
+        assert run_cli(["lint", "--profile", name]) == 0, capsys.readouterr().out
+    assert "0 error(s)" in capsys.readouterr().out
+
+
+def test_cli_lint_file_and_json(tmp_path, capsys):
+    script = tmp_path / "run.sh"
+    script.write_text(SEED001_CP2)
+    assert run_cli(["lint", "--file", str(script), "--json"]) == 1
+    findings = json.loads(capsys.readouterr().out)
+    assert {"severity", "flag", "why", "fix", "where"} <= set(findings[0])
+    assert findings[0]["severity"] == "error"  # errors first
+    with pytest.raises(InputError, match="cannot read"):
+        run_cli(["lint", "--file", str(tmp_path / "missing.sh")])
+
+
+def test_cli_inherit_env(monkeypatch):
+    argv = good_args()
+    monkeypatch.setenv("CUDA_DEVICE_MAX_CONNECTIONS", "1")
+    assert run_cli(["lint", "--inherit-env", "--", *argv]) == 0
+    assert run_cli(["lint", "--", *argv]) == 1  # the command alone does not set it
+
+
+# --- flags ------------------------------------------------------------------------------------------
+
+
+def test_good_command_has_no_findings():
+    assert lint_argv(good_args(), env=SMOKE_ENV, gpus=2) == []
+
+
+@pytest.mark.parametrize(
+    "bad, expected_fix",
+    [
+        ("--context_parallel_size", "--context-parallel-size 2"),
+        ("--cp", "--context-parallel-size 2"),
+        ("--context-paralel-size", "did you mean --context-parallel-size?"),
+    ],
+)
+def test_misspelled_cp_flag_is_an_error(bad, expected_fix):
+    argv = good_args()
+    argv[argv.index("--context-parallel-size")] = bad
+    findings = lint_argv(argv, env=SMOKE_ENV)
+    assert by_flag(findings, bad)[0].severity == ERROR
+    assert by_flag(findings, bad)[0].fix == expected_fix
+
+
+def test_unknown_flag_far_from_any_is_a_warning_and_passthrough_is_quiet():
+    argv = good_args() + ["--frobnicate-widgets", "3", "--sglang-mem-fraction-static", "0.7",
+                          "--router-policy", "round_robin", "--no-load-optim"]
+    findings = lint_argv(argv, env=SMOKE_ENV)
+    assert [(f.flag, f.severity) for f in findings] == [("--frobnicate-widgets", WARNING)]
+
+
+def test_removed_flags():
+    findings = lint_argv(good_args(train_backend="fsdp") + ["--megatron-to-hf-mode", "bridge"], env=SMOKE_ENV)
+    backend = by_flag(findings, "--train-backend")[0]
+    assert backend.severity == ERROR and "invalid choice: 'fsdp'" in backend.why
+    assert by_flag(findings, "--megatron-to-hf-mode")[0].severity == WARNING
+
+
+def test_duplicate_flag_with_different_values_warns():
+    findings = lint_argv(good_args() + ["--context-parallel-size", "1"], env=SMOKE_ENV)
+    assert by_flag(findings, "--context-parallel-size")[0].severity == WARNING
+    assert parallel_layout(parse_command(good_args() + ["--context-parallel-size", "1"]))["cp"] == 1  # last wins
+
+
+def test_function_path_must_be_dotted():
+    findings = lint_argv(good_args(custom_rm_path="length_reward"), env=SMOKE_ENV)
+    assert by_flag(findings, "--custom-rm-path")[0].severity == ERROR
+
+
+# --- required flags -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "flag, finding_flag",
+    [
+        ("hf_checkpoint", "--hf-checkpoint"),
+        ("prompt_data", "--prompt-data"),
+        ("num_rollout", "--num-rollout or --num-epoch"),
+        ("rollout_max_response_len", "--rollout-max-response-len"),
+        ("custom_rm_path", "--rm-type or --custom-rm-path"),
+        ("num_layers", "--num-layers"),
+        ("rollout_batch_size", "--rollout-batch-size"),
+    ],
+)
+def test_missing_required_flag_is_an_error(flag, finding_flag):
+    findings = lint_argv(good_args(**{flag: None}), env=SMOKE_ENV, gpus=2)
+    assert [(f.flag, f.severity) for f in findings] == [(finding_flag, ERROR)]
+
+
+def test_num_epoch_and_rm_type_satisfy_the_requirements():
+    argv = good_args(num_rollout=None, custom_rm_path=None) + ["--num-epoch", "1", "--rm-type", "math"]
+    assert lint_argv(argv, env=SMOKE_ENV, gpus=2) == []
+
+
+def test_opaque_model_args_downgrade_required_to_warnings():
+    argv = [a for a in good_args(num_layers=None)] + ["${MODEL_ARGS[@]}"]
+    findings = lint_argv(argv, env=SMOKE_ENV, gpus=2)
+    assert {(f.flag, f.severity) for f in findings} == {("--num-layers", WARNING), ("${MODEL_ARGS[@]}", WARNING)}
+
+
+# --- batch arithmetic -------------------------------------------------------------------------------
+
+
+def test_rollout_smaller_than_global_batch():
+    f = by_flag(lint_argv(good_args(n_samples_per_prompt="1"), env=SMOKE_ENV), "--global-batch-size")
+    assert f[0].severity == ERROR and "num_rollouts (2) < global_batch_size (8)" in f[0].why
+
+
+def test_rollout_not_a_multiple_of_global_batch_warns():
+    f = by_flag(lint_argv(good_args(n_samples_per_prompt="6"), env=SMOKE_ENV), "--global-batch-size")
+    assert [x.severity for x in f] == [WARNING] and "drops the last 4 samples" in f[0].why
+
+
+def test_global_batch_not_divisible_by_data_parallel():
+    # CP=1 on 2 GPUs: DP=2; a global batch of 3 (3 samples per rollout) cannot split
+    argv = good_args(context_parallel_size="1", global_batch_size="3", rollout_batch_size="3", n_samples_per_prompt="1")
+    f = by_flag(lint_argv(argv, env=SMOKE_ENV), "--global-batch-size")
+    assert [x.severity for x in f] == [ERROR]
+    assert "global batch size (3) is not divisible by micro batch size (1) times data parallel size (2)" in f[0].why
+
+
+def test_num_steps_per_rollout_must_agree_with_global_batch():
+    f = by_flag(lint_argv(good_args() + ["--num-steps-per-rollout", "2"], env=SMOKE_ENV), "--global-batch-size")
+    assert f[0].severity == ERROR and "--global-batch-size 4" in f[0].fix
+
+
+def test_dynamic_batch_needs_max_tokens():
+    findings = lint_argv(good_args(max_tokens_per_gpu=None), env=SMOKE_ENV)
+    assert by_flag(findings, "--use-dynamic-batch-size")[0].severity == ERROR
+
+
+# --- GPU arithmetic and layout -----------------------------------------------------------------------
+
+
+def test_layout_is_computed_like_megatron():
+    assert parallel_layout(parse_command(good_args())) == {"world": 2, "tp": 1, "pp": 1, "cp": 2, "dp": 1}
+    assert parallel_layout(parse_command(good_args(context_parallel_size="1")))["dp"] == 2
+    assert parallel_layout(parse_command(good_args(context_parallel_size="$CP"))) is None
+
+
+def test_world_not_divisible_by_model_size():
+    argv = good_args(actor_num_gpus_per_node="3")
+    f = by_flag(lint_argv(argv, env=SMOKE_ENV), "--context-parallel-size")
+    assert f[0].severity == ERROR and "world size (3) is not divisible by total_model_size (2)" in f[0].why
+
+
+def test_default_eight_gpus_per_node_trap():
+    argv = good_args(actor_num_gpus_per_node=None)
+    on_two = by_flag(lint_argv(argv, env=SMOKE_ENV, gpus=2), "--actor-num-gpus-per-node")
+    assert [f.severity for f in on_two] == [ERROR] and "waits forever" in on_two[0].why
+    unknown_host = by_flag(lint_argv(argv, env=SMOKE_ENV), "--actor-num-gpus-per-node")
+    assert [f.severity for f in unknown_host] == [WARNING]
+
+
+def test_more_gpus_than_the_host_has():
+    f = lint_argv(good_args(actor_num_gpus_per_node="4"), env=SMOKE_ENV, gpus=2)
+    assert by_flag(f, "--actor-num-gpus-per-node")[0].severity == ERROR
+    f = lint_argv(good_args(context_parallel_size="4", actor_num_gpus_per_node="4"), env=SMOKE_ENV, gpus=2)
+    assert by_flag(f, "--context-parallel-size")[0].severity == ERROR
+
+
+def test_seq_length_must_be_a_multiple_of_2cp():
+    f = by_flag(lint_argv(good_args() + ["--seq-length", "4098"], env=SMOKE_ENV), "--seq-length")
+    assert f[0].severity == ERROR and f[0].fix == "--seq-length 4100"
+    assert not by_flag(lint_argv(good_args() + ["--seq-length", "4100"], env=SMOKE_ENV), "--seq-length")
+
+
+def test_allgather_cp_only_for_dsa_models():
+    f = by_flag(lint_argv(good_args() + ["--allgather-cp"], env=SMOKE_ENV), "--allgather-cp")
+    assert f[0].severity == ERROR
+    dsa = good_args(hf_checkpoint="/models/DeepSeek-V3.2-Exp") + ["--allgather-cp"]
+    assert not by_flag(lint_argv(dsa, env=SMOKE_ENV), "--allgather-cp")
+    assert not by_flag(lint_argv(good_args(context_parallel_size="1") + ["--allgather-cp"], env=SMOKE_ENV), "--allgather-cp")
+
+
+def test_cuda_device_max_connections():
+    env = {k: v for k, v in SMOKE_ENV.items() if k != "CUDA_DEVICE_MAX_CONNECTIONS"}
+    assert by_flag(lint_argv(good_args(), env=env), "CUDA_DEVICE_MAX_CONNECTIONS")[0].severity == ERROR
+    assert by_flag(lint_argv(good_args(), env={**env, "CUDA_DEVICE_MAX_CONNECTIONS": "8"}), "CUDA_DEVICE_MAX_CONNECTIONS")
+    assert not by_flag(lint_argv(good_args(context_parallel_size="1"), env=env), "CUDA_DEVICE_MAX_CONNECTIONS")
+    # set on the command line itself, or through ray job submit's runtime env
+    assert not by_flag(lint_argv(["CUDA_DEVICE_MAX_CONNECTIONS=1", "python3", "train.py", *good_args()[2:]]),
+                       "CUDA_DEVICE_MAX_CONNECTIONS")
+    ray = ["ray", "job", "submit", "--address=http://127.0.0.1:8265",
+           '--runtime-env-json={"env_vars": {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}}', "--", *good_args()]
+    assert not by_flag(lint_argv(ray), "CUDA_DEVICE_MAX_CONNECTIONS")
+    assert not by_flag(lint_argv(ray), "--address")  # launcher flags are not slime flags
+
+
+def test_sequence_parallel_with_tp1_warns_but_not_with_tp2():
+    assert by_flag(lint_argv(good_args() + ["--sequence-parallel"], env=SMOKE_ENV), "--sequence-parallel")
+    tp2 = good_args(tensor_model_parallel_size="2", context_parallel_size="1") + ["--sequence-parallel"]
+    assert not by_flag(lint_argv(tp2, env=SMOKE_ENV), "--sequence-parallel")
+
+
+def test_kl_coefficients_and_save_interval():
+    f = lint_argv(good_args(kl_loss_coef="0.01") + ["--kl-coef", "0.1", "--save-interval", "2"], env=SMOKE_ENV)
+    assert by_flag(f, "--kl-coef")[0].severity == ERROR and by_flag(f, "--save-interval")[0].severity == ERROR
+
+
+def test_unbalanced_quotes_are_an_input_error():
+    with pytest.raises(InputError, match="cannot split"):
+        lint_argv("python train.py --prompt-data 'oops")
+
+
+# --- plans ----------------------------------------------------------------------------------------------
+
+
+def test_lint_plan_tags_findings_with_the_arm():
+    bad = with_overrides(get_profile("smoke"), env=(("NCCL_DEBUG", "INFO"),))  # no CUDA_DEVICE_MAX_CONNECTIONS
+    findings = lint_plan(build_plan(bad, run_id="t"))
+    assert [(f.where, f.flag) for f in findings] == [("cp2", "CUDA_DEVICE_MAX_CONNECTIONS")]
+
+
+def test_lint_plan_probe_seq_len():
+    probe = with_overrides(get_profile("probe"), seq_lens=(4098,))
+    findings = lint_plan(build_plan(probe, run_id="t"))
+    assert [(f.where, f.flag, f.severity) for f in findings] == [("cp2-s4098", "--seq-len", ERROR)]
+
+
+def test_known_flags_table_has_slime_and_megatron_flags():
+    known = lint.known_flags()
+    assert {"--num-rollout", "--context-parallel-size", "--custom-megatron-init-path", "--num-layers",
+            "--disable-bias-linear", "--norm-epsilon", "--attention-dropout", "--no-load-optim"} <= known
+    assert "--rollout-num" not in known and "--megatron-to-hf-mode" not in known

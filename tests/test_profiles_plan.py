@@ -1,0 +1,276 @@
+"""Profiles and plans: the arms a verification runs, what differs between them, commands.sh."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shlex
+import subprocess
+
+import pytest
+
+from cpverify import plan as plan_mod
+from cpverify.errors import InputError
+from cpverify.plan import Arm, arm_diff, build_plan, check_pair, new_run_id
+from cpverify.profiles import (
+    PROFILES,
+    QWEN25_05B_MODEL_ARGS,
+    get_profile,
+    load_overrides,
+    resolve_profile,
+    with_overrides,
+)
+
+
+def run_cli(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="cpverify")
+    plan_mod.register(parser.add_subparsers())
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+def options(argv) -> dict[str, list[str]]:
+    return plan_mod._options(tuple(argv))[1]
+
+
+# --- profiles -------------------------------------------------------------------------------
+
+
+def test_smoke_is_the_seed_run_corrected():
+    smoke = get_profile("smoke")
+    args = options(smoke.train_args)
+    assert smoke.kind == "slime" and smoke.gpus == 2 and smoke.cp_sizes == (1, 2) and smoke.baseline_cp == 1
+    assert "--rollout-num" not in args and args["--num-rollout"] == ["8"]
+    rbs, n, gbs = (int(args[f][0]) for f in ("--rollout-batch-size", "--n-samples-per-prompt", "--global-batch-size"))
+    assert rbs * n >= gbs and (rbs * n) % gbs == 0  # dp_schedule: at least one whole step per rollout
+    assert "--sequence-parallel" not in args  # TP=1: Megatron would switch it off anyway
+    assert args["--custom-rm-path"] == ["cpverify.slime_hooks.reward.length_reward"]
+    assert args["--custom-megatron-init-path"] == ["cpverify.slime_hooks.layout.log_layout"]
+    assert args["--attention-dropout"] == ["0.0"] and args["--hidden-dropout"] == ["0.0"]
+    assert "--ci-test" in args and "--ci-disable-kl-checker" in args
+    env = smoke.env_dict
+    assert env["CUDA_DEVICE_MAX_CONNECTIONS"] == "1"
+    assert env["NCCL_NVLS_ENABLE"] == "0"
+    assert env["RAY_DEDUP_LOGS"] == "0"
+    assert env["PYTHONPATH"] == "/root/Megatron-LM"
+    assert smoke.model_repo == "Qwen/Qwen2.5-0.5B-Instruct"
+    assert re.fullmatch(r"[0-9a-f]{40}", smoke.model_revision)
+    assert smoke.pass_ratio == 1.3 and smoke.metric == "perf/actor_train_time"
+    assert smoke.min_counted_steps == 3 and smoke.confidence == 0.95 and smoke.warmup_steps == 1
+
+
+def test_model_args_are_slimes_qwen25_05b_script():
+    # slime scripts/models/qwen2.5-0.5B.sh at 624b824a
+    assert options(QWEN25_05B_MODEL_ARGS) == {
+        "--swiglu": [], "--num-layers": ["24"], "--hidden-size": ["896"], "--ffn-hidden-size": ["4864"],
+        "--num-attention-heads": ["14"], "--use-rotary-position-embeddings": [], "--disable-bias-linear": [],
+        "--add-qkv-bias": [], "--normalization": ["RMSNorm"], "--norm-epsilon": ["1e-6"],
+        "--rotary-base": ["1000000"], "--group-query-attention": [], "--num-query-groups": ["2"],
+        "--vocab-size": ["151936"],
+    }
+
+
+def test_long_differs_from_smoke_in_response_length_and_generation_only():
+    smoke, long = options(get_profile("smoke").train_args), options(get_profile("long").train_args)
+    changed = {f for f in smoke.keys() | long.keys() if smoke.get(f) != long.get(f)}
+    assert changed == {"--rollout-max-response-len", "--max-tokens-per-gpu", "--custom-generate-function-path",
+                       "--ci-test", "--ci-disable-kl-checker"}
+    assert long["--rollout-max-response-len"] == ["8192"]
+    # one whole response (+ prompt) must fit one micro-batch
+    assert int(long["--max-tokens-per-gpu"][0]) > 8192
+    assert long["--custom-generate-function-path"] == ["cpverify.slime_hooks.generate.generate_to_max_len"]
+
+
+def test_unknown_profile_lists_the_known_ones():
+    with pytest.raises(InputError) as err:
+        get_profile("smok")
+    assert "smok" in str(err.value) and all(name in err.value.fix for name in PROFILES)
+
+
+def test_overrides_convert_cli_strings_and_validate():
+    p = with_overrides(get_profile("smoke"), pass_ratio="1.5", cp_sizes="1,2", env="A=1,B=2", train_args="--x 1 --y")
+    assert p.pass_ratio == 1.5 and p.cp_sizes == (1, 2)
+    assert p.env == (("A", "1"), ("B", "2")) and p.train_args == ("--x", "1", "--y")
+    with pytest.raises(InputError, match="unknown profile field"):
+        with_overrides(get_profile("smoke"), pass_ration=1.5)
+    with pytest.raises(InputError, match="does not fit"):
+        with_overrides(get_profile("smoke"), gpus="two")
+    with pytest.raises(InputError, match="baseline_cp 4"):
+        with_overrides(get_profile("smoke"), baseline_cp=4)
+    with pytest.raises(InputError, match="do not divide"):
+        with_overrides(get_profile("smoke"), cp_sizes=(1, 3))
+    with pytest.raises(InputError, match="the plan sets them"):
+        with_overrides(get_profile("smoke"), train_args=("--context-parallel-size", "2"))
+
+
+def test_toml_overrides(tmp_path):
+    toml = tmp_path / "o.toml"
+    toml.write_text('[profile]\npass_ratio = 1.2\ncp_sizes = [1, 2]\n[profile.env]\nNCCL_DEBUG = "WARN"\n')
+    assert load_overrides(toml) == {"pass_ratio": 1.2, "cp_sizes": [1, 2], "env": {"NCCL_DEBUG": "WARN"}}
+    p = resolve_profile("smoke", toml=toml, assignments=["pass_ratio=1.4"])
+    assert p.pass_ratio == 1.4 and p.env == (("NCCL_DEBUG", "WARN"),)  # --set wins over the file
+    (tmp_path / "bad.toml").write_text("pass_ratio = = 1")
+    with pytest.raises(InputError, match="not valid TOML"):
+        load_overrides(tmp_path / "bad.toml")
+    with pytest.raises(InputError, match="does not exist"):
+        load_overrides(tmp_path / "missing.toml")
+
+
+def test_profile_limits_and_dataset_path():
+    smoke = get_profile("smoke")
+    limits = smoke.limits()
+    assert (limits.deadline_s, limits.hang_s, limits.stall_s) == (smoke.deadline_s, smoke.hang_s, smoke.stall_s)
+    assert smoke.dataset_path().name == "cp_smoke.jsonl" and smoke.dataset_path().is_file()
+
+
+# --- plans ----------------------------------------------------------------------------------
+
+
+def test_slime_plan_arms_differ_only_in_cp():
+    plan = build_plan(get_profile("smoke"), run_id="r1", gpus=[2, 3], model_dir="/m", data_path="/d/p.jsonl")
+    assert [a.name for a in plan.arms] == ["cp1", "cp2"] and plan.comparisons == (("cp1", "cp2"),)
+    cp1, cp2 = plan.arms
+    assert cp1.argv[:2] == ("python3", "train.py") and cp1.workdir == "/root/slime"
+    opts = options(cp2.argv)
+    assert opts["--context-parallel-size"] == ["2"] and opts["--actor-num-gpus-per-node"] == ["2"]
+    assert opts["--hf-checkpoint"] == opts["--ref-load"] == ["/m"] and opts["--prompt-data"] == ["/d/p.jsonl"]
+    assert opts["--num-layers"] == ["24"]  # MODEL_ARGS are in every arm
+    assert not any("=" in word and word.split("=")[0].isupper() for word in cp1.argv)  # env stays out of argv
+    assert arm_diff(cp1, cp2) == ["--context-parallel-size: 1 -> 2"]
+    assert plan.gpus == (2, 3)
+
+
+def test_probe_plan_has_one_arm_per_cp_and_seq_len():
+    plan = build_plan(get_profile("probe"), run_id="r1")
+    assert [a.name for a in plan.arms] == ["cp1-s16k", "cp2-s16k", "cp1-s64k", "cp2-s64k"]
+    assert plan.comparisons == (("cp1-s16k", "cp2-s16k"), ("cp1-s64k", "cp2-s64k"))
+    arm = plan.arm("cp2-s64k")
+    assert arm.argv == tuple(
+        "python -m torch.distributed.run --standalone --nproc-per-node 2 -m cpverify.probe.workload "
+        "--cp 2 --seq-len 65536 --steps 20 --warmup 3".split()
+    )
+    assert arm.seq_len == 65536 and arm_diff(plan.arm("cp1-s64k"), arm) == ["--cp: 1 -> 2"]
+    custom = build_plan(with_overrides(get_profile("probe"), seq_lens=(32768, 5000)), run_id="r")
+    assert [a.name for a in custom.arms] == ["cp1-s32k", "cp2-s32k", "cp1-s5000", "cp2-s5000"]
+
+
+def test_pair_that_differs_in_more_than_cp_is_refused():
+    base = Arm("cp1", 1, ("python3", "train.py", "--context-parallel-size", "1", "--lr", "1e-6"), (("A", "1"),), "/s")
+    other = Arm("cp2", 2, ("python3", "train.py", "--context-parallel-size", "2", "--lr", "2e-6"), (("A", "2"),), "/s")
+    diff = arm_diff(base, other)
+    assert diff == ["--context-parallel-size: 1 -> 2", "--lr: 1e-6 -> 2e-6", "env A: 1 -> 2"]
+    with pytest.raises(InputError) as err:
+        check_pair(base, other, allowed={"--context-parallel-size"})
+    assert "--lr: 1e-6 -> 2e-6" in str(err.value) and "env A" in str(err.value)
+    with pytest.raises(InputError, match="do not differ in the CP size"):
+        check_pair(base, base, allowed={"--context-parallel-size"})
+    moved = Arm("cp2", 2, ("python3", "train.py", "--context-parallel-size=2", "--lr", "1e-6"), (("A", "1"),), "/t")
+    assert arm_diff(base, moved) == ["--context-parallel-size: 1 -> 2", "workdir: /s -> /t"]
+
+
+def test_wrong_gpu_count_is_refused():
+    with pytest.raises(InputError, match="runs on 2 GPUs") as err:
+        build_plan(get_profile("smoke"), run_id="r", gpus=[0])
+    assert "--gpus 0,1" in err.value.fix
+    with pytest.raises(InputError):
+        build_plan(get_profile("smoke"), run_id="r", gpus=[1, 1])
+
+
+def test_run_ids_sort_by_time_and_are_unique():
+    ids = {new_run_id() for _ in range(50)}
+    assert len(ids) == 50
+    assert all(re.fullmatch(r"\d{8}T\d{6}Z-[0-9a-f]{6}", i) for i in ids)
+
+
+# --- commands.sh -------------------------------------------------------------------------------
+
+
+def _plan_with_secret():
+    profile = with_overrides(
+        get_profile("smoke"),
+        env=get_profile("smoke").env + (("HF_TOKEN", "hf_abcdefghijklmnopqrstuvwxyz0123"), ("WANDB_API_KEY", "w4nd8s3cr3t")),
+        train_args=get_profile("smoke").train_args + ("--wandb-key", "k3y-v4lu3", "--use-wandb"),
+    )
+    return build_plan(profile, run_id="r-secret", model_dir="/models/qwen dir", data_path="/d/p.jsonl")
+
+
+def test_commands_sh_never_contains_secret_values():
+    plan = _plan_with_secret()
+    script = plan.commands_sh()
+    for value in ("hf_abcdefghijklmnopqrstuvwxyz0123", "w4nd8s3cr3t", "k3y-v4lu3"):
+        assert value not in script
+        assert value not in json.dumps(plan.to_json())
+    assert 'export HF_TOKEN="${HF_TOKEN}"' in script
+    assert '--wandb-key "${WANDB_KEY}"' in script
+    assert ': "${WANDB_KEY:?' in script and ': "${HF_TOKEN:?' in script
+    assert "--input-key messages" in script  # a dataset column, not a credential
+
+
+def _arms_from_script(script: str, tmp_path, arm: str, extra_env: dict) -> tuple[list[str], dict]:
+    """Run commands.sh with `python3` replaced by a recorder of argv and env."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    recorder = bin_dir / "python3"
+    recorder.write_text(
+        "#!/bin/sh\n"
+        f'exec {shlex.quote(__import__("sys").executable)} -c "import json,os,sys; '
+        f"json.dump({{'argv': sys.argv[1:], 'env': dict(os.environ), 'cwd': os.getcwd()}}, open(os.environ['REC'], 'w'))\" \"$@\"\n"
+    )
+    recorder.chmod(0o755)
+    sh = tmp_path / "commands.sh"
+    sh.write_text(script.replace("cd /root/slime", f"cd {shlex.quote(str(tmp_path))}"))
+    rec = tmp_path / f"{arm}.json"
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "REC": str(rec), **extra_env}
+    subprocess.run(["bash", str(sh), arm], check=True, env=env, timeout=30)
+    out = json.loads(rec.read_text())
+    return out["argv"], out["env"]
+
+
+def test_commands_sh_reproduces_each_arm_exactly(tmp_path):
+    """Runs the generated script with a recording stand-in for python3 (no slime here)."""
+    plan = _plan_with_secret()
+    for arm in plan.arms:
+        argv, env = _arms_from_script(plan.commands_sh(), tmp_path, arm.name,
+                                      {"HF_TOKEN": "tok", "WANDB_API_KEY": "w", "WANDB_KEY": "k"})
+        expected = [("k" if a == "k3y-v4lu3" else a) for a in arm.argv[1:]]
+        assert argv == expected  # sys.argv[1:] of python3 = train.py + flags, quoting intact
+        for key, value in arm.env:
+            assert env[key] == {"HF_TOKEN": "tok", "WANDB_API_KEY": "w"}.get(key, value)
+        assert env["CUDA_VISIBLE_DEVICES"] == "0,1"
+
+
+def test_commands_sh_refuses_to_run_without_the_secrets(tmp_path):
+    plan = _plan_with_secret()
+    sh = tmp_path / "c.sh"
+    sh.write_text(plan.commands_sh())
+    result = subprocess.run(["bash", str(sh), "cp1"], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+    assert result.returncode != 0 and "export HF_TOKEN first" in result.stderr
+
+
+def test_commands_sh_rejects_unknown_arm(tmp_path):
+    sh = tmp_path / "c.sh"
+    sh.write_text(build_plan(get_profile("probe"), run_id="r").commands_sh())
+    result = subprocess.run(["bash", str(sh), "cp9"], capture_output=True, text=True)
+    assert result.returncode == 2 and "unknown arm: cp9" in result.stderr and "cp1-s16k" in result.stderr
+
+
+# --- CLI -------------------------------------------------------------------------------------------
+
+
+def test_cli_plan_prints_arms_and_diff(capsys):
+    assert run_cli(["plan", "--profile", "smoke", "--gpus", "0,1"]) == 0
+    out = capsys.readouterr().out
+    assert "cp1" in out and "cp2" in out and "--context-parallel-size: 1 -> 2" in out
+
+
+def test_cli_plan_json(capsys):
+    assert run_cli(["plan", "--profile", "probe", "--json", "--set", "seq_lens=4096"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [a["name"] for a in data["arms"]] == ["cp1-s4k", "cp2-s4k"]
+    assert data["comparisons"] == [{"baseline": "cp1-s4k", "candidate": "cp2-s4k", "diff": ["--cp: 1 -> 2"]}]
+
+
+def test_cli_plan_bad_gpus():
+    with pytest.raises(InputError, match="neither a count"):
+        run_cli(["plan", "--gpus", "zero"])
