@@ -152,22 +152,23 @@ _KV = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')
 _PERF = re.compile(r" - perf (\d+): (\{.*\})\s*$")
 
 
-def _fields(line: str, prefix: str) -> dict[str, str] | None:
-    at = line.find(prefix + " ")
-    if at < 0:
+def _fields(line: str, prefix: str, first: str) -> dict[str, str] | None:
+    """key=value fields after `prefix`, which must start a word and be followed by `first=`."""
+    match = re.search(rf"(?<!\S){re.escape(prefix)} (?={first}=)", line)
+    if not match:
         return None
     out = {}
-    for key, raw in _KV.findall(line[at + len(prefix) :]):
+    for key, raw in _KV.findall(line[match.end() :]):
         out[key] = ast.literal_eval(raw) if raw.startswith('"') else raw
     return out
 
 
 def parse_check(line: str) -> dict[str, str] | None:
-    return _fields(line, "cpverify-check")
+    return _fields(line, "cpverify-check", "name")
 
 
 def parse_busbw(line: str) -> dict[str, str] | None:
-    return _fields(line, "cpverify-busbw")
+    return _fields(line, "cpverify-busbw", "op")
 
 
 def parse_perf(line: str) -> tuple[int, dict[str, float]] | None:
