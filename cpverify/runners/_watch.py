@@ -132,9 +132,6 @@ class LogWatcher:
         self._last_train_at: float | None = None
         self._train_records = 0
         self._last_step: int | None = None
-        self._perf_scanned = 0
-        self._train_perf = 0
-        self._errors_scanned = 0
         self._first_fatal = None  # the first ErrorRecord whose class is fatal
         self._last_progress: tuple | None = None
         self._last_progress_at = 0.0
@@ -265,22 +262,21 @@ class LogWatcher:
         return None
 
     def _scan(self, parsed, now: float) -> None:
-        """Look only at the records added since the last scan (the log can be long)."""
-        for record in parsed.perf[self._perf_scanned :]:
-            if record.side == "train":
-                self._train_perf += 1
-                self._last_step = record.rollout
-        self._perf_scanned = len(parsed.perf)
+        """Update the step clock and the first fatal error from a parser snapshot."""
+        train_perf = [record for record in parsed.perf if record.side == "train"]
         if parsed.steps:
-            self._last_step = parsed.steps[-1].step  # a real step number beats a rollout id
-        train = len(parsed.steps) + self._train_perf
+            self._last_step = parsed.steps[-1].step
+        elif train_perf:
+            self._last_step = train_perf[-1].rollout
+        train = len(parsed.steps) + len(train_perf)
         if train > self._train_records:
             self._train_records = train
             self._last_train_at = now
-        for error in parsed.errors[self._errors_scanned :]:
-            if self._first_fatal is None and error.cls in self.limits.fatal_classes:
-                self._first_fatal = error
-        self._errors_scanned = len(parsed.errors)
+        if self._first_fatal is None:
+            for error in parsed.errors:
+                if error.cls in self.limits.fatal_classes:
+                    self._first_fatal = error
+                    break
 
     def _report_progress(self, now: float, lines: int) -> None:
         if self.on_progress is None:

@@ -9,7 +9,7 @@ deadline, hang, stall, fatal signature or Ctrl-C, and leaves nothing running beh
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -64,6 +64,12 @@ class ArmResult:
     error_class: str = ""  # the fatal class that stopped the run, when outcome == FATAL
     # The ParsedLog the watcher built while streaming, so nobody parses the log twice.
     parsed: Any = field(default=None, repr=False, compare=False)
+
+    def to_json(self) -> dict:
+        """The result as plain JSON types, without `parsed` (that belongs in its own file)."""
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "parsed"}
+        data["log_path"] = str(self.log_path)
+        return data
 
 
 class ArmInterrupted(KeyboardInterrupt):

@@ -84,11 +84,19 @@ class _ProcessGroup:
         self.proc = proc
         self.pgid = proc.pid  # start_new_session: the leader's pid is the group id
         self.term_grace_s = term_grace_s
+        self._reaped_leftovers = False
 
     def poll(self) -> int | None:
         code = self.proc.poll()
+        if code is None:
+            return None
+        if not self._reaped_leftovers:
+            # The workload is done; what it left running in its group (`cmd &`, a server)
+            # would hold the output pipe open and make the watcher wait out its drain.
+            self._reaped_leftovers = True
+            self._signal(signal.SIGTERM)
         # Shell convention (128 + signal), as Docker reports it, so both runners agree.
-        return 128 - code if code is not None and code < 0 else code
+        return 128 - code if code < 0 else code
 
     def stop(self) -> None:
         """SIGTERM the whole group; SIGKILL what is still there after the grace period."""

@@ -1,0 +1,160 @@
+"""GPU locks: a second cpverify run on the same GPUs refuses at once, naming the first.
+
+Two runs sharing GPUs would measure each other (and OOM each other), so the numbers of
+both would be worthless. Each GPU gets a lock file, `<dir>/cpverify-gpu-<id>.lock`,
+held with flock(2) for as long as the run lasts:
+  * the kernel drops the lock when the holding process exits, however it exits
+    (kill -9, OOM killer, power loss of the shell): there is never a stale lock to delete;
+  * the file holds the holder's pid, run id, host and start time, so the refusal can say
+    who to wait for.
+The default directory is /tmp, not $TMPDIR, because two users with different TMPDIRs
+share the same GPUs; CPVERIFY_LOCK_DIR overrides it (e.g. a directory on a shared mount
+is NOT safe: flock over NFS is not reliable, keep it local).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import fcntl
+import json
+import os
+import re
+import socket
+from collections.abc import Iterable
+from pathlib import Path
+
+from cpverify.errors import InputError, LockHeld
+
+LOCK_DIR_ENV = "CPVERIFY_LOCK_DIR"
+DEFAULT_LOCK_DIR = "/tmp"
+
+
+def lock_dir() -> Path:
+    return Path(os.environ.get(LOCK_DIR_ENV) or DEFAULT_LOCK_DIR)
+
+
+def lock_path(gpu_id: int | str, directory: Path | None = None) -> Path:
+    name = str(gpu_id)
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+        raise InputError(f"GPU id {gpu_id!r} is not an index or a UUID", fix="use ids like 0, 1 or GPU-<uuid>")
+    return (directory or lock_dir()) / f"cpverify-gpu-{name}.lock"
+
+
+def read_holder(path: Path) -> dict | None:
+    """Who holds (or last held) a lock file, as written by its holder; None if unknown."""
+    try:
+        text = path.read_text()
+        return json.loads(text) if text.strip() else None
+    except (OSError, ValueError):
+        return None
+
+
+class GpuLock:
+    """Exclusive use of some GPUs for one run. Use as a context manager.
+
+        with GpuLock([0, 1], run_id=run_id):
+            ... run both arms ...
+    """
+
+    def __init__(self, gpu_ids: Iterable[int | str], *, run_id: str, directory: Path | str | None = None) -> None:
+        self.directory = Path(directory) if directory is not None else lock_dir()
+        # Sorted and de-duplicated: every run takes the locks in the same order.
+        self.gpu_ids = sorted({str(g) for g in gpu_ids}, key=lambda g: (len(g), g))
+        self.paths = [lock_path(g, self.directory) for g in self.gpu_ids]
+        self.run_id = run_id
+        self._fds: list[int] = []
+
+    @property
+    def held(self) -> bool:
+        return bool(self._fds)
+
+    def acquire(self) -> GpuLock:
+        if self._fds:
+            return self
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(
+                f"cannot create the lock directory {self.directory}: {exc.strerror or exc}",
+                fix=f"set {LOCK_DIR_ENV} to a writable local directory",
+            ) from exc
+        try:
+            for gpu, path in zip(self.gpu_ids, self.paths):
+                fd, writable = _open(path)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    os.close(fd)
+                    raise _held(gpu, path) from None
+                self._fds.append(fd)
+                if writable:
+                    _write_holder(fd, self.run_id)
+        except BaseException:
+            self.release()  # all or nothing: never keep GPU 0 when GPU 1 is taken
+            raise
+        return self
+
+    def release(self) -> None:
+        fds, self._fds = self._fds, []
+        for fd in fds:
+            try:
+                os.ftruncate(fd, 0)  # no stale holder info for the next reader
+            except OSError:
+                pass
+            os.close(fd)  # closing the last descriptor releases the flock
+
+    def __enter__(self) -> GpuLock:
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def _open(path: Path) -> tuple[int, bool]:
+    # os.open gives a non-inheritable descriptor (PEP 446): the workload must not inherit
+    # it, or an orphaned child would keep the GPUs locked after cpverify is gone.
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except PermissionError:
+        # Another user's lock file: flock works on a read-only descriptor too; we just
+        # cannot record who we are.
+        try:
+            return os.open(path, os.O_RDONLY), False
+        except OSError as exc:
+            raise InputError(
+                f"cannot open the GPU lock file {path}: {exc.strerror or exc}",
+                fix=f"set {LOCK_DIR_ENV} to a local directory every user of these GPUs can write",
+            ) from exc
+    try:
+        os.fchmod(fd, 0o666)  # other users must be able to open it (the umask took bits away)
+    except OSError:
+        pass
+    return fd, True
+
+
+def _write_holder(fd: int, run_id: str) -> None:
+    info = {
+        "pid": os.getpid(),
+        "run_id": run_id,
+        "host": socket.gethostname(),
+        "since": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
+
+
+def _held(gpu: str, path: Path) -> LockHeld:
+    holder = read_holder(path)
+    if holder:
+        who = (
+            f"run {holder.get('run_id', '?')} (pid {holder.get('pid', '?')} on {holder.get('host', '?')}, "
+            f"since {holder.get('since', '?')})"
+        )
+        stop = f"or stop it (`kill {holder['pid']}`)" if holder.get("pid") else "or stop it"
+    else:
+        who, stop = "another cpverify process (it did not record its pid)", f"or find it with `fuser {path}`"
+    return LockHeld(
+        f"GPU {gpu} is in use by cpverify {who}; lock file {path}",
+        fix=f"wait for that run to finish {stop}; the lock frees itself when that process exits, "
+        "so there is nothing to delete. To run now, choose other GPUs.",
+    )

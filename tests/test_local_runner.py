@@ -1,0 +1,168 @@
+"""LocalRunner with real subprocesses: tests/images/workload.sh printing slime/NCCL lines.
+
+Each lifecycle ends with the same check: the workload and the grandchild it started
+are gone (by pid, read from /proc: zombies count as gone).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from runner_util import HERE, WORKLOAD, arm, pid_alive, pids_in_log, wait_for
+
+from cpverify.runners.base import BLOCKED, DEADLINE, FAILED, FATAL, HANG, INTERRUPTED, OK, STALLED, Limits
+from cpverify.runners.local import LocalRunner, group_members
+
+LIMITS = Limits(deadline_s=20, hang_s=5, stall_s=5)
+
+
+def workload(name: str, *args: str, **kw):
+    return arm(name, "sh", str(WORKLOAD), *args, **kw)
+
+
+def run(tmp_path, the_arm, limits=LIMITS, **runner_options):
+    runner = LocalRunner(term_grace_s=runner_options.pop("term_grace_s", 2), **runner_options)
+    log_path = tmp_path / f"{the_arm.name}.log"
+    return runner.run_arm(the_arm, log_path=log_path, limits=limits), log_path
+
+
+def assert_all_gone(log_path):
+    pids = pids_in_log(log_path)
+    assert "workload" in pids, "the workload did not print its pid"
+    # The group (pgid = the workload's pid) must be empty, and each known pid dead.
+    assert not group_members(pids["workload"])
+    for role, pid in pids.items():
+        assert not pid_alive(pid), f"{role} pid {pid} survived"
+
+
+def test_output_streams_to_the_log_while_the_workload_runs(tmp_path):
+    log_path = tmp_path / "live.log"
+    box = {}
+    runner = LocalRunner()
+    thread = threading.Thread(
+        target=lambda: box.update(result=runner.run_arm(
+            workload("live", "train", "8", "0.25"), log_path=log_path, limits=LIMITS)),
+    )
+    thread.start()
+    two_steps = wait_for(lambda: log_path.exists() and log_path.read_text().count(" - step ") >= 2, 10)
+    pid = pids_in_log(log_path).get("workload")
+    running_mid_read = thread.is_alive() and pid is not None and pid_alive(pid)
+    thread.join(30)
+    assert two_steps and running_mid_read, "lines must reach the file while the workload still runs"
+    result = box["result"]
+    assert result.outcome == OK and result.exit_code == 0
+    assert [s.step for s in result.parsed.steps] == list(range(8))
+    assert result.lines == log_path.read_text().count("\n")
+
+
+def test_exit_code_is_returned(tmp_path):
+    result, _ = run(tmp_path, workload("fails", "train", "2", "0", "3"))
+    assert result.outcome == FAILED and result.exit_code == 3
+    assert len(result.parsed.steps) == 2
+
+
+def test_deadline_kills_the_whole_group(tmp_path):
+    t0 = time.monotonic()
+    result, log_path = run(tmp_path, workload("deadline", "forever", "0.1"), Limits(deadline_s=1.5, hang_s=5, stall_s=5))
+    assert 1.5 <= time.monotonic() - t0 < 6
+    assert result.outcome == DEADLINE and result.exit_code == 128 + signal.SIGTERM
+    assert_all_gone(log_path)
+
+
+def test_hang(tmp_path):
+    result, log_path = run(tmp_path, workload("hang", "hang", "2"), Limits(deadline_s=20, hang_s=1, stall_s=20))
+    assert result.outcome == HANG and "no output for 1s" in result.reason
+    assert_all_gone(log_path)
+
+
+def test_stall(tmp_path):
+    result, log_path = run(tmp_path, workload("stall", "stall", "0.1"), Limits(deadline_s=20, hang_s=5, stall_s=1))
+    assert result.outcome == STALLED and result.lines > 5
+    assert_all_gone(log_path)
+
+
+def test_nccl_watchdog_timeout_stops_the_run_early(tmp_path):
+    t0 = time.monotonic()
+    result, log_path = run(tmp_path, workload("nccl", "nccl_timeout"))
+    assert time.monotonic() - t0 < 4, "a fatal signature must not wait for the deadline"
+    assert result.outcome == FATAL and result.error_class == "nccl_timeout"
+    assert "ProcessGroupNCCL" in log_path.read_text()  # what it printed is kept
+    assert_all_gone(log_path)
+
+
+def test_a_workload_that_ignores_sigterm_is_killed_after_the_grace(tmp_path):
+    t0 = time.monotonic()
+    result, log_path = run(
+        tmp_path, workload("stubborn", "stubborn", "0.1"), Limits(deadline_s=1, hang_s=5, stall_s=5), term_grace_s=1
+    )
+    elapsed = time.monotonic() - t0
+    assert result.outcome == DEADLINE and result.exit_code == 128 + signal.SIGKILL
+    assert 2 <= elapsed < 6  # 1 s deadline + 1 s grace before SIGKILL
+    assert_all_gone(log_path)
+
+
+def test_background_children_are_not_left_behind_after_a_clean_exit(tmp_path):
+    pidfile = tmp_path / "bg.pid"
+    result, _ = run(tmp_path, arm("bg", "sh", "-c", f"sleep 300 & echo $! > {pidfile}; echo done"))
+    assert result.outcome == OK
+    assert not pid_alive(int(pidfile.read_text()))
+
+
+def test_ctrl_c_stops_the_workload_and_keeps_the_partial_log(tmp_path):
+    log_path = tmp_path / "child.log"
+    child = subprocess.Popen(
+        [sys.executable, str(HERE / "runner_util.py"), "local", str(log_path), "--",
+         "sh", str(WORKLOAD), "forever", "0.1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(HERE.parent)},
+    )
+    try:
+        assert wait_for(lambda: log_path.exists() and log_path.read_text().count(" - step ") >= 3, 15)
+        pids = pids_in_log(log_path)
+        assert pid_alive(pids["workload"]) and pid_alive(pids["grandchild"])
+        child.send_signal(signal.SIGINT)  # what Ctrl-C in a terminal sends to cpverify
+        out, err = child.communicate(timeout=20)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == 130, err
+    partial = json.loads(out.split("INTERRUPTED ", 1)[1])
+    assert partial["outcome"] == INTERRUPTED
+    assert log_path.read_text().count(" - step ") >= 3
+    assert_all_gone(log_path)
+
+
+def test_missing_executable_is_blocked_with_a_fix(tmp_path):
+    result, log_path = run(tmp_path, arm("missing", "no-such-slime-launcher", "--flag"))
+    assert result.outcome == BLOCKED and result.exit_code is None
+    assert "no-such-slime-launcher" in result.reason and "PATH" in result.reason
+    assert "install" in result.fix
+
+
+def test_missing_workdir_and_non_executable_path_are_blocked(tmp_path):
+    result, _ = run(tmp_path, arm("nowd", "true", workdir=tmp_path / "absent"))
+    assert result.outcome == BLOCKED and "absent" in result.reason and result.fix
+    script = tmp_path / "train.sh"
+    script.write_text("#!/bin/sh\necho hi\n")
+    result, _ = run(tmp_path, arm("noexec", "./train.sh", workdir=tmp_path))
+    assert result.outcome == BLOCKED and "chmod +x" in result.fix
+
+
+def test_environment_reaches_the_workload_without_secrets(tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_API_KEY", "wandb-secret-value")
+    monkeypatch.setenv("CPVERIFY_TEST_HOST_VAR", "from-host")
+    the_arm = arm(
+        "env", "sh", "-c",
+        'echo "cmc=$CUDA_DEVICE_MAX_CONNECTIONS host=$CPVERIFY_TEST_HOST_VAR '
+        'hf=${HF_TOKEN:-unset} wandb=${WANDB_API_KEY:-unset}"',
+        env={"CUDA_DEVICE_MAX_CONNECTIONS": "1", "HF_TOKEN": "hf_abcdefghijklmnopqrstuvwx"},
+    )
+    result, log_path = run(tmp_path, the_arm)
+    assert result.outcome == OK
+    assert log_path.read_text().strip() == "cmc=1 host=from-host hf=unset wandb=unset"
