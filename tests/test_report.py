@@ -1,0 +1,229 @@
+"""cpverify.report and cpverify.artifacts: renderers, the bundle, atomic writes."""
+
+from __future__ import annotations
+
+import errno
+import json
+import math
+import os
+import re
+import stat
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from cpverify import artifacts, report
+from cpverify import verdict as v
+from cpverify.artifacts import RunDir, atomic_write_json, atomic_write_text
+from cpverify.errors import ArtifactWriteError, InputError
+from cpverify.logs import ErrorRecord
+from helpers.slime_log import synthetic_arm
+
+SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "cpverify" / "data" / "verdict.schema.json").read_text())
+
+
+def _verdict(factor=1.05, *, cp2_errors=(), cp2_step=None, deterministic=False):
+    cp1 = synthetic_arm(cp=1, actor_train_time=1.0, seed=1).expected()
+    cp2 = synthetic_arm(cp=2, actor_train_time=factor, seed=2, step_metrics=cp2_step).expected()
+    cp2.errors.extend(cp2_errors)
+    return v.decide([v.ArmEvidence("cp1", 1, cp1), v.ArmEvidence("cp2", 2, cp2)], comparisons=[("cp1", "cp2")],
+                    thresholds=v.Thresholds(deterministic=deterministic))
+
+
+def _table_rows(markdown: str, header_start: str) -> list[list[str]]:
+    """The body rows of the GitHub table whose header row starts with `header_start`."""
+    lines = markdown.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"| {header_start}"))
+    assert re.fullmatch(r"\|(-+\|)+", lines[start + 1].replace(":", "-")), lines[start + 1]
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]])
+    return rows
+
+
+def test_markdown_headline_and_tables():
+    verdict = _verdict()
+    md = report.render_markdown(verdict, env={"gpu": "H200"}, commands="python3 train.py --lr 1e-6")
+    headline = md.splitlines()[2]
+    assert re.fullmatch(r"\*\*PASS\*\* — CP=2 actor_train \d\.\d\d× CP=1 \(95% CI \d\.\d\d–\d\.\d\d, "
+                        r"threshold ≤ 1\.30\), 7 steps each", headline), headline
+    timings = _table_rows(md, "metric")
+    assert [row[0] for row in timings] == ["actor_train", "log_probs", "ref_log_probs", "train", "step"]
+    assert all("n=7" in cell for row in timings for cell in row[1:])
+    comparisons = _table_rows(md, "comparison ")
+    primary = next(row for row in comparisons if row[1] == "**actor_train**")
+    assert primary[2] == f"{verdict.to_json()['ratio']:.2f}×" and primary[6] == "PASS"
+    arms = _table_rows(md, "arm ")
+    assert [row[:3] for row in arms] == [["cp1", "1", "1"], ["cp2", "2", "2"]]
+    checks = _table_rows(md, "status")
+    assert {row[1] for row in checks} >= {"cp_effective", "counted_steps", "speed:cp2 vs cp1"}
+    assert "### Numerics (first common step; reported only" in md
+
+
+def test_markdown_details_blocks_hold_environment_commands_errors_and_rule():
+    error = ErrorRecord("nccl_timeout", 812, "Watchdog caught collective operation timeout | ``` fenced")
+    md = report.render_markdown(_verdict(cp2_errors=[error]), env={"nccl": "2.28.9"},
+                                commands="CUDA_VISIBLE_DEVICES=0,1 python3 train.py")
+    for summary in ("Error excerpts (1)", "Decision rule", "Environment", "Exact commands"):
+        assert f"<details><summary>{summary}</summary>" in md
+    assert md.count("<details>") == md.count("</details>") == 4
+    # an excerpt holding ``` gets a longer fence, so it cannot close the block early
+    assert "````text\nWatchdog caught collective operation timeout | ``` fenced\n````" in md
+    assert "```bash\nCUDA_VISIBLE_DEVICES=0,1 python3 train.py\n```" in md
+    assert '"nccl": "2.28.9"' in md
+    # the pipe in the excerpt is escaped inside the checks table and does not add a column
+    row = next(r for r in _table_rows(md, "status") if r[1] == "error:nccl_timeout")
+    assert len(row) == 5 and "\\|" in row[3]
+    assert md.startswith("## cpverify verdict: FAIL\n\n**FAIL** — nccl_timeout in arm cp2 at line 812")
+
+
+def test_markdown_checks_list_problems_first_with_fixes():
+    md = report.render_markdown(_verdict(2.0))
+    statuses = [row[0] for row in _table_rows(md, "status")]
+    assert statuses == sorted(statuses, key=lambda s: ["❌", "⚠️", "✅", "➖"].index(s.split()[0]))
+    for row in _table_rows(md, "status"):
+        if row[0].startswith(("❌", "⚠️")):
+            assert row[4], f"check {row[1]} has no fix"
+
+
+def test_json_render_is_strict_json_even_with_nan_numerics():
+    verdict = _verdict(cp2_step={"train/grad_norm": float("nan")})
+    data = report.render_json(verdict)
+    text = json.dumps(data, allow_nan=False)  # would raise on a bare NaN
+    jsonschema.validate(json.loads(text), SCHEMA)
+    row = next(r for r in data["numerics"] if r["metric"] == "train/grad_norm")
+    assert row["candidate"] == "nan" and row["within_tolerance"] is False
+    assert math.isnan(next(r for r in verdict.numerics if r["metric"] == "train/grad_norm")["candidate"])
+
+
+def test_terminal_summary_lists_problems_with_fixes():
+    text = report.render_summary(_verdict(2.0))
+    assert text.splitlines()[0].startswith("FAIL — ")
+    assert "FAIL speed:cp2 vs cp1" in text and "    fix: CP=2 is much slower" in text
+
+
+def test_write_report_writes_the_bundle(tmp_path):
+    run_dir = RunDir.create(tmp_path / "run")
+    paths = report.write_report(run_dir, _verdict(), env={"python": "3.11"}, commands_sh="#!/bin/sh\necho ok\n")
+    assert set(paths) == {"verdict.md", "verdict.json", "commands.sh", "env.json"}
+    assert all(p.parent == run_dir.root for p in paths.values())
+    jsonschema.validate(json.loads(paths["verdict.json"].read_text()), SCHEMA)
+    assert json.loads(paths["env.json"].read_text()) == {"python": "3.11"}
+    assert paths["commands.sh"].read_text() == "#!/bin/sh\necho ok\n"
+    assert stat.S_IMODE(paths["commands.sh"].stat().st_mode) == 0o755
+    assert stat.S_IMODE(paths["verdict.md"].stat().st_mode) == 0o644
+    assert paths["verdict.md"].read_text().startswith("## cpverify verdict: PASS")
+    assert sorted(p.name for p in run_dir.root.iterdir()) == ["commands.sh", "env.json", "logs", "verdict.json",
+                                                              "verdict.md"]  # no temp files left
+
+
+def test_write_report_accepts_a_plain_path(tmp_path):
+    paths = report.write_report(tmp_path, _verdict(), env=None, commands_sh=None)
+    assert "No commands were recorded" in paths["commands.sh"].read_text()
+
+
+# -- atomic writes -----------------------------------------------------------------------------
+
+def test_failed_fsync_keeps_the_previous_file_and_leaves_no_temp(tmp_path, monkeypatch):
+    target = tmp_path / "verdict.md"
+    target.write_text("previous good verdict\n")
+
+    def full_disk(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(artifacts.os, "fsync", full_disk)
+    with pytest.raises(ArtifactWriteError) as info:
+        atomic_write_text(target, "new verdict that does not fit\n")
+    assert str(target) in info.value.problem and "No space left" in info.value.problem
+    assert "free disk space" in info.value.fix and "--out" in info.value.fix
+    assert info.value.exit_code == 4
+    assert target.read_text() == "previous good verdict\n"
+    assert os.listdir(tmp_path) == ["verdict.md"]
+
+
+def test_read_only_target_directory_is_named_with_a_fix(tmp_path, monkeypatch):
+    target = tmp_path / "verdict.json"
+
+    def read_only(src, dst):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(artifacts.os, "replace", read_only)
+    with pytest.raises(ArtifactWriteError) as info:
+        atomic_write_json(target, {"status": "PASS"})
+    assert "verdict.json" in info.value.problem and "writable" in info.value.fix
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
+def test_really_read_only_directory(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (locked / "verdict.md").write_text("old\n")
+    locked.chmod(0o555)
+    try:
+        with pytest.raises(ArtifactWriteError, match="verdict.md"):
+            atomic_write_text(locked / "verdict.md", "new\n")
+        assert (locked / "verdict.md").read_text() == "old\n"
+    finally:
+        locked.chmod(0o755)
+
+
+def test_unserialisable_json_fails_before_touching_the_target(tmp_path):
+    target = tmp_path / "env.json"
+    target.write_text("{}\n")
+    with pytest.raises(TypeError):
+        atomic_write_json(target, {"bad": object()})
+    with pytest.raises(ValueError):
+        atomic_write_json(target, {"bad": float("nan")})
+    assert target.read_text() == "{}\n" and os.listdir(tmp_path) == ["env.json"]
+
+
+def test_exception_inside_the_writer_discards_the_partial_file(tmp_path):
+    target = tmp_path / "logs" / "cp1.log"
+    with pytest.raises(RuntimeError), artifacts.atomic_writer(target) as handle:
+        handle.write("half a log\n")
+        raise RuntimeError("source vanished")
+    assert not target.exists() and os.listdir(target.parent) == []
+
+
+def test_replaces_an_existing_file_whole(tmp_path):
+    target = tmp_path / "verdict.md"
+    atomic_write_text(target, "one\n")
+    atomic_write_text(target, "two\n")
+    assert target.read_text() == "two\n"
+
+
+# -- run directory -----------------------------------------------------------------------------
+
+def test_run_dir_layout(tmp_path):
+    run = RunDir.create(base=tmp_path, run_id="20260821-100000-abc123")
+    assert run.root == tmp_path / "20260821-100000-abc123" and run.run_id == "20260821-100000-abc123"
+    assert run.logs_dir.is_dir()
+    assert run.log_path("cp2") == run.root / "logs" / "cp2.log"
+    assert (run.verdict_md.name, run.verdict_json.name, run.env_json.name, run.commands_sh.name) == (
+        "verdict.md", "verdict.json", "env.json", "commands.sh")
+    assert RunDir.create(tmp_path / "explicit").root == tmp_path / "explicit"
+
+
+def test_run_ids_sort_by_time_and_do_not_collide():
+    first, second = artifacts.new_run_id(0), artifacts.new_run_id(86400 * 365)
+    assert re.fullmatch(r"\d{8}-\d{6}-[0-9a-f]{6}", first)
+    assert first < second
+    assert len({artifacts.new_run_id(0) for _ in range(50)}) == 50
+
+
+@pytest.mark.parametrize("bad", ["../escape", "a/b", "", ".hidden", "cp 2"])
+def test_arm_names_must_be_file_names(tmp_path, bad):
+    with pytest.raises(InputError):
+        RunDir(tmp_path).log_path(bad)
+
+
+def test_run_dir_that_cannot_be_created(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with pytest.raises(ArtifactWriteError) as info:
+        RunDir.create(blocker / "run")
+    assert "file" in info.value.problem and info.value.fix
