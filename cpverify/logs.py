@@ -3,60 +3,202 @@
 CONTRACT (shared with verdict, runners and outside checks -- keep compatible):
   LogParser().feed(line, lineno) consumes one physical line (str or bytes) at a time;
   .result() returns a ParsedLog; parse_file(path) streams a file (never reads it whole).
-  ParsedLog.to_json() gives the JSON object of DESIGN.md's `cpverify parse --json`.
-  The layout hook (cpverify.slime_hooks.layout) prints lines like
-    cpverify-layout rank=0 world=2 tp=1 pp=1 cp=2 dp=1
-  which the parser turns into `layout`.
+  ParsedLog.to_json() gives the JSON object of DESIGN.md's `cpverify parse --json`
+  (a dict: steps, perf, timers, iterations, errors, nccl, layout -- plus extra keys).
+
+What a line may look like, and what the parser does about it
+  * Ray actor prefixes `(MegatronTrainRayActor pid=N, ip=...)`, ANSI colour codes and their
+    broken remnants (`[36m` without ESC), `[repeated Nx across cluster]` suffixes: stripped.
+  * tqdm bars share physical lines through `\\r`: a line is split on `\\r`, every piece keeps
+    the physical line number. Of a line longer than MAX_LINE_BYTES only the head is read.
+  * slime metric dicts (`step N: {...}`, `critic-step N: {...}`, `perf N: {...}`) are Python
+    reprs: read with ast.literal_eval after quoting bare nan/inf -- never eval. When that fails
+    (a cut line, a hand-copied fragment with a missing quote) key/value pairs are salvaged
+    with a tolerant regex and the record is marked `salvaged`. Headerless fragments that hold
+    `'perf/...': number` pairs become perf records with rollout -1 (unknown), split by side.
+  * `perf N:` side: "train" when any key is a train-side timer (perf/train_time,
+    perf/actor_train_time, perf/step_time, perf/total_train_time, *_tflops, ...), else
+    "rollout" when any key is rollout-side (perf/rollout_time, rollout/*, *tokens_per_gpu*),
+    else by actor prefix (RolloutManager/SGLang -> rollout, Megatron/Train -> train), else
+    "rollout": nothing passes as a train step without evidence.
+    `perf/total_train_time` is slime's old name of `perf/step_time` (PR #629): both are kept.
+  * Non-finite metric values stay float nan/inf in the API and become null in to_json().
+
+NCCL (nccl.*): version from `NCCL INFO NCCL version 2.27.5+cuda12.9` or the bare
+`NCCL version 2.19.3+cuda12.3` -> version "2.27.5", cuda "12.9". Transports from per-channel
+`... via X` lines, normalised (first seen first, no repeats):
+  P2P/CUMEM[/read]    -> "P2P/CUMEM"     P2P/IPC[/read]  -> "P2P/IPC"
+  P2P/direct pointer  -> "P2P/direct"    SHM/<anything>  -> "SHM"
+  NET/<net>/<dev>     -> "NET/<net>"     NET/<net>/<dev>/GDRDMA -> "NET/<net>/GDRDMA"
+  (NET/Socket/0 -> "NET/Socket", NET/IB/3/GDRDMA -> "NET/IB/GDRDMA"); anything else verbatim.
+  nccl.network comes from `Using network Socket|IB`. "Using network Socket" alone is NOT a TCP
+  fallback (healthy single-node NVLink runs print it); only `via NET/Socket` channels are:
+  see ParsedLog.tcp_fallback and ParsedLog.nccl_transport_warning().
+
+Error classes: each finding has a fine class and a coarse class (coarse_class()); DESIGN.md's
+vocabulary is the coarse one (nccl_timeout, nccl_error, cuda_oom, cuda_illegal_memory_access,
+collective_shape_mismatch, ray_actor_died, ray_job_failed, sglang_startup_failure,
+argparse_error, assertion_error, hang). When a fine class differs from its coarse class BOTH
+are emitted, on the same line, so a reader of either vocabulary finds its class. E.g.
+  nccl_cuda_failure, nccl_unhandled_system_error, torch_distributed_error -> nccl_error
+  nccl_heartbeat_stuck -> hang        (kept apart from nccl_timeout: both can occur)
+  sglang_server_startup_failure -> sglang_startup_failure; sglang_http_500 -> sglang_error
+  argparse_unrecognized_arguments, argparse_ambiguous_option -> argparse_error
+  megatron_cuda_device_max_connections, slime_num_rollouts_lt_global_batch -> assertion_error
+  ray_host_oom -> ray_actor_died; nccl_warn stays nccl_warn (many NCCL warnings are benign)
+The full table is COARSE_CLASS and _SIGNATURES below. Only the first occurrence of each class
+is recorded, and a physical line is never reported twice for one class. The parser's own
+classes: cp_correctness (a failing cpverify-check), layout_mismatch (ranks report different
+layouts), run_restarted (step numbers go backwards: two runs in one log), python_traceback
+(a traceback header; the frames are in `tracebacks`). A traceback whose frames are SGLang
+startup code (initialize_model_parallel, _wait_and_warmup, ...) also gives
+sglang_server_startup_failure on its exception line.
+
+cpverify's own lines (print them anywhere in a line; a Ray prefix or logger header is fine):
+  cpverify-layout rank=0 world=2 tp=1 pp=1 cp=2 dp=1
+      -> `layout` {cp, dp, tp, pp, world, ranks}; the first layout wins, a rank that reports a
+         different (cp, dp, tp, pp) adds error class layout_mismatch.
+  cpverify-check name=<name> status=pass|fail|warn value=<float> bound=<float> detail="<text>"
+      -> `checks`; status=fail also adds error class cp_correctness. value/bound may be nan,
+         inf or absent; detail is double-quoted, with backslash escapes.
+  cpverify-busbw op=all_reduce bytes=<int> busbw_gbps=<float> algbw_gbps=<float> [k=v ...]
+      -> `bandwidth`; other k=v pairs are kept as strings under "extra".
 """
 
 from __future__ import annotations
 
+import ast
+import json
+import math
+import re
+import statistics
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Callable
+
+from cpverify.errors import InputError
+
+# A logical line is never kept longer than this: a 10 MB tqdm line or binary junk
+# must not make memory grow with the line.
+MAX_LINE_BYTES = 64 * 1024
+READ_BLOCK_BYTES = 1 << 20
+EXCERPT_CHARS = 300
+UNKNOWN_ROLLOUT = -1  # perf salvaged from a headerless fragment: the rollout id was not printed
+HANG_SECONDS_PER_ITEM = 300.0  # a tqdm bar this slow per item is stuck, not slow
+HANG_NO_PROGRESS_S = 600.0  # a bar at 0/N for this long is stuck too
+_MAX_TRACEBACKS = 50
+_MAX_FRAMES = 40
+_TRACEBACK_PATIENCE = 8  # lines without a frame before a cut traceback is given up
 
 
-@dataclass
+# ---------------------------------------------------------------------------- records
+
+
+@dataclass(slots=True)
 class StepRecord:
     step: int
     line: int
     metrics: dict[str, float]
     kind: str = "step"  # "step" or "critic-step"
+    salvaged: bool = False  # metrics recovered by regex: the dict did not parse
 
 
-@dataclass
+@dataclass(slots=True)
 class PerfRecord:
-    rollout: int
+    rollout: int  # UNKNOWN_ROLLOUT (-1) for headerless fragments
     side: str  # "train" or "rollout"
     line: int
     metrics: dict[str, float]
+    salvaged: bool = False
 
 
-@dataclass
+@dataclass(slots=True)
 class TimerRecord:
     name: str
     elapsed_s: float
     line: int
 
 
-@dataclass
+@dataclass(slots=True)
 class IterationRecord:
     iteration: int
     line: int
     elapsed_ms: float | None
     metrics: dict[str, float]
+    total: int | None = None  # the M of `iteration N/ M`
 
 
-@dataclass
+@dataclass(slots=True)
 class ErrorRecord:
     cls: str  # serialised as "class"
     line: int
     text: str
+    coarse: str = ""  # DESIGN.md vocabulary; equals cls when cls is coarse already
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.coarse:
+            self.coarse = coarse_class(self.cls)
+
+
+@dataclass(slots=True)
+class CheckRecord:
+    name: str
+    status: str  # "pass" | "fail" | "warn" (as printed, lower-cased)
+    line: int
+    value: float | None = None
+    bound: float | None = None
+    detail: str = ""
+
+
+@dataclass(slots=True)
+class BandwidthRecord:
+    op: str
+    line: int
+    bytes: int | None = None
+    busbw_gbps: float | None = None
+    algbw_gbps: float | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class MemoryRecord:
+    label: str  # e.g. "before update_weights"
+    line: int
+    rank: int | None
+    metrics: dict[str, float]
+
+
+@dataclass(slots=True)
+class FrameRecord:
+    file: str
+    lineno: int
+    func: str
+    code: str = ""
+
+
+@dataclass(slots=True)
+class TracebackRecord:
+    line: int  # the header line, or the first frame when no header was printed
+    frames: list[FrameRecord] = field(default_factory=list)
+    exception: str | None = None
+    exception_line: int | None = None
 
 
 @dataclass
 class NcclFacts:
-    version: str | None = None
+    version: str | None = None  # "2.27.5" (packaging.version-comparable)
     transports: list[str] = field(default_factory=list)
     network: str | None = None
+    cuda: str | None = None  # "12.9" of "2.27.5+cuda12.9"
+    versions: list[str] = field(default_factory=list)  # every distinct version printed
+    ib_link: str | None = None  # "RoCE" or "IB", from `NET/IB : Using [0]mlx5_0:1/RoCE`
+
+    @property
+    def tcp_fallback(self) -> bool:
+        """True when some channel between GPUs went over TCP sockets (`via NET/Socket`)."""
+        return any(t.startswith("NET/Socket") for t in self.transports)
 
 
 @dataclass
@@ -65,6 +207,8 @@ class Layout:
     dp: int
     tp: int
     pp: int
+    world: int | None = None
+    ranks: list[int] = field(default_factory=list)  # ranks that reported this layout
 
 
 @dataclass
@@ -77,3 +221,1069 @@ class ParsedLog:
     nccl: NcclFacts = field(default_factory=NcclFacts)
     layout: Layout | None = None
     lines: int = 0
+    checks: list[CheckRecord] = field(default_factory=list)
+    bandwidth: list[BandwidthRecord] = field(default_factory=list)
+    memory: list[MemoryRecord] = field(default_factory=list)
+    tracebacks: list[TracebackRecord] = field(default_factory=list)
+    timers_open: list[tuple[str, int]] = field(default_factory=list)  # (name, line): never ended
+
+    # -- questions the verdict asks -------------------------------------------------
+    @property
+    def tcp_fallback(self) -> bool:
+        return self.nccl.tcp_fallback
+
+    def nccl_transport_warning(self) -> str | None:
+        """A sentence for the verdict when inter-GPU traffic took a slow path, else None."""
+        transports = self.nccl.transports
+        if self.nccl.tcp_fallback:
+            return (
+                "NCCL sent traffic between GPUs over TCP sockets (`via NET/Socket`), so "
+                "communication-bound timings are not representative: check NCCL_P2P_DISABLE, "
+                "NCCL_SHM_DISABLE, the container's /dev/shm size and its InfiniBand devices."
+            )
+        if transports and all(t == "SHM" for t in transports):
+            return (
+                "NCCL used shared memory (`via SHM`) and no P2P path between GPUs: peer-to-peer "
+                "is off (NCCL_P2P_DISABLE or the topology), far below NVLink bandwidth."
+            )
+        return None
+
+    def error_classes(self) -> set[str]:
+        return {e.cls for e in self.errors}
+
+    def first_error(self, cls: str) -> ErrorRecord | None:
+        return next((e for e in self.errors if e.cls == cls), None)
+
+    def perf_for(self, side: str) -> list[PerfRecord]:
+        return [p for p in self.perf if p.side == side]
+
+    def to_json(self) -> dict[str, Any]:
+        """The object `cpverify parse --json` prints (DESIGN.md contract, plus extra keys)."""
+        lay = self.layout
+        return {
+            "steps": [
+                {"step": s.step, "line": s.line, "metrics": _finite(s.metrics), "kind": s.kind, "salvaged": s.salvaged}
+                for s in self.steps
+            ],
+            "perf": [
+                {"rollout": p.rollout, "side": p.side, "line": p.line, "metrics": _finite(p.metrics), "salvaged": p.salvaged}
+                for p in self.perf
+            ],
+            "timers": [{"name": t.name, "elapsed_s": _finite_value(t.elapsed_s), "line": t.line} for t in self.timers],
+            "iterations": [
+                {
+                    "iteration": i.iteration,
+                    "line": i.line,
+                    "elapsed_ms": _finite_value(i.elapsed_ms),
+                    "metrics": _finite(i.metrics),
+                    "total": i.total,
+                }
+                for i in self.iterations
+            ],
+            "errors": [
+                {"class": e.cls, "line": e.line, "text": e.text, "coarse": e.coarse, "detail": e.detail}
+                for e in self.errors
+            ],
+            "nccl": {
+                "version": self.nccl.version,
+                "transports": list(self.nccl.transports),
+                "network": self.nccl.network,
+                "cuda": self.nccl.cuda,
+                "versions": list(self.nccl.versions),
+                "ib_link": self.nccl.ib_link,
+                "tcp_fallback": self.nccl.tcp_fallback,
+            },
+            "layout": None
+            if lay is None
+            else {"cp": lay.cp, "dp": lay.dp, "tp": lay.tp, "pp": lay.pp, "world": lay.world, "ranks": list(lay.ranks)},
+            "lines": self.lines,
+            "checks": [
+                {
+                    "name": c.name,
+                    "status": c.status,
+                    "line": c.line,
+                    "value": _finite_value(c.value),
+                    "bound": _finite_value(c.bound),
+                    "detail": c.detail,
+                }
+                for c in self.checks
+            ],
+            "bandwidth": [
+                {
+                    "op": b.op,
+                    "line": b.line,
+                    "bytes": b.bytes,
+                    "busbw_gbps": _finite_value(b.busbw_gbps),
+                    "algbw_gbps": _finite_value(b.algbw_gbps),
+                    "extra": dict(b.extra),
+                }
+                for b in self.bandwidth
+            ],
+            "memory": [
+                {"label": m.label, "line": m.line, "rank": m.rank, "metrics": _finite(m.metrics)} for m in self.memory
+            ],
+            "tracebacks": [
+                {
+                    "line": t.line,
+                    "exception": t.exception,
+                    "exception_line": t.exception_line,
+                    "frames": [{"file": f.file, "lineno": f.lineno, "func": f.func, "code": f.code} for f in t.frames],
+                }
+                for t in self.tracebacks
+            ],
+            "timers_open": [{"name": n, "line": ln} for n, ln in self.timers_open],
+        }
+
+
+def _finite_value(x: float | None) -> float | None:
+    return x if x is None or math.isfinite(x) else None
+
+
+def _finite(metrics: dict[str, float]) -> dict[str, float | None]:
+    # JSON has no NaN/Infinity; null keeps the key and says "not a finite number".
+    return {k: _finite_value(v) for k, v in metrics.items()}
+
+
+# ---------------------------------------------------------------------------- patterns
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+# Ray's prefix, possibly wrapped in (broken) colour codes: "[36m(Actor pid=1, ip=..)[0m ".
+_PREFIX = re.compile(
+    r"^(?:\x1b?\[[0-9;]{0,8}m)*\((?P<actor>[A-Za-z_][\w.:-]*)?(?: ?pid=\d+)?(?:, ?ip=[\w.:-]+)?"
+    r"(?: \+[\w.]+)?\)(?:\x1b?\[[0-9;]{0,8}m)*\s?"
+)
+_BARE_REMNANT = re.compile(r"^(?:\[[0-9;]{1,8}m)+")
+_REPEATED = re.compile(r"\s*\[repeated (\d+)x across cluster\]\s*$")
+# slime's logger.info(f"{kind} {n}: {dict}"); rollout/eval dicts are recognised, not kept.
+_RECORD = re.compile(r"(?<![\w/.-])(critic-step|step|perf|rollout|eval) (\d+): (\{.*)$")
+_MEMORY = re.compile(r"(?:\[Rank (\d+)\] )?Memory-Usage (.*?): (\{.*)$")
+_BARE_NONFINITE = re.compile(r"([:\[,(]\s*)(-?(?:nan|inf))(?=\s*[,}\])])")
+_SALVAGE_PAIR = re.compile(
+    r"'?([A-Za-z_][\w./-]*)'?\s*:\s*(-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf))"
+    r"(?=\s*(?:,|\}|$))"
+)
+_TIMER = re.compile(r"\bTimer (\S+) (start|end)\b(?: \(elapsed: ([-+\d.eE]+|nan|inf)s\))?")
+_ITERATION = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|(.*)$")
+_NCCL_VERSION = re.compile(r"NCCL version[: ]+\(?(\d+)[.,] ?(\d+)[.,] ?(\d+)\)?(?:\+cuda([\d.]+))?")
+_VIA = re.compile(r"\bvia (\S+(?: pointer)?)")
+_NET_VIA = re.compile(r"^NET/([^/]+?)/\d+(/GDRDMA)?")
+_NETWORK = re.compile(r"Using network (\S+(?: \S+)?)\s*$")
+_IB_LINK = re.compile(r"NET/IB : Using \[\d+\]\S+?/(RoCE|IB)\b")
+_OWN = re.compile(r"cpverify-(layout|check|busbw)\b(.*)$")
+_KV = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')
+_TB_HEADER = "Traceback (most recent call last)"
+_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)(?:, in (.+?))?\s*$')
+_CARETS = re.compile(r"^\s*[\^~]+\s*$")
+_EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*?(?:Error|Exception|Interrupt|Exit)(?:\([\w.]*\))?)(?::\s*(.*))?$")
+_TQDM_SLOW = re.compile(r"(\d+)/(\d+) \[((?:\d+:)?\d+:\d+)<[^,\]]*,\s*([\d.]+)s/it\]")
+_TQDM_STILL = re.compile(r"\b0/(\d+) \[((?:\d+:)?\d+:\d+)<\?, \?it/s\]")
+# An exception under these SGLang frames is a server that never came up.
+_SGLANG_STARTUP_FUNCS = frozenset(
+    {
+        "initialize_model_parallel",
+        "init_model_parallel_group",
+        "init_distributed_environment",
+        "init_torch_distributed",
+        "launch_server",
+        "_launch_subprocesses",
+        "_wait_and_warmup",
+        "launch_engine",
+        "load_model",
+        "init_memory_pool",
+    }
+)
+_TRAIN_PERF_KEY = re.compile(
+    r"^perf/(?:train_wait|train|data_preprocess|ref_log_probs|log_probs|actor_train|critic_train|"
+    r"ref_model_update|sleep|wake_up|update_weights|save_model|step|total_train|cp_seq_kl_prep)_time$"
+    r"|_tflops$|^perf/actor_train_tok_per_s$|^perf/wait_time_ratio$"
+)
+_ROLLOUT_PERF_KEY = re.compile(r"^rollout/|^perf/rollout_time$|tokens_per_gpu_per_sec$|_sample_tokens_per_sec$")
+
+
+# ---------------------------------------------------------------------------- error signatures
+
+
+@dataclass(frozen=True)
+class _Signature:
+    cls: str
+    triggers: tuple[str, ...]  # cheap substrings: the regex runs only when one is present
+    regex: re.Pattern[str] | None = None
+    detail: Callable[[re.Match[str] | None, str], dict[str, Any] | None] | None = None
+
+
+def _sig(cls: str, *triggers: str, rx: str | None = None, detail=None) -> _Signature:
+    return _Signature(cls, triggers, re.compile(rx) if rx else None, detail)
+
+
+def _fields(**patterns: str) -> Callable[[re.Match[str] | None, str], dict[str, Any]]:
+    """A detail extractor: each named regex's first group (a number where it is one)."""
+    compiled = {k: re.compile(p) for k, p in patterns.items()}
+
+    def extract(_m: re.Match[str] | None, text: str) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, rx in compiled.items():
+            found = rx.search(text)
+            if found:
+                out[key] = _scalar(found.group(1))
+        return out
+
+    return extract
+
+
+def _group(name: str) -> Callable[[re.Match[str] | None, str], dict[str, Any]]:
+    return lambda m, _t: {name: m.group(1).strip()} if m and m.group(1) else {}
+
+
+def _clock_s(text: str) -> float:
+    seconds = 0.0
+    for part in text.split(":"):
+        seconds = seconds * 60 + float(part)
+    return seconds
+
+
+def _tqdm_slow(m: re.Match[str] | None, _t: str) -> dict[str, Any] | None:
+    assert m is not None
+    s_per_it = float(m.group(4))
+    if s_per_it < HANG_SECONDS_PER_ITEM:
+        return None
+    return {"s_per_it": s_per_it, "done": int(m.group(1)), "total": int(m.group(2)), "elapsed_s": _clock_s(m.group(3))}
+
+
+def _tqdm_still(m: re.Match[str] | None, _t: str) -> dict[str, Any] | None:
+    assert m is not None
+    elapsed = _clock_s(m.group(2))
+    return {"done": 0, "total": int(m.group(1)), "elapsed_s": elapsed} if elapsed >= HANG_NO_PROGRESS_S else None
+
+
+# fine class -> DESIGN.md's coarse class (a class not listed is its own coarse class)
+COARSE_CLASS = {
+    "nccl_heartbeat_stuck": "hang",
+    "nccl_cuda_failure": "nccl_error",
+    "nccl_unhandled_system_error": "nccl_error",
+    "nccl_internal_error": "nccl_error",
+    "nccl_invalid_usage": "nccl_error",
+    "nccl_remote_error": "nccl_error",
+    "nccl_shm_failure": "nccl_error",
+    "torch_distributed_error": "nccl_error",
+    "sglang_not_enough_memory": "cuda_oom",
+    "cuda_device_assert": "cuda_error",
+    "cp_shape_mismatch": "collective_shape_mismatch",
+    "ray_host_oom": "ray_actor_died",
+    "sglang_server_startup_failure": "sglang_startup_failure",
+    "sglang_scheduler_exception": "sglang_error",
+    "sglang_health_check_failed": "sglang_error",
+    "sglang_http_500": "sglang_error",
+    "sglang_http_5xx": "sglang_error",
+    "slime_flush_cache_timeout": "sglang_error",
+    "slime_http_max_retries": "sglang_error",
+    "argparse_unrecognized_arguments": "argparse_error",
+    "argparse_ambiguous_option": "argparse_error",
+    "argparse_invalid_choice": "argparse_error",
+    "argparse_missing_required": "argparse_error",
+    "megatron_cuda_device_max_connections": "assertion_error",
+    "megatron_world_size_not_divisible": "assertion_error",
+    "megatron_seq_length_multiple": "assertion_error",
+    "slime_num_rollouts_lt_global_batch": "assertion_error",
+    "slime_num_rollout_not_set": "assertion_error",
+    "slime_ci_threshold": "assertion_error",
+    "slime_grad_norm_mismatch": "assertion_error",
+    "slime_hf_validate_args_failed": "config_error",
+    "slime_ref_load_missing": "config_error",
+    "slime_rm_type_missing": "config_error",
+    "torch_memory_saver_missing": "environment_error",
+    "ray_placement_group_wait": "resource_wait",
+}
+
+
+def coarse_class(cls: str) -> str:
+    """DESIGN.md's coarse class of a (possibly finer) error class."""
+    return COARSE_CLASS.get(cls, cls)
+
+
+_NCCL_TIMEOUT_DETAIL = _fields(
+    op=r"OpType=(\w+)",
+    seq=r"SeqNum=(\d+)",
+    timeout_ms=r"Timeout\(ms\)=(\d+)",
+    ran_ms=r"ran for (\d+) milliseconds",
+)
+_OOM_DETAIL = _fields(
+    tried=r"Tried to allocate ([\d.]+ [KMGT]?i?B)",
+    gpu=r"GPU (\d+) has a total capacity",
+    capacity=r"total capacity of ([\d.]+ [KMGT]?i?B)",
+    free=r"of which ([\d.]+ [KMGT]?i?B) is free",
+    allocated_by_pytorch=r"([\d.]+ [KMGT]?i?B) is allocated by PyTorch",
+)
+
+# Order matters only within one line (fine classes before the generic ones of their family).
+# Every trigger contains a _GATE_TOKENS word, case-insensitively (tests/test_logs.py checks it).
+_SIGNATURES: tuple[_Signature, ...] = (
+    # NCCL / torch.distributed
+    _sig("nccl_timeout", "collective operation timeout", detail=_NCCL_TIMEOUT_DETAIL),
+    _sig("nccl_heartbeat_stuck", "watchdog got stuck", "Heartbeat monitor timed out",
+         detail=_fields(stuck_s=r"stuck for (\d+) seconds")),
+    _sig("nccl_cuda_failure", "Cuda failure", "ncclUnhandledCudaError",
+         detail=_fields(reason=r"Cuda failure (?:\d+ )?'([^']*)'")),
+    _sig("nccl_unhandled_system_error", "unhandled system error", "ncclSystemError"),
+    _sig("nccl_internal_error", "ncclInternalError", "internal error - please report"),
+    _sig("nccl_invalid_usage", "NCCL error", rx=r"NCCL error.*invalid usage"),
+    _sig("nccl_remote_error", "ncclRemoteError", "remote process exited or there was a network error"),
+    _sig("nccl_shm_failure", "Error while creating shared memory segment"),
+    _sig("nccl_error", "NCCL error", "DistBackendError", "Some NCCL operations have failed"),
+    _sig("torch_distributed_error", "after torch distributed error"),
+    _sig("nccl_warn", "NCCL WARN"),
+    # CUDA
+    _sig("cuda_oom", "out of memory", "OUT_OF_MEMORY", "cudaErrorMemoryAllocation", "OutOfMemoryError",
+         rx=r"CUDA out of memory|CUDA error: out of memory|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation"
+            r"|torch\.(?:cuda\.)?OutOfMemoryError",
+         detail=_OOM_DETAIL),
+    _sig("sglang_not_enough_memory", "Not enough memory. Please try to increase --mem-fraction-static"),
+    _sig("cuda_illegal_memory_access", "illegal memory access", "cudaErrorIllegalAddress", "CUDA_ERROR_ILLEGAL_ADDRESS"),
+    _sig("cuda_device_assert", "CUDA error: device-side assert"),
+    _sig("cuda_error", "CUDA error:", rx=r"CUDA error: (?!out of memory|an illegal memory access|device-side assert)"),
+    # shapes of collectives / CP (raised as exceptions: the word Error is on the line)
+    _sig("collective_shape_mismatch", "Error",
+         rx=r"[Mm]ismatch between collectives|output tensor size must be equal to world_size"
+            r"|scatter/gather must|same size as output size times world size"),
+    _sig("cp_shape_mismatch", "Error",
+         rx=r"log_prob length mismatch|Shape mismatch before whitening|loss_masks\.shape:"
+            r"|AssertionError: Expected \d+,? got"),
+    # Ray
+    _sig("ray_actor_died", "ActorDiedError", "The actor died unexpectedly", "RayActorError",
+         "killed while executing a task by an unexpected system error"),
+    _sig("ray_actor_unavailable", "ActorUnavailableError"),
+    _sig("ray_host_oom", "ray.exceptions.OutOfMemoryError", "node running low on memory",
+         "killed due to memory pressure"),
+    _sig("ray_task_error", "RayTaskError"),
+    _sig("ray_job_failed", "' failed", "entrypoint command failed",
+         rx=r"Job '[^']+' failed|Job entrypoint command failed", detail=_fields(exit_code=r"exit code (-?\d+)")),
+    _sig("ray_placement_group_wait", "Waiting for placement group", detail=_fields(elapsed_s=r"elapsed ([\d.]+)s")),
+    # SGLang (and slime's view of it)
+    _sig("sglang_server_startup_failure", "Initialization failed", "Server process terminated unexpectedly"),
+    _sig("sglang_scheduler_exception", "Scheduler hit an exception", "Exception in run_scheduler_process"),
+    _sig("sglang_health_check_failed", "Health check failed for rollout engine"),
+    _sig("sglang_http_500", '" 500', rx=r'"[A-Z]+ [^"]* HTTP/[\d.]+" 500\b'),
+    _sig("sglang_http_5xx", '" 5', rx=r'"[A-Z]+ [^"]* HTTP/[\d.]+" 5(?!00)\d\d\b'),
+    _sig("slime_flush_cache_timeout", "Timeout while flushing cache"),
+    _sig("slime_http_max_retries", "failing", rx=r"Max retries \(\d+\) reached"),
+    # argparse (slime, Megatron, SGLang and any launcher)
+    _sig("argparse_unrecognized_arguments", "error: unrecognized arguments:",
+         rx=r"error: unrecognized arguments: (.*)", detail=_group("arguments")),
+    _sig("argparse_ambiguous_option", "error: ambiguous option:",
+         rx=r"error: ambiguous option: (.*)", detail=_group("option")),
+    _sig("argparse_invalid_choice", "error: argument", rx=r"error: argument (.*?): invalid choice:",
+         detail=_group("argument")),
+    _sig("argparse_missing_required", "error: the following arguments are required:"),
+    _sig("argparse_error", ": error: ", rx=r"^[\w./\\-]{1,120}: error: "),
+    # asserts and configuration (Megatron, slime): raised as exceptions, "Error" is on the line
+    _sig("megatron_cuda_device_max_connections", "Error",
+         rx=r"requires? setting the environment variable CUDA_DEVICE_MAX_CONNECTIONS"),
+    _sig("megatron_world_size_not_divisible", "Error", rx=r"world[ _]size \(\d+\) is not divisible by"),
+    _sig("megatron_seq_length_multiple", "Error", rx=r"seq-length should be a multiple of"),
+    _sig("slime_num_rollouts_lt_global_batch", "Error", rx=r"num_rollouts \(\d+\) < global_batch_size \(\d+\)"),
+    _sig("slime_num_rollout_not_set", "Error", rx=r"num_rollout is not set"),
+    _sig("slime_ci_threshold", "AssertionError: threshold="),
+    _sig("slime_grad_norm_mismatch", "Error", rx=r"grad norm mismatch"),
+    _sig("assertion_error", "AssertionError"),
+    _sig("slime_hf_validate_args_failed", "hf_validate_args failed"),
+    _sig("slime_ref_load_missing", "Error", rx=r"ref_load\b.*\bdoes not exist"),
+    _sig("slime_rm_type_missing", "Error", rx=r"RM type is not specified"),
+    _sig("torch_memory_saver_missing", "Cannot find torch_memory_saver"),
+    # launchers
+    _sig("launcher_failed", "[ERROR] failed (exitcode", "ChildFailedError",
+         detail=_fields(exit_code=r"exitcode: (-?\d+)")),
+    _sig("subprocess_failed", "CalledProcessError", detail=_fields(exit_code=r"exit status (-?\d+)")),
+    # Python
+    _sig("python_traceback", _TB_HEADER),
+    # hangs: a progress bar that crawls, or never moves
+    _sig("hang", "s/it]", rx=_TQDM_SLOW.pattern, detail=_tqdm_slow),
+    _sig("hang", "?it/s]", rx=_TQDM_STILL.pattern, detail=_tqdm_still),
+)
+
+# The pre-filter. A line whose lower-cased text holds none of these words is skipped unread:
+# most of a real log is noise. parse_stream looks for them across whole blocks with
+# bytes.find, feed() within each line. Every word costs one pass over the data, so the list
+# is short and its words broad; every signature trigger and record marker contains one.
+_GATE_TOKENS = (
+    "error", "fail", "except", "time", "stuck", "memory", "unexpectedly", "placement group",
+    ": {", "perf/", "cpverify-", " via ", "nccl version", "using network", "net/ib : using",
+    "nccl warn", "traceback", 'file "', "s/it]", "?it/s]", '" 5',
+)
+_GATE_BYTES = tuple(t.encode() for t in _GATE_TOKENS)
+# What _segment recognises before it classifies errors (each holds a gate token too).
+_RECORD_MARKERS = (
+    ": {", "perf/", "Timer ", "elapsed time per iteration", "cpverify-", " via ", "NCCL version",
+    "Using network", "NET/IB : Using", _TB_HEADER, 'File "',
+)
+
+
+def _gated(lowered: bytes | str) -> bool:
+    for token in _GATE_BYTES if isinstance(lowered, bytes) else _GATE_TOKENS:
+        if token in lowered:
+            return True
+    return False
+
+
+# ---------------------------------------------------------------------------- parsing helpers
+
+
+def _scalar(text: str) -> int | float | str:
+    if text.lstrip("-").isdigit():
+        return int(text)
+    number = _number(text)
+    return text if number is None else number
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _numeric_items(obj: Any) -> dict[str, float]:
+    if not isinstance(obj, dict):
+        return {}
+    out: dict[str, float] = {}
+    for k, v in obj.items():
+        if isinstance(v, bool):
+            continue
+        if isinstance(v, (int, float)):
+            out[str(k)] = float(v)
+        elif isinstance(v, str) and v in ("nan", "inf", "-inf"):
+            out[str(k)] = float(v)
+    return out
+
+
+def parse_dict(text: str) -> tuple[dict[str, float], bool]:
+    """The numeric items of a printed Python dict, and whether they had to be salvaged.
+
+    Only ast.literal_eval reads the text (never eval): a repr holding code is data that fails
+    to parse, and then a tolerant regex keeps the `'key': number` pairs it can find.
+    """
+    candidate = text.strip()
+    if "nan" in candidate or "inf" in candidate:
+        candidate = _BARE_NONFINITE.sub(r"\1'\2'", candidate)
+    try:
+        return _numeric_items(ast.literal_eval(candidate)), False
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return {m.group(1): float(m.group(2)) for m in _SALVAGE_PAIR.finditer(text)}, True
+
+
+def _perf_side(metrics: dict[str, float], actor: str | None) -> str:
+    if any(_TRAIN_PERF_KEY.search(k) for k in metrics):
+        return "train"
+    if any(_ROLLOUT_PERF_KEY.search(k) for k in metrics):
+        return "rollout"
+    if actor and ("Train" in actor or "Megatron" in actor):
+        return "train"
+    return "rollout"
+
+
+def _normalise_perf(metrics: dict[str, float]) -> dict[str, float]:
+    if "perf/total_train_time" in metrics and "perf/step_time" not in metrics:
+        metrics["perf/step_time"] = metrics["perf/total_train_time"]
+    return metrics
+
+
+def normalise_transport(via: str) -> str:
+    """`P2P/IPC/read` -> `P2P/IPC`, `NET/IB/3/GDRDMA` -> `NET/IB/GDRDMA` (see the module doc)."""
+    if via.startswith("SHM"):
+        return "SHM"
+    if via.startswith("P2P/"):
+        return "P2P/" + via.split("/")[1].split(" ")[0]
+    net = _NET_VIA.match(via)
+    if net:
+        return f"NET/{net.group(1)}{net.group(2) or ''}"
+    return via
+
+
+def _excerpt(text: str, pos: int) -> str:
+    text = text.strip()
+    if len(text) <= EXCERPT_CHARS:
+        return text
+    # Keep the head of the line (timestamp, rank) unless the match lies too far in.
+    start = 0 if pos < EXCERPT_CHARS * 2 // 3 else min(pos - EXCERPT_CHARS // 3, len(text) - EXCERPT_CHARS)
+    return ("…" if start else "") + text[start : start + EXCERPT_CHARS - 2] + "…"
+
+
+def _kv(text: str) -> dict[str, str]:
+    out = {}
+    for key, value in _KV.findall(text):
+        if len(value) >= 2 and value[0] == value[-1] == '"':
+            value = re.sub(r"\\(.)", r"\1", value[1:-1])
+        out[key] = value
+    return out
+
+
+# ---------------------------------------------------------------------------- the parser
+
+
+@dataclass
+class _Fragment:
+    """Consecutive headerless lines of `'perf/...': number` pairs (a hand-copied dict)."""
+
+    last_line: int
+    pairs: list[tuple[str, float, int]] = field(default_factory=list)
+
+
+class LogParser:
+    """Feed physical lines in order; ask for the ParsedLog whenever you like."""
+
+    def __init__(self) -> None:
+        self._log = ParsedLog()
+        self._seen: set[str] = set()
+        self._last_step: dict[str, int] = {}
+        self._open_timers: dict[str, int] = {}
+        self._fragment: _Fragment | None = None
+        self._tb: TracebackRecord | None = None
+        self._tb_quiet = 0  # lines since the traceback last grew
+        self._frame_awaits_code = False
+
+    @property
+    def wants_every_line(self) -> bool:
+        """True while a traceback is open: its source lines hold no gate word."""
+        return self._tb is not None
+
+    def mark_read(self, lineno: int) -> None:
+        """Lines up to `lineno` were read (parse_stream skips noise without feeding it)."""
+        if lineno > self._log.lines:
+            self._log.lines = lineno
+
+    # -- input -----------------------------------------------------------------------
+    def feed(self, line: str | bytes, lineno: int) -> None:
+        self.mark_read(lineno)
+        if len(line) > MAX_LINE_BYTES:
+            line = line[:MAX_LINE_BYTES]
+        if isinstance(line, (bytes, bytearray)):
+            if self._tb is None:
+                if b"NCCL INFO" in line and b"\r" not in line:
+                    self._nccl_info(bytes(line))
+                    return
+                if not _gated(bytes(line).lower()):
+                    return
+            text = bytes(line).decode("utf-8", "replace")
+        else:
+            if self._tb is None and not _gated(line.lower()):
+                return
+            text = line
+        self._physical(text, lineno)
+
+    def result(self) -> ParsedLog:
+        """A snapshot of everything parsed so far (feeding may go on afterwards)."""
+        log = self._log
+        nccl = log.nccl
+        layout = log.layout
+        perf = sorted(log.perf + self._fragment_records(), key=lambda p: p.line)
+        return ParsedLog(
+            steps=list(log.steps),
+            perf=perf,
+            timers=list(log.timers),
+            iterations=list(log.iterations),
+            errors=list(log.errors),
+            nccl=NcclFacts(nccl.version, list(nccl.transports), nccl.network, nccl.cuda, list(nccl.versions), nccl.ib_link),
+            layout=None if layout is None else Layout(layout.cp, layout.dp, layout.tp, layout.pp, layout.world, list(layout.ranks)),
+            lines=log.lines,
+            checks=list(log.checks),
+            bandwidth=list(log.bandwidth),
+            memory=list(log.memory),
+            tracebacks=list(log.tracebacks),
+            timers_open=sorted(self._open_timers.items(), key=lambda kv: kv[1]),
+        )
+
+    # -- one physical line -------------------------------------------------------------
+    def _nccl_info(self, line: bytes) -> None:
+        # The fast path for NCCL_DEBUG=INFO chatter: only these facts live in such lines.
+        if b" via " in line or b"NCCL version" in line or b"Using network" in line or b"NET/IB : Using" in line:
+            text = line.decode("utf-8", "replace")
+            self._nccl_facts(_ANSI.sub("", text) if "\x1b" in text else text)
+
+    def _physical(self, text: str, lineno: int) -> None:
+        if "\x1b" in text:
+            text = _ANSI.sub("", text)
+        actor: str | None = None
+        for seg in text.rstrip("\n").split("\r"):
+            if not seg.strip():
+                if self._tb is not None:
+                    self._traceback_idle()
+                continue
+            if seg[0] in "([":
+                m = _PREFIX.match(seg)
+                if m:
+                    actor = m.group("actor") or actor
+                    seg = seg[m.end() :]
+                elif seg[0] == "[":
+                    seg = _BARE_REMNANT.sub("", seg)
+            repeat = None
+            if "repeated" in seg:
+                m = _REPEATED.search(seg)
+                if m:
+                    repeat = int(m.group(1))
+                    seg = seg[: m.start()]
+            self._segment(seg, actor, lineno, repeat)
+
+    def _segment(self, msg: str, actor: str | None, lineno: int, repeat: int | None) -> None:
+        if (self._tb is not None or 'File "' in msg or _TB_HEADER in msg) and self._traceback(msg, actor, lineno):
+            return
+        if ": {" in msg and self._record(msg, actor, lineno):
+            return
+        if "cpverify-" in msg and self._own(msg, lineno):
+            return
+        if "Timer " in msg and self._timer(msg, lineno):
+            return
+        if "iteration" in msg and self._iteration(msg, lineno):
+            return
+        if "NCCL" in msg:
+            self._nccl_facts(msg)
+            if " NCCL INFO " in msg:
+                return
+        if "perf/" in msg and self._fragment_line(msg, lineno):
+            return
+        self._classify(msg, actor, lineno, repeat)
+
+    # -- records -----------------------------------------------------------------------
+    def _record(self, msg: str, actor: str | None, lineno: int) -> bool:
+        m = _RECORD.search(msg)
+        if m is None:
+            return self._memory(msg, actor, lineno)
+        kind, number = m.group(1), int(m.group(2))
+        if kind in ("rollout", "eval"):
+            return True  # known dicts, not part of the contract: never mistaken for errors
+        metrics, salvaged = parse_dict(m.group(3))
+        if kind == "perf":
+            metrics = _normalise_perf(metrics)
+            self._log.perf.append(PerfRecord(number, _perf_side(metrics, actor), lineno, metrics, salvaged))
+            return True
+        last = self._last_step.get(kind)
+        if last is not None and number < last:
+            self._error("run_restarted", lineno, msg, m.start(), {"step": number, "after_step": last, "kind": kind})
+        self._last_step[kind] = number
+        self._log.steps.append(StepRecord(number, lineno, metrics, kind, salvaged))
+        return True
+
+    def _memory(self, msg: str, actor: str | None, lineno: int) -> bool:
+        m = _MEMORY.search(msg)
+        if m is None:
+            return False
+        metrics, _ = parse_dict(m.group(3))
+        rank = int(m.group(1)) if m.group(1) else None
+        self._log.memory.append(MemoryRecord(m.group(2), lineno, rank, metrics))
+        if "after torch distributed error" in msg:  # slime logs memory when c10d raised
+            self._classify(msg, actor, lineno, None)
+        return True
+
+    def _own(self, msg: str, lineno: int) -> bool:
+        m = _OWN.search(msg)
+        if m is None:
+            return False
+        kind, kv = m.group(1), _kv(m.group(2))
+        if kind == "layout":
+            return self._layout(kv, msg, lineno)
+        if kind == "check":
+            if "name" not in kv or "status" not in kv:
+                return False
+            status = kv["status"].lower()
+            value = _number(kv["value"]) if "value" in kv else None
+            bound = _number(kv["bound"]) if "bound" in kv else None
+            self._log.checks.append(CheckRecord(kv["name"], status, lineno, value, bound, kv.get("detail", "")))
+            if status == "fail":
+                self._error("cp_correctness", lineno, msg, m.start(), {"check": kv["name"], "value": value, "bound": bound})
+            return True
+        if "op" not in kv:
+            return False
+        size = _number(kv.get("bytes", ""))
+        self._log.bandwidth.append(
+            BandwidthRecord(
+                kv["op"],
+                lineno,
+                int(size) if size is not None and math.isfinite(size) else None,
+                _number(kv.get("busbw_gbps", "")),
+                _number(kv.get("algbw_gbps", "")),
+                {k: v for k, v in kv.items() if k not in ("op", "bytes", "busbw_gbps", "algbw_gbps")},
+            )
+        )
+        return True
+
+    def _layout(self, kv: dict[str, str], msg: str, lineno: int) -> bool:
+        try:
+            dims = {k: int(kv[k]) for k in ("cp", "dp", "tp", "pp")}
+        except (KeyError, ValueError):
+            return False
+        world = int(kv["world"]) if kv.get("world", "").isdigit() else None
+        rank = int(kv["rank"]) if kv.get("rank", "").isdigit() else None
+        current = self._log.layout
+        if current is None:
+            self._log.layout = Layout(**dims, world=world, ranks=[] if rank is None else [rank])
+        elif dims == {"cp": current.cp, "dp": current.dp, "tp": current.tp, "pp": current.pp}:
+            if rank is not None and rank not in current.ranks:
+                current.ranks.append(rank)
+        else:
+            first = {"cp": current.cp, "dp": current.dp, "tp": current.tp, "pp": current.pp}
+            self._error("layout_mismatch", lineno, msg, 0, {"rank": rank, "reported": dims, "first": first})
+        return True
+
+    def _timer(self, msg: str, lineno: int) -> bool:
+        m = _TIMER.search(msg)
+        if m is None:
+            return False
+        name = m.group(1)
+        if m.group(2) == "start":
+            self._open_timers[name] = lineno
+            return True
+        self._open_timers.pop(name, None)
+        elapsed = _number(m.group(3) or "")
+        if elapsed is not None:
+            self._log.timers.append(TimerRecord(name, elapsed, lineno))
+        return True
+
+    def _iteration(self, msg: str, lineno: int) -> bool:
+        m = _ITERATION.search(msg)
+        if m is None:
+            return False
+        elapsed_ms = None
+        metrics: dict[str, float] = {}
+        for part in m.group(3).split("|"):
+            name, sep, value = part.partition(":")
+            number = _number(value) if sep else None
+            if number is None:
+                continue
+            name = name.strip()
+            if name.startswith("elapsed time per iteration"):
+                elapsed_ms = number
+            else:
+                metrics[name] = number
+        self._log.iterations.append(IterationRecord(int(m.group(1)), lineno, elapsed_ms, metrics, int(m.group(2))))
+        return True
+
+    def _nccl_facts(self, msg: str) -> None:
+        nccl = self._log.nccl
+        if " via " in msg:
+            m = _VIA.search(msg)
+            if m:
+                transport = normalise_transport(m.group(1))
+                if transport not in nccl.transports:
+                    nccl.transports.append(transport)
+        elif "NCCL version" in msg:
+            m = _NCCL_VERSION.search(msg)
+            if m:
+                version = ".".join(m.group(1, 2, 3))
+                if nccl.version is None:
+                    nccl.version, nccl.cuda = version, m.group(4)
+                if version not in nccl.versions:
+                    nccl.versions.append(version)
+        elif "Using network" in msg:
+            m = _NETWORK.search(msg)
+            if m and nccl.network is None:
+                nccl.network = m.group(1)
+        elif "NET/IB : Using" in msg:
+            m = _IB_LINK.search(msg)
+            if m and nccl.ib_link is None:
+                nccl.ib_link = m.group(1)
+
+    # -- hand-copied fragments -----------------------------------------------------------
+    def _fragment_line(self, msg: str, lineno: int) -> bool:
+        pairs = [(k, float(v)) for k, v in _SALVAGE_PAIR.findall(msg) if k.startswith(("perf/", "rollout/"))]
+        if not pairs:
+            return False
+        frag = self._fragment
+        if frag is None or lineno > frag.last_line + 1:
+            self._log.perf.extend(self._fragment_records())
+            frag = self._fragment = _Fragment(lineno)
+        frag.last_line = lineno
+        frag.pairs.extend((k, v, lineno) for k, v in pairs)
+        return True
+
+    def _fragment_records(self) -> list[PerfRecord]:
+        if self._fragment is None:
+            return []
+        by_side: dict[str, PerfRecord] = {}
+        for key, value, lineno in self._fragment.pairs:
+            side = _perf_side({key: value}, None)
+            by_side.setdefault(side, PerfRecord(UNKNOWN_ROLLOUT, side, lineno, {}, True)).metrics[key] = value
+        for rec in by_side.values():
+            _normalise_perf(rec.metrics)
+        return list(by_side.values())
+
+    # -- tracebacks ----------------------------------------------------------------------
+    def _traceback(self, msg: str, actor: str | None, lineno: int) -> bool:
+        """Follow a Python traceback; True when the segment was a traceback line only."""
+        if _TB_HEADER in msg:
+            self._start_traceback(lineno)
+            return False  # the header is classified (python_traceback, or what precedes it)
+        frame = _FRAME.match(msg)
+        if frame:
+            if self._tb is None:
+                self._start_traceback(lineno)
+            assert self._tb is not None
+            if len(self._tb.frames) < _MAX_FRAMES:
+                self._tb.frames.append(FrameRecord(frame.group(1), int(frame.group(2)), frame.group(3) or ""))
+            self._frame_awaits_code = True
+            self._tb_quiet = 0
+            return True
+        tb = self._tb
+        if tb is None:
+            return False
+        if _CARETS.match(msg):
+            return True
+        stripped = msg.strip()
+        exc = _EXCEPTION.match(stripped)
+        if exc:
+            tb.exception, tb.exception_line = _excerpt(stripped, 0), lineno
+            self._tb = None
+            if any("sglang" in f.file and f.func in _SGLANG_STARTUP_FUNCS for f in tb.frames):
+                self._error("sglang_server_startup_failure", lineno, msg, 0, {"exception": exc.group(1)})
+            return False  # the exception line is classified too
+        if self._frame_awaits_code and msg[:1].isspace() and tb.frames:
+            # The source line of the last frame. Web log viewers interleave noise before it
+            # (timestamps, host tags), which is never indented.
+            if len(tb.frames) <= _MAX_FRAMES:
+                tb.frames[-1].code = _excerpt(stripped, 0)
+            self._frame_awaits_code = False
+            self._tb_quiet = 0
+            return True
+        self._traceback_idle()
+        return False
+
+    def _start_traceback(self, lineno: int) -> None:
+        self._tb = TracebackRecord(lineno)
+        self._tb_quiet = 0
+        self._frame_awaits_code = False
+        if len(self._log.tracebacks) < _MAX_TRACEBACKS:
+            self._log.tracebacks.append(self._tb)
+
+    def _traceback_idle(self) -> None:
+        # A traceback cut by the paste never prints its exception: stop following it.
+        self._tb_quiet += 1
+        if self._tb_quiet > _TRACEBACK_PATIENCE:
+            self._tb = None
+
+    # -- errors --------------------------------------------------------------------------
+    def _classify(self, msg: str, actor: str | None, lineno: int, repeat: int | None) -> None:
+        seen = self._seen
+        for sig in _SIGNATURES:
+            if sig.cls in seen:
+                continue
+            for trigger in sig.triggers:
+                if trigger in msg:
+                    break
+            else:
+                continue
+            m = None
+            if sig.regex is not None:
+                m = sig.regex.search(msg)
+                if m is None:
+                    continue
+            detail = sig.detail(m, msg) if sig.detail else {}
+            if detail is None:
+                continue
+            if actor:
+                detail["actor"] = actor
+            if repeat:
+                detail["repeated"] = repeat
+            self._error(sig.cls, lineno, msg, m.start() if m else msg.find(trigger), detail)
+
+    def _error(self, cls: str, lineno: int, msg: str, pos: int, detail: dict[str, Any]) -> None:
+        text = _excerpt(msg, pos)
+        coarse = coarse_class(cls)
+        for name in (cls, coarse):
+            if name not in self._seen:
+                self._seen.add(name)
+                self._log.errors.append(ErrorRecord(name, lineno, text, coarse, dict(detail)))
+
+
+# ---------------------------------------------------------------------------- files
+
+
+def parse_stream(stream: IO[bytes]) -> ParsedLog:
+    """Parse a binary stream. Memory stays bounded whatever the file or line length.
+
+    Equivalent to feeding every line to LogParser.feed (the tests check it), but faster:
+    each block is searched for the gate words with bytes.find, and only the lines they hit
+    (plus every line while a traceback is open) are fed.
+    """
+    parser = LogParser()
+    lineno = 0  # lines completed so far
+    carry = b""  # the unfinished last line of the previous block (at most MAX_LINE_BYTES+1)
+    overlong = False  # the carried line passed MAX_LINE_BYTES: its tail is being dropped
+    while True:
+        block = stream.read(READ_BLOCK_BYTES)
+        if not block:
+            break
+        last_nl = block.rfind(b"\n")
+        if last_nl == -1:
+            if not overlong:
+                carry += block
+                if len(carry) > MAX_LINE_BYTES:
+                    carry, overlong = carry[: MAX_LINE_BYTES + 1], True
+            continue
+        if overlong:
+            # The over-long line ends in this block: feed its head, then the rest of the block.
+            lineno += 1
+            parser.feed(carry, lineno)
+            data = block[block.find(b"\n") + 1 : last_nl + 1]
+        else:
+            data = carry + block[: last_nl + 1] if carry else block[: last_nl + 1]
+        carry, overlong = block[last_nl + 1 :], False
+        if len(carry) > MAX_LINE_BYTES:
+            carry, overlong = carry[: MAX_LINE_BYTES + 1], True
+        lineno = _feed_block(parser, data, lineno)
+    if carry:
+        lineno += 1
+        parser.feed(carry, lineno)
+    parser.mark_read(lineno)
+    return parser.result()
+
+
+def _feed_block(parser: LogParser, data: bytes, lineno: int) -> int:
+    """Feed the lines of `data` (whole lines, ending in a newline) that the gate lets through."""
+    lowered = data.lower()
+    starts = set()
+    for token in _GATE_BYTES:
+        hit = lowered.find(token)
+        while hit != -1:
+            starts.add(lowered.rfind(b"\n", 0, hit) + 1)
+            hit = lowered.find(token, lowered.find(b"\n", hit) + 1)
+    hits = sorted(starts)
+    h, pos, size = 0, 0, len(data)  # pos: start of the first unread line, number lineno + 1
+    while pos < size:
+        if parser.wants_every_line:
+            start = pos
+        else:
+            while h < len(hits) and hits[h] < pos:
+                h += 1
+            if h == len(hits):
+                break
+            start = hits[h]
+        lineno += data.count(b"\n", pos, start) + 1
+        end = data.find(b"\n", start)
+        parser.feed(data[start : min(end, start + MAX_LINE_BYTES)], lineno)
+        pos = end + 1
+    return lineno + data.count(b"\n", pos)
+
+
+def parse_file(path: str | Path) -> ParsedLog:
+    """Parse one log file, streamed in binary mode. Unreadable -> InputError with the fix."""
+    path = Path(path)
+    try:
+        with path.open("rb") as stream:
+            return parse_stream(stream)
+    except FileNotFoundError:
+        raise InputError(
+            f"log file {path} does not exist",
+            fix="check the path (a cpverify run keeps its logs under artifacts/<run-id>/logs/<arm>.log)",
+        ) from None
+    except IsADirectoryError:
+        raise InputError(
+            f"log path {path} is a directory, not a log file",
+            fix=f"pass one log file inside it, e.g. {path / 'logs' / 'cp1.log'}",
+        ) from None
+    except PermissionError:
+        raise InputError(
+            f"log file {path} is not readable by this user",
+            fix=f"make it readable (chmod a+r {path}) or run cpverify as its owner",
+        ) from None
+    except OSError as exc:
+        raise InputError(
+            f"log file {path} could not be read: {exc.strerror or exc}",
+            fix="copy the log to a local disk and parse the copy",
+        ) from None
+
+
+# ---------------------------------------------------------------------------- CLI
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "parse",
+        help="parse one slime/Megatron/SGLang/NCCL log",
+        description="Parse one log file: training steps, perf, timers, Megatron iterations, errors, "
+        "NCCL facts and the parallel layout. Exit 0 whenever the file was read.",
+    )
+    parser.add_argument("log", metavar="LOG", help="the log file ('-' reads standard input)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
+    parser.set_defaults(func=_cmd_parse)
+
+
+def _cmd_parse(args: Any) -> int:
+    parsed = parse_stream(sys.stdin.buffer) if args.log == "-" else parse_file(args.log)
+    if args.json:
+        print(json.dumps(parsed.to_json()))
+    else:
+        print(render_summary(parsed, "<stdin>" if args.log == "-" else args.log))
+    return 0
+
+
+# The per-rollout timings a CP verdict is judged on (slime-notes), then the whole iteration.
+_JUDGED_PERF = ("perf/actor_train_time", "perf/log_probs_time", "perf/ref_log_probs_time", "perf/step_time")
+
+
+def render_summary(parsed: ParsedLog, name: str) -> str:
+    """A human summary of a ParsedLog; tables by tabulate."""
+    from tabulate import tabulate
+
+    out = [f"{name}: {parsed.lines} lines"]
+    steps = [s for s in parsed.steps if s.kind == "step"]
+    if steps:
+        out.append(
+            f"training steps: {len(steps)} (step {steps[0].step} at line {steps[0].line} .. "
+            f"step {steps[-1].step} at line {steps[-1].line})"
+        )
+    train, rollout = parsed.perf_for("train"), parsed.perf_for("rollout")
+    out.append(f"perf records: {len(train)} train-side, {len(rollout)} rollout-side")
+    rows = []
+    for key in _JUDGED_PERF:
+        values = [p.metrics[key] for p in train if p.rollout >= 1 and math.isfinite(p.metrics.get(key, math.nan))]
+        if values:
+            rows.append([key, f"{statistics.median(values):.4g}", len(values)])
+    if rows:
+        out.append(tabulate(rows, headers=["train-side metric", "median, rollouts >= 1 (s)", "n"]))
+    if parsed.timers:
+        by_name: dict[str, list[float]] = {}
+        for t in parsed.timers:
+            by_name.setdefault(t.name, []).append(t.elapsed_s)
+        out.append(
+            tabulate(
+                [[n, len(v), f"{statistics.median(v):.1f}"] for n, v in by_name.items()],
+                headers=["timer", "count", "median s"],
+            )
+        )
+    if parsed.timers_open:
+        out.append("timers started, never ended: " + ", ".join(f"{n} (line {ln})" for n, ln in parsed.timers_open))
+    if parsed.iterations:
+        its = parsed.iterations
+        ms = [i.elapsed_ms for i in its if i.elapsed_ms is not None]
+        median = f", median {statistics.median(ms):.1f} ms per iteration" if ms else ""
+        out.append(f"Megatron iterations: {len(its)} ({its[0].iteration}..{its[-1].iteration}){median}")
+    nccl = parsed.nccl
+    out.append(
+        f"NCCL: version {nccl.version or 'not printed'} | network {nccl.network or 'not printed'} | "
+        f"transports {', '.join(nccl.transports) or 'no channel lines'}"
+    )
+    warning = parsed.nccl_transport_warning()
+    if warning:
+        out.append("warning: " + warning)
+    lay = parsed.layout
+    out.append("layout: " + (f"cp={lay.cp} dp={lay.dp} tp={lay.tp} pp={lay.pp}" if lay else "not stated in the log"))
+    if parsed.checks:
+        out.append(
+            tabulate(
+                [[c.name, c.status, c.value, c.bound, c.line] for c in parsed.checks],
+                headers=["check", "status", "value", "bound", "line"],
+            )
+        )
+    if parsed.bandwidth:
+        out.append(
+            tabulate(
+                [[b.op, b.bytes, b.busbw_gbps, b.algbw_gbps, b.line] for b in parsed.bandwidth],
+                headers=["op", "bytes", "busbw GB/s", "algbw GB/s", "line"],
+            )
+        )
+    if parsed.errors:
+        out.append(
+            tabulate(
+                [[e.cls, e.line, e.text[:100]] for e in parsed.errors],
+                headers=["error class", "line", "text"],
+            )
+        )
+    else:
+        out.append("errors: none recognised")
+    return "\n\n".join(out)
