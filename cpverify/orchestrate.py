@@ -188,14 +188,17 @@ def step_compileall(ctx: Context) -> int:
     paths = _workload_paths(ctx)
     if ctx.runner == "docker":
         from cpverify.plan import Arm
-        from cpverify.runners.base import Limits
+        from cpverify.runners.base import BLOCKED, Limits
         from cpverify.runners.docker import DockerRunner
 
         # A GPU-less, throwaway container of the same image, with the same mounts as the arms.
         check = Arm("compileall", 0, tuple(command), (), paths["slime_dir"])
-        runner = DockerRunner(image=_image_tag(ctx), run_id=ctx.run_dir.run_id, gpus=None, mounts=_docker_mounts(ctx))
+        runner = DockerRunner(image=_image_tag(ctx), run_id=ctx.run_dir.run_id, gpus=None, mounts=_docker_mounts(ctx),
+                              ulimits={}, shm_size="64m")
         log_path = ctx.run_dir.logs_dir / "compileall.log"
         result = runner.run_arm(check, log_path=log_path, limits=Limits(deadline_s=600, hang_s=600, stall_s=10**9))
+        if result.outcome == BLOCKED:
+            return write_blocked(ctx, f"compileall: {result.reason}", result.fix)
         code = result.exit_code if result.exit_code is not None else -1
         output = log_path.read_text(errors="replace") if log_path.exists() else result.reason
     else:
@@ -238,6 +241,11 @@ def step_arms(ctx: Context, which: str) -> int:
         ctx.say(f"{which}: skipped, the run is blocked: {ctx.state['blocked']['reason']}")
         return EXIT_OK
     runner = _make_runner(ctx)
+    if ctx.runner == "docker":
+        from cpverify.runners.docker import sweep_leftovers
+
+        for name in sweep_leftovers(runner.preflight()):
+            ctx.say(f"removed leftover container {name} of an earlier, interrupted run")
     results = ctx.state.setdefault("arms", {})
     with GpuLock(plan.gpus, run_id=ctx.run_dir.run_id):
         for arm in arms:
@@ -342,8 +350,9 @@ def _make_runner(ctx: Context):
         from cpverify.runners.docker import DockerRunner
 
         gpus = None if ctx.args.gpus == "none" else build_run_plan(ctx).gpus
+        extra = {"ulimits": {}} if ctx.args.no_ulimits else {}
         return DockerRunner(image=_image_tag(ctx), run_id=ctx.run_dir.run_id, gpus=gpus,
-                            mounts=_docker_mounts(ctx), on_progress=progress)
+                            mounts=_docker_mounts(ctx), on_progress=progress, **extra)
     if ctx.runner == "ray":
         from cpverify.runners.ray import RayRunner
 
@@ -449,5 +458,8 @@ def register(subparsers) -> None:
     p.add_argument("--nccl", metavar="PIP_SPEC", help="install this NCCL in the image, e.g. nvidia-nccl-cu12==2.29.3")
     p.add_argument("--wheel-dir", help="pre-downloaded wheels for the image build (offline hosts)")
     p.add_argument("--ray-address", default=os.environ.get("RAY_ADDRESS"), help="Ray dashboard, e.g. http://HEAD:8265")
+    p.add_argument("--no-ulimits", action="store_true",
+                   help="do not raise memlock/stack in the containers (rootless Docker, sandboxes; "
+                        "NCCL over RDMA needs them)")
     p.add_argument("--no-redact", action="store_true", help="keep host names, paths and IPs in the artifacts")
     p.set_defaults(func=run)
