@@ -1,0 +1,112 @@
+"""fetch: the real huggingface_hub code against a cache built on disk (no network here).
+
+The hub itself cannot be reached from CI, so the tests lay out the cache exactly as
+`snapshot_download` leaves it (tests/hfcache.py) and run with HF_HUB_OFFLINE=1.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cpverify import fetch
+from cpverify.errors import DatasetError, ModelError
+from cpverify.profiles import get_profile
+from hfcache import QWEN_CONFIG, make_model_cache
+
+PROFILE = get_profile("smoke")
+
+
+@pytest.fixture
+def offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture
+def cache(tmp_path):
+    return tmp_path / "hf"
+
+
+def test_offline_fetch_finds_the_pinned_snapshot_and_verifies_it(offline, cache):
+    snapshot = make_model_cache(cache, PROFILE.model_repo, PROFILE.model_revision)
+    path = fetch.fetch_model(PROFILE.model_repo, PROFILE.model_revision, cache_dir=cache)
+    assert path == snapshot
+    report = fetch.ensure_model(path, model_args=PROFILE.model_args, revision=PROFILE.model_revision)
+    assert report.ok and report.checked == 4
+
+
+def test_offline_fetch_without_the_model_names_the_fix(offline, cache):
+    with pytest.raises(ModelError) as err:
+        fetch.fetch_model(PROFILE.model_repo, PROFILE.model_revision, cache_dir=cache)
+    assert "HF_HUB_OFFLINE" in err.value.problem and "cpverify fetch" in err.value.fix
+
+
+def test_truncated_weights_are_caught_by_their_checksum(cache):
+    snapshot = make_model_cache(cache, PROFILE.model_repo, PROFILE.model_revision)
+    blob = (snapshot / "model.safetensors").resolve()
+    blob.write_bytes(blob.read_bytes()[:100])  # an interrupted download
+    with pytest.raises(ModelError) as err:
+        fetch.ensure_model(snapshot, model_args=PROFILE.model_args)
+    assert "model.safetensors is truncated or corrupted" in err.value.problem
+    assert "cpverify fetch" in err.value.fix
+
+
+def test_corrupted_small_file_is_caught_by_its_git_hash(cache):
+    snapshot = make_model_cache(cache, PROFILE.model_repo, PROFILE.model_revision)
+    (snapshot / "tokenizer_config.json").resolve().write_text('{"model_max_length": 1}')
+    report = fetch.verify_snapshot(snapshot)
+    assert any("tokenizer_config.json" in p for p in report.problems)
+
+
+def test_missing_files_are_named(cache):
+    snapshot = make_model_cache(cache, PROFILE.model_repo, PROFILE.model_revision)
+    (snapshot / "config.json").unlink()
+    (snapshot / "model.safetensors").unlink()
+    problems = fetch.verify_snapshot(snapshot).problems
+    assert "missing config.json" in problems
+    assert "missing model weights (*.safetensors)" in problems
+
+
+def test_missing_directory_is_a_model_error(tmp_path):
+    with pytest.raises(ModelError, match="does not exist"):
+        fetch.ensure_model(tmp_path / "nowhere", model_args=PROFILE.model_args)
+
+
+def test_wrong_model_for_the_profile_model_args(cache):
+    config = dict(QWEN_CONFIG, num_hidden_layers=28, hidden_size=1536)  # a Qwen2.5-1.5B config
+    snapshot = make_model_cache(cache, PROFILE.model_repo, PROFILE.model_revision, config=config)
+    with pytest.raises(ModelError) as err:
+        fetch.ensure_model(snapshot, model_args=PROFILE.model_args)
+    assert "num_hidden_layers=28 but MODEL_ARGS has --num-layers 24" in err.value.problem
+    assert "hidden_size=1536" in err.value.problem
+
+
+def test_sharded_index_with_a_missing_shard(cache):
+    snapshot = make_model_cache(cache, PROFILE.model_repo, PROFILE.model_revision)
+    index = {"weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}
+    (snapshot / "model.safetensors.index.json").write_text(json.dumps(index))
+    problems = fetch.verify_snapshot(snapshot).problems
+    assert problems == ["missing weight shard model-00001-of-00002.safetensors",
+                        "missing weight shard model-00002-of-00002.safetensors"]
+
+
+def test_stage_dataset_validates_and_copies(tmp_path):
+    target = fetch.stage_dataset(PROFILE.dataset_path(), tmp_path / "data")
+    assert target.read_bytes() == PROFILE.dataset_path().read_bytes()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"messages": [{"role": "user", "content": "hi"}]}\n{not json\n')
+    with pytest.raises(DatasetError, match=r"bad.jsonl:2: invalid JSON"):
+        fetch.stage_dataset(bad, tmp_path / "data2")
+    assert not (tmp_path / "data2" / "bad.jsonl").exists()
+
+
+def test_fetch_cli_offline_prints_the_snapshot(offline, tmp_path, capsys):
+    from cpverify.cli import main
+
+    make_model_cache(tmp_path / "cache" / "hf", PROFILE.model_repo, PROFILE.model_revision)
+    code = main(["fetch", "--cache", str(tmp_path / "cache" / "hf"), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert out["files_checked"] == 4 and out["revision"] == PROFILE.model_revision
+    assert out["data"].endswith("cp_smoke.jsonl")
