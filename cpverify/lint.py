@@ -32,6 +32,7 @@ WARNING = "warning"
 SLIME_DEFAULT_GPUS_PER_NODE = 8
 SLIME_DEFAULT_SEQ_LENGTH = 4096
 TRAIN_SCRIPTS = ("train.py", "train_async.py")
+DEFAULT_ROLLOUT_FUNCTION = "slime.rollout.sglang_rollout.generate_rollout"
 PASS_THROUGH_PREFIXES = ("--sglang-", "--router-")  # SGLang server/router flags, forwarded as-is
 DSA_MODEL_HINTS = ("deepseek-v3.2", "deepseek_v32", "glm-5", "glm5")  # --allgather-cp is allowed for these
 
@@ -52,6 +53,8 @@ class ParsedCommand:
     env: dict[str, str] = field(default_factory=dict)
     options: list[tuple[str, list[str]]] = field(default_factory=list)  # (--flag, values) in order
     opaque: list[str] = field(default_factory=list)  # ${ARRAY[@]} and the like: lint cannot see inside
+    cut_off: list[list[str]] = field(default_factory=list)  # --flag lines after a missing backslash
+    env_unknown: str = ""  # where the environment comes from when lint cannot read it
 
     def has(self, flag: str) -> bool:
         return any(f == flag for f, _ in self.options)
@@ -77,56 +80,122 @@ class ParsedCommand:
 # --- parsing a pasted command --------------------------------------------------------------
 
 _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
-_OPAQUE = re.compile(r"^\$\{?[A-Za-z_][A-Za-z0-9_]*(\[[@*]\])?\}?$")
+_OPAQUE = re.compile(r"^\$\{?([A-Za-z_][A-Za-z0-9_]*)(\[[@*]\])?\}?$")
+_ARRAY_START = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=\(")
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
-def _tokens(command: str | Sequence[str]) -> list[str]:
-    if isinstance(command, str) or (len(command) == 1 and any(c.isspace() for c in command[0])):
-        text = command if isinstance(command, str) else command[0]
-        text = re.sub(r"\\\r?\n", " ", text)  # line continuations
-        try:
-            return shlex.split(text, comments=True)
-        except ValueError as exc:
-            raise InputError(f"cannot split the command line: {exc}", "check the quotes in the pasted command") from None
-    # an argv that kept the pasted backslashes or newlines as words
-    return [t for t in (str(t) for t in command) if t.strip() not in ("", "\\")]
+_SEPARATOR_CHARS = set(";&|\n")
+
+
+def _commands(command: str | Sequence[str]) -> list[list[str]]:
+    """The simple commands of a paste, as word lists (a newline, `;`, `&&`, `|` end a command)."""
+    if not isinstance(command, str) and not (len(command) == 1 and any(c.isspace() for c in command[0])):
+        # an argv; drop the continuation backslashes a whitespace-split paste leaves as words
+        return [[t for t in (str(t) for t in command) if t.strip() not in ("", "\\")]]
+    text = command if isinstance(command, str) else command[0]
+    text = re.sub(r"\\\r?\n", " ", text)  # line continuations join lines
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|\n")
+    lexer.whitespace, lexer.whitespace_split, lexer.commenters = " \t\r", True, ""
+    commands: list[list[str]] = [[]]
+    in_comment = False
+    try:
+        for word in lexer:
+            if set(word) <= _SEPARATOR_CHARS:  # a run of separators, newlines included
+                in_comment = in_comment and "\n" not in word
+                commands.append([])
+            elif in_comment or word.startswith("#"):
+                in_comment = True  # `# ...` to the end of the line (a quoted "#x" value is rare enough)
+            else:
+                commands[-1].append(word)
+    except ValueError as exc:
+        raise InputError(f"cannot split the command line: {exc}", "check the quotes in the pasted command") from None
+    return [c for c in commands if c]
+
+
+def _is_train(word: str) -> bool:
+    return word.rsplit("/", 1)[-1] in TRAIN_SCRIPTS
 
 
 def parse_command(command: str | Sequence[str], *, env: dict[str, str] | None = None) -> ParsedCommand:
-    """Split a pasted slime command into env assignments, options and opaque words."""
-    tokens = _tokens(command)
+    """Split a pasted slime command into env assignments, options and opaque words.
+
+    In a pasted script, the command that runs train.py is the one linted; `export` lines and
+    `VAR=value` prefixes before it are its environment, `NAME=value` lines fill `$NAME`, and
+    lines after it that start with a --flag were cut off by a missing backslash.
+    """
+    commands = _commands(command)
+    index = next((i for i, c in enumerate(commands) if any(_is_train(w) for w in c)), None)
+    if index is None:  # no train.py: the command with the first --flag
+        index = next((i for i, c in enumerate(commands) if any(w.startswith("--") for w in c)), 0)
     parsed = ParsedCommand(env=dict(env or {}))
-    start = next((i + 1 for i, t in enumerate(tokens) if t.rsplit("/", 1)[-1] in TRAIN_SCRIPTS), None)
-    if start is None:  # just flags, or `python -u something --flags`: options begin at the first --flag
-        start = next((i for i, t in enumerate(tokens) if t.startswith("--")), len(tokens))
     shell_vars: dict[str, str] = {}
-    prefix = tokens[:start]
-    for i, token in enumerate(prefix):
-        match = _ASSIGNMENT.match(token)
-        if match:
-            shell_vars[match.group(1)] = match.group(2)
-        runtime_env = token.partition("=")[2] if token.startswith("--runtime-env-json=") else (
-            prefix[i + 1] if token == "--runtime-env-json" and i + 1 < len(prefix) else None)
-        if runtime_env:
-            try:  # ray job submit --runtime-env-json='{"env_vars": {...}}'
-                parsed.env.update({k: str(v) for k, v in json.loads(runtime_env).get("env_vars", {}).items()})
-            except (ValueError, AttributeError):
-                pass
-    # Assignments before the program are its environment (NAME=v python ..., or export NAME=v).
-    parsed.env.update(shell_vars)
 
     def expand(word: str) -> str:  # "$MODEL" -> the value assigned earlier in the paste
         return _VARIABLE.sub(lambda m: shell_vars.get(m.group(1) or m.group(2), m.group(0)), word)
 
-    for token in tokens[start:]:
-        if _OPAQUE.match(token) and expand(token) == token:
-            parsed.opaque.append(token)
-        elif token.startswith("--") and len(token) > 2:
-            flag, eq, value = token.partition("=")
+    arrays: dict[str, list[str]] = {}
+    pending: list[str] | None = None  # the words of an array definition that spans lines
+    for words in commands[:index]:
+        if pending is not None or (words and _ARRAY_START.match(words[0])):
+            if pending is None:
+                name = _ARRAY_START.match(words[0]).group(1)
+                pending = arrays.setdefault(name, [])
+                pending.clear()
+                words = [words[0].split("=(", 1)[1], *words[1:]]
+            for word in words:
+                closing = word.endswith(")")
+                word = word[:-1] if closing else word
+                if word:
+                    pending.append(expand(word))
+                if closing:
+                    pending = None
+                    break
+            continue
+        exported = bool(words) and words[0] == "export"
+        for word in words[exported:]:
+            match = _ASSIGNMENT.match(word)
+            if match:
+                shell_vars[match.group(1)] = expand(match.group(2))
+                if exported:
+                    parsed.env[match.group(1)] = shell_vars[match.group(1)]
+            elif exported and word in shell_vars:  # export NAME (assigned before)
+                parsed.env[word] = shell_vars[word]
+            if not match and not exported:
+                break  # `NAME=v other-command`: the assignment is that command's own
+    words = commands[index] if commands else []
+    start = next((i + 1 for i, w in enumerate(words) if _is_train(w)), None)
+    if start is None:  # just flags, or `python -u something --flags`: options begin at the first --flag
+        start = next((i for i, w in enumerate(words) if w.startswith("--")), len(words))
+    prefix = words[:start]
+    for i, word in enumerate(prefix):
+        match = _ASSIGNMENT.match(word)
+        if match and all(_ASSIGNMENT.match(w) for w in prefix[:i]):  # `A=1 B=2 python train.py`
+            parsed.env[match.group(1)] = expand(match.group(2))
+        runtime_env = word.partition("=")[2] if word.startswith("--runtime-env-json=") else (
+            prefix[i + 1] if word == "--runtime-env-json" and i + 1 < len(prefix) else None)
+        if runtime_env:
+            try:  # ray job submit --runtime-env-json='{"env_vars": {...}}'
+                parsed.env.update({k: str(v) for k, v in json.loads(expand(runtime_env)).get("env_vars", {}).items()})
+            except (ValueError, AttributeError):  # "${RUNTIME_ENV_JSON}" from a heredoc, say
+                parsed.env_unknown = f"--runtime-env-json {runtime_env}"
+    expanded: list[str] = []
+    for word in words[start:]:  # ${ARRAY[@]} of an array the paste defines -> its words
+        array = _OPAQUE.match(word)
+        expanded.extend(arrays[array.group(1)] if array and array.group(1) in arrays else [word])
+    for word in expanded:
+        if _OPAQUE.match(word) and expand(word) == word:
+            parsed.opaque.append(word)
+        elif word.startswith("--") and len(word) > 2:
+            flag, eq, value = word.partition("=")
             parsed.options.append((flag, [expand(value)] if eq else []))
         elif parsed.options:
-            parsed.options[-1][1].append(expand(token))
+            parsed.options[-1][1].append(expand(word))
+    # `--flag ...` lines right after train.py's command: the shell ran them as commands of their own
+    for words in commands[index + 1:]:
+        if not (words[0].startswith("--") or _OPAQUE.match(words[0])):
+            break
+        parsed.cut_off.append(words)
     return parsed
 
 
@@ -225,6 +294,8 @@ def _check_flags(cmd: ParsedCommand) -> list[Finding]:
 
 def _check_required(cmd: ParsedCommand) -> list[Finding]:
     train_only = cmd.has("--debug-train-only") or cmd.has("--load-debug-rollout-data")
+    # a custom rollout function (e.g. slime's SFT rollout) may neither generate nor score
+    custom_rollout = cmd.value("--rollout-function-path") not in (None, DEFAULT_ROLLOUT_FUNCTION)
     # an opaque ${ARRAY[@]} may hold the flag: then say so instead of failing
     severity = WARNING if cmd.opaque else ERROR
     hidden = f" (unless it is inside {', '.join(cmd.opaque)}, which lint cannot see)" if cmd.opaque else ""
@@ -241,10 +312,11 @@ def _check_required(cmd: ParsedCommand) -> list[Finding]:
          "--rollout-batch-size N (prompts per rollout)")
     need(("--num-rollout", "--num-epoch"),
          "missing: slime stops with `num_epoch is not set, but num_rollout is not set`", "--num-rollout N")
-    need(("--rollout-max-response-len",), "missing: generation fails with a TypeError on max_new_tokens=None",
-         "--rollout-max-response-len 1024")
     if not train_only:
         need(("--prompt-data",), "missing: rollout has no prompts", "--prompt-data /path/to/prompts.jsonl")
+    if not (train_only or custom_rollout):
+        need(("--rollout-max-response-len",), "missing: generation fails with a TypeError on max_new_tokens=None",
+             "--rollout-max-response-len 1024")
         need(("--rm-type", "--custom-rm-path"),
              "missing: rewards fail with `NotImplementedError: Rule-based RM type is not specified.`",
              "--rm-type <type> for labelled data, or --custom-rm-path module.function")
@@ -401,9 +473,11 @@ def _check_env(cmd: ParsedCommand, layout: dict[str, int] | None) -> list[Findin
     cp = layout["cp"] if layout else cmd.number("--context-parallel-size", 1)
     if ((tp or 1) > 1 or (cp or 1) > 1) and cmd.env.get("CUDA_DEVICE_MAX_CONNECTIONS") != "1":
         current = cmd.env.get("CUDA_DEVICE_MAX_CONNECTIONS")
+        unknown = cmd.env_unknown and current is None
         found.append(Finding(
-            ERROR, "CUDA_DEVICE_MAX_CONNECTIONS",
-            ("not set" if current is None else f"is {current!r}") + f" with TP={tp}, CP={cp}: Megatron asserts "
+            WARNING if unknown else ERROR, "CUDA_DEVICE_MAX_CONNECTIONS",
+            (f"cannot be read from {cmd.env_unknown[:60]}" if unknown else "not set" if current is None
+             else f"is {current!r}") + f" with TP={tp or '?'}, CP={cp or '?'}: Megatron asserts "
             "(on Hopper and older) `Using tensor model parallelism or context parallelism require setting the "
             "environment variable CUDA_DEVICE_MAX_CONNECTIONS to 1`: CP=1 runs and CP=2 dies",
             "export CUDA_DEVICE_MAX_CONNECTIONS=1 (with ray job submit: in --runtime-env-json env_vars)",
@@ -433,6 +507,13 @@ def lint_argv(argv: str | Sequence[str], *, env: dict[str, str] | None = None, g
         *_check_layout(cmd, layout, gpus),
         *_check_env(cmd, layout),
     ]
+    for words in cmd.cut_off:
+        found.append(Finding(
+            ERROR, words[0],
+            f"`{shlex.join(words)[:80]}` is a line of its own: the line before it does not end with a backslash, "
+            "so the shell ends the train.py command there and runs this line separately; train.py never sees it",
+            "end the previous line with ` \\`",
+        ))
     if cmd.opaque:
         found.append(Finding(WARNING, " ".join(cmd.opaque),
                              "shell expansions lint cannot see into; checks on the flags inside them are skipped",

@@ -258,8 +258,10 @@ def _problems(p: Profile) -> list[str]:
     if p.kind == "probe":
         if not p.seq_lens or any(s < 1 for s in p.seq_lens):
             problems.append("a probe profile needs positive seq_lens")
-        if p.steps <= p.warmup_steps:
-            problems.append(f"steps ({p.steps}) must exceed warmup_steps ({p.warmup_steps})")
+        # the workload runs `warmup_steps` unmeasured steps, then prints `steps` measured ones
+        # numbered from warmup_steps on, so the verdict's "rollout >= warmup" keeps all of them
+        if p.steps < p.min_counted_steps:
+            problems.append(f"steps ({p.steps}) must be at least min_counted_steps ({p.min_counted_steps})")
     return problems
 
 

@@ -330,3 +330,126 @@ def test_known_flags_table_has_slime_and_megatron_flags():
     assert {"--num-rollout", "--context-parallel-size", "--custom-megatron-init-path", "--num-layers",
             "--disable-bias-linear", "--norm-epsilon", "--attention-dropout", "--no-load-optim"} <= known
     assert "--rollout-num" not in known and "--megatron-to-hf-mode" not in known
+
+
+# --- the generator of the known-flags table ---------------------------------------------------------
+
+
+def _generator():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gen_known_flags", Path(__file__).parents[1] / "tools" / "gen_known_flags.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_generator_reads_flags_statically():
+    gen = _generator()
+    source = (
+        "import argparse\n"
+        "def add(parser):\n"
+        "    parser.add_argument('--plain', type=int)\n"
+        "    parser.add_argument(\"--offload-x\", action=argparse.BooleanOptionalAction)\n"
+        "    parser.add_argument('--flag', action='store_true')\n"
+    )
+    assert gen.literal_flags(source) == {"--plain", "--offload-x", "--flag"}
+    assert gen.boolean_optional_flags(source) == {"--no-offload-x"}
+    dataclass_source = (
+        "@dataclass\nclass TransformerConfig(ModelParallelConfig):\n"
+        "    num_layers: int = 0\n    add_qkv_bias: bool = False\n    _private: int = 1\n"
+        "    layernorm_epsilon: float = field(default=1e-5, metadata={'argparse_meta': {'arg_names': ['--norm-epsilon']}})\n"
+    )
+    assert gen.dataclass_flags(dataclass_source) == {
+        "--num-layers", "--add-qkv-bias", "--no-add-qkv-bias", "--disable-add-qkv-bias", "--layernorm-epsilon"}
+    assert "--norm-epsilon" in gen.literal_flags(dataclass_source)
+    patch = (
+        "diff --git a/megatron/core/transformer/transformer_config.py b/megatron/core/transformer/transformer_config.py\n"
+        "+++ b/megatron/core/transformer/transformer_config.py\n"
+        "+    post_mlp_layernorm: bool = False\n"
+        "-    old_field: int = 1\n"
+        "diff --git a/megatron/training/arguments.py b/megatron/training/arguments.py\n"
+        "+    group.add_argument('--use-gated-attention', action='store_true')\n"
+    )
+    assert gen.patch_flags(patch) == {"--post-mlp-layernorm", "--no-post-mlp-layernorm",
+                                      "--disable-post-mlp-layernorm", "--use-gated-attention"}
+
+
+def test_train_only_and_custom_rollout_modes_need_no_generation_flags():
+    base = good_args(rollout_max_response_len=None, custom_rm_path=None)
+    assert lint_argv(base + ["--debug-train-only"], env=SMOKE_ENV, gpus=2) == []
+    sft = base + ["--rollout-function-path", "slime.rollout.sft_rollout.generate_rollout", "--loss-type", "sft_loss"]
+    assert lint_argv(sft, env=SMOKE_ENV, gpus=2) == []
+    default = base + ["--rollout-function-path", "slime.rollout.sglang_rollout.generate_rollout"]
+    assert {f.flag for f in lint_argv(default, env=SMOKE_ENV, gpus=2)} == {
+        "--rollout-max-response-len", "--rm-type or --custom-rm-path"}
+
+
+def test_a_dropped_line_continuation_loses_the_flags_after_it():
+    """A launch line missing its trailing backslash ends the command there; the flags after it
+    never reach train.py. Lint sees only what the shell would pass, and names what is missing."""
+    text = SEED001_CP2.replace("--global-batch-size 8 \\\n", "--global-batch-size 8\n", 1)
+    findings = lint_argv(text)
+    assert {"--rm-type or --custom-rm-path", "--num-layers"} <= {f.flag for f in findings}
+    cut = parse_command(text).cut_off
+    # the lines after it still join each other: one separate command, from --advantage-estimator to the end
+    assert len(cut) == 1 and cut[0][:2] == ["--advantage-estimator", "gspo"] and cut[0][-1] == "--ci-disable-kl-checker"
+    assert by_flag(findings, "--advantage-estimator")[0].severity == ERROR
+
+
+# --- the real entry point ---------------------------------------------------------------------------
+
+
+def _cpverify(*argv: str):
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    return subprocess.run([sys.executable, "-m", "cpverify", *argv], capture_output=True, text=True, cwd=root,
+                          timeout=120)
+
+
+def test_entry_point_seed_001_exits_1_and_smoke_exits_0():
+    seed = _cpverify("lint", "--", SEED001_CP2)
+    assert seed.returncode == 1, seed.stderr
+    assert "--num-rollout 8" in seed.stdout and "num_rollouts (2) < global_batch_size (8)" in " ".join(seed.stdout.split())
+    smoke = _cpverify("lint", "--profile", "smoke")
+    assert smoke.returncode == 0, smoke.stdout + smoke.stderr
+
+
+def test_runtime_env_lint_cannot_read_downgrades_the_env_check():
+    ray = ["ray", "job", "submit", '--runtime-env-json=${RUNTIME_ENV_JSON}', "--", *good_args()]
+    f = by_flag(lint_argv(ray), "CUDA_DEVICE_MAX_CONNECTIONS")
+    assert [x.severity for x in f] == [WARNING] and "cannot be read" in f[0].why
+
+
+def test_pasted_script_with_arrays_exports_and_comments():
+    """The shape of slime's own launch scripts: arrays of flags, exports, a comment, ray job submit."""
+    model_args = " ".join(get_profile("smoke").model_args)
+    script = f"""#!/bin/bash
+set -ex
+export CUDA_DEVICE_MAX_CONNECTIONS=1
+MODEL=/root/models/Qwen2.5-0.5B-Instruct
+MODEL_ARGS=(
+   {model_args}
+)
+CKPT_ARGS=(--hf-checkpoint $MODEL --ref-load "$MODEL")
+ROLLOUT_ARGS=(
+   --prompt-data /root/datasets/cp_smoke.jsonl
+   # --rollout-num 8   (a comment: must not count)
+   --num-rollout 8 --rollout-batch-size 2 --n-samples-per-prompt 4
+   --rollout-max-response-len 1024 --global-batch-size 8 --rm-type math
+)
+ray job submit --address="http://127.0.0.1:8265" -- python3 train.py \\
+   --actor-num-nodes 1 --actor-num-gpus-per-node 2 --colocate \\
+   ${{MODEL_ARGS[@]}} ${{CKPT_ARGS[@]}} "${{ROLLOUT_ARGS[@]}}" \\
+   --context-parallel-size 2
+echo done
+"""
+    cmd = parse_command(script)
+    assert cmd.opaque == [] and cmd.cut_off == []
+    assert cmd.value("--hf-checkpoint") == cmd.value("--ref-load") == "/root/models/Qwen2.5-0.5B-Instruct"
+    assert cmd.value("--num-layers") == "24" and cmd.value("--num-rollout") == "8"
+    assert not cmd.has("--rollout-num")
+    assert cmd.env == {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}  # MODEL is a shell variable, not exported
+    assert lint_argv(script, gpus=2) == []
