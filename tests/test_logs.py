@@ -1,0 +1,660 @@
+"""cpverify.logs: synthetic lines in the exact formats slime, Megatron, NCCL, torch, SGLang and
+Ray print (format strings from their sources, values filled in), and hostile input."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+import cpverify.logs as logs
+from cpverify.errors import InputError
+from cpverify.logs import LogParser, coarse_class, normalise_transport, parse_dict, parse_file, parse_stream
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).parent / "data" / "real-logs"
+ACTOR = "\x1b[36m(MegatronTrainRayActor pid=32167)\x1b[0m "
+ROLLOUT = "\x1b[36m(RolloutManager pid=999)\x1b[0m "
+STEP3 = (
+    "[2026-08-21 10:00:28] model.py:918 - step 3: {'train/loss': -6.05e-09, 'train/pg_loss': -6.05e-09, "
+    "'train/entropy_loss': 0.1844, 'train/pg_clipfrac': 0.0, 'train/ppo_kl': 0.0, "
+    "'train/train_rollout_logprob_abs_diff': 0.0184, 'train/kl_loss': 0.002, 'train/grad_norm': 0.0799, "
+    "'train/lr-pg_0': 1e-06, 'train/global_batch_size': 8, 'train/step': 3}"
+)
+TRAIN_PERF3 = (
+    "[2026-08-21 10:00:28] train_metric_utils.py:401 - perf 3: {'perf/sleep_time': 4.03, "
+    "'perf/update_weights_time': 0.33, 'perf/wake_up_time': 1.94, 'perf/data_preprocess_time': 0.002, "
+    "'perf/train_wait_time': 11.3, 'perf/ref_log_probs_time': 1.4, 'perf/log_probs_time': 0.11, "
+    "'perf/actor_train_time': 1.02, 'perf/train_time': 2.84, 'perf/log_probs_tflops': 11.6, "
+    "'perf/actor_train_tflops': 3.7, 'perf/actor_train_tok_per_s': 2355.6, 'perf/step_time': 14.18, "
+    "'perf/wait_time_ratio': 0.8}"
+)
+ROLLOUT_PERF3 = (
+    "[2026-08-21 10:00:15] rollout_metrics.py:268 - perf 3: {'rollout/response_len/mean': 312.5, "
+    "'perf/rollout_time': 3.25, 'perf/tokens_per_gpu_per_sec': 245.8}"
+)
+
+
+def parse_lines(lines: list[str]) -> logs.ParsedLog:
+    """Through the file path (block scanning), the way `cpverify parse` reads."""
+    return parse_stream(io.BytesIO("\n".join(lines).encode() + b"\n"))
+
+
+def feed_all(data: bytes, as_text: bool = False) -> logs.ParsedLog:
+    """Every physical line through LogParser.feed, the way a runner streams."""
+    parser = LogParser()
+    for number, line in enumerate(io.BytesIO(data), 1):
+        parser.feed(line.decode("utf-8", "replace") if as_text else line, number)
+    return parser.result()
+
+
+# ---------------------------------------------------------------------------- records
+
+
+def test_step_and_perf_records_with_ray_prefix_and_ansi():
+    parsed = parse_lines([ROLLOUT + ROLLOUT_PERF3, ACTOR + STEP3, ACTOR + TRAIN_PERF3])
+    (step,) = parsed.steps
+    assert (step.step, step.line, step.kind, step.salvaged) == (3, 2, "step", False)
+    assert step.metrics["train/grad_norm"] == 0.0799 and step.metrics["train/lr-pg_0"] == 1e-06
+    rollout, train = parsed.perf
+    assert (rollout.rollout, rollout.side, rollout.line) == (3, "rollout", 1)
+    assert (train.rollout, train.side, train.line) == (3, "train", 3)
+    assert train.metrics["perf/actor_train_time"] == 1.02 and train.metrics["perf/step_time"] == 14.18
+    assert parsed.errors == []
+
+
+def test_perf_side_from_keys_beats_missing_prefix_and_prefix_decides_unknown_keys():
+    parsed = parse_lines(
+        [
+            TRAIN_PERF3,  # no prefix: keys say train
+            ROLLOUT_PERF3,  # no prefix: keys say rollout
+            "(MegatronTrainRayActor pid=1) [2026-08-21 10:00:28] x.py:1 - perf 4: {'perf/custom': 1.0}",
+            "(RolloutManager pid=2) [2026-08-21 10:00:28] x.py:1 - perf 4: {'perf/custom': 2.0}",
+            "[2026-08-21 10:00:28] x.py:1 - perf 5: {'perf/custom': 3.0}",  # no evidence: never train
+        ]
+    )
+    assert [p.side for p in parsed.perf] == ["train", "rollout", "train", "rollout", "rollout"]
+
+
+def test_old_total_train_time_is_normalised_to_step_time():
+    parsed = parse_lines(
+        [ACTOR + "[2025-09-26 10:00:00] train_metric_utils.py:1 - perf 2: {'perf/total_train_time': 287.26, "
+         "'perf/actor_train_time': 200.0}"]
+    )
+    (perf,) = parsed.perf
+    assert perf.side == "train"
+    assert perf.metrics["perf/step_time"] == perf.metrics["perf/total_train_time"] == 287.26
+
+
+def test_critic_step_is_its_own_kind():
+    parsed = parse_lines(
+        [ACTOR + "[2026-08-21 10:00:28] model.py:918 - critic-step 7: {'critic/value_loss': 0.25}", ACTOR + STEP3]
+    )
+    assert [(s.kind, s.step) for s in parsed.steps] == [("critic-step", 7), ("step", 3)]
+    assert parsed.errors == []  # different counters: no restart
+
+
+def test_timer_end_elapsed_and_open_timers():
+    parsed = parse_lines(
+        [
+            ACTOR + "[2026-08-21 10:00:00] timer.py:24 - Timer actor_train start",
+            ACTOR + "[2026-08-21 10:01:21] timer.py:32 - Timer actor_train end (elapsed: 81.3s)",
+            ACTOR + "[2026-08-21 10:01:22] timer.py:24 - Timer update_weights start",
+        ]
+    )
+    assert [(t.name, t.elapsed_s, t.line) for t in parsed.timers] == [("actor_train", 81.3, 2)]
+    assert parsed.timers_open == [("update_weights", 3)]
+
+
+def test_megatron_iteration_line_new_format():
+    line = (
+        " [2026-08-21 10:00:00] iteration       43/     100 | consumed samples:          344 | elapsed time per "
+        "iteration (ms): 5444.9 | throughput per GPU (TFLOP/s/GPU): 123.4 | learning rate: 1.000000E-06 | "
+        "global batch size:     8 | lm loss: 1.825991E+00 | loss scale: 1.0 | grad norm: 0.799 | "
+        "number of skipped iterations:   0 | number of nan iterations:   0 |"
+    )
+    (it,) = parse_lines([line]).iterations
+    assert (it.iteration, it.total, it.line, it.elapsed_ms) == (43, 100, 1, 5444.9)
+    assert it.metrics["lm loss"] == 1.825991 and it.metrics["throughput per GPU (TFLOP/s/GPU)"] == 123.4
+    assert "elapsed time per iteration (ms)" not in it.metrics
+
+
+def test_memory_usage_records():
+    parsed = parse_lines(
+        [ACTOR + "[2026-01-02 15:29:24] memory_utils.py:41 - [Rank 1] Memory-Usage after offload: {'gpu': '1', "
+         "'total_GB': 79.11, 'free_GB': 70.0}"]
+    )
+    (mem,) = parsed.memory
+    assert (mem.label, mem.rank, mem.metrics) == ("after offload", 1, {"total_GB": 79.11, "free_GB": 70.0})
+
+
+# ---------------------------------------------------------------------------- dict reprs
+
+
+def test_dict_with_nan_and_inf_is_read_and_json_gets_null():
+    parsed = parse_lines(
+        [ACTOR + "[2026-08-21 10:00:28] model.py:918 - step 0: {'train/loss': nan, 'train/grad_norm': inf, "
+         "'train/kl_loss': -inf, 'train/nan_count': 2}"]
+    )
+    m = parsed.steps[0].metrics
+    assert m["train/loss"] != m["train/loss"]  # nan
+    assert m["train/grad_norm"] == float("inf") and m["train/kl_loss"] == float("-inf")
+    assert m["train/nan_count"] == 2 and parsed.steps[0].salvaged is False
+    doc = parsed.to_json()
+    json.dumps(doc, allow_nan=False)  # valid JSON, no NaN literals
+    assert doc["steps"][0]["metrics"]["train/loss"] is None
+
+
+def test_dict_repr_holding_code_is_never_executed(tmp_path):
+    marker = tmp_path / "pwned"
+    line = (
+        "[2026-08-21 10:00:28] model.py:918 - step 1: {'train/loss': 0.5, "
+        f"'train/x': __import__('os').system('touch {marker}'), 'train/grad_norm': 0.1}}"
+    )
+    log = tmp_path / "evil.log"
+    log.write_text(line + "\n")
+    (step,) = parse_file(log).steps
+    assert not marker.exists()
+    assert step.salvaged is True
+    assert step.metrics == {"train/loss": 0.5, "train/grad_norm": 0.1}  # the call is not a number
+
+
+def test_parse_dict_salvages_cut_and_fragmentary_reprs():
+    assert parse_dict("{'a': 1, 'b': 2.5e-3}") == ({"a": 1.0, "b": 0.0025}, False)
+    assert parse_dict("{'a': 1, 'b': 2.5, 'c': 'te") == ({"a": 1.0, "b": 2.5}, True)
+    assert parse_dict("perf/rollout_time': 245.6, ") == ({"perf/rollout_time": 245.6}, True)
+    assert parse_dict("{'a': (" * 10000) == ({}, True)  # deeply nested junk: no RecursionError
+
+
+# ---------------------------------------------------------------------------- NCCL
+
+
+@pytest.mark.parametrize(
+    "via, expected",
+    [
+        ("P2P/CUMEM", "P2P/CUMEM"),
+        ("P2P/CUMEM/read", "P2P/CUMEM"),
+        ("P2P/IPC/read", "P2P/IPC"),
+        ("P2P/IPC", "P2P/IPC"),
+        ("P2P/direct pointer", "P2P/direct"),
+        ("SHM/direct/direct", "SHM"),
+        ("NET/Socket/0", "NET/Socket"),
+        ("NET/IB/3/GDRDMA", "NET/IB/GDRDMA"),
+        ("NET/IB/0", "NET/IB"),
+        ("NET/AWS Libfabric/0/GDRDMA", "NET/AWS Libfabric/GDRDMA"),
+        ("CollNet/x", "CollNet/x"),
+    ],
+)
+def test_transport_normalisation(via, expected):
+    assert normalise_transport(via) == expected
+
+
+def nccl(rest: str) -> str:
+    return ACTOR + f"e54db9740f9d:228141:228141 [0] NCCL INFO {rest}"
+
+
+def test_socket_channels_are_a_tcp_fallback_and_using_network_socket_is_not():
+    healthy = parse_lines([nccl("Using network Socket"), nccl("Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM")])
+    assert healthy.nccl.network == "Socket" and healthy.nccl.transports == ["P2P/CUMEM"]
+    assert healthy.tcp_fallback is False and healthy.nccl_transport_warning() is None
+
+    tcp = parse_lines(
+        [nccl("Using network Socket"), nccl("Channel 00/0 : 0[0] -> 1[1] [send] via NET/Socket/0")]
+    )
+    assert tcp.nccl.transports == ["NET/Socket"] and tcp.tcp_fallback is True
+    assert "TCP" in tcp.nccl_transport_warning()
+    assert tcp.to_json()["nccl"]["tcp_fallback"] is True
+
+    shm = parse_lines([nccl("Channel 00/0 : 0[0] -> 1[1] via SHM/direct/direct")])
+    assert shm.tcp_fallback is False and "P2P" in shm.nccl_transport_warning()
+
+
+def test_nccl_version_both_forms_and_several_versions():
+    parsed = parse_lines(
+        [nccl("NCCL version 2.28.9+cuda12.9"), "NCCL version 2.19.3+cuda12.3", nccl("NCCL version 2.28.9+cuda12.9")]
+    )
+    assert (parsed.nccl.version, parsed.nccl.cuda) == ("2.28.9", "12.9")
+    assert parsed.nccl.versions == ["2.28.9", "2.19.3"]
+
+
+def test_nccl_info_chatter_is_never_an_error():
+    parsed = parse_lines(
+        [
+            nccl("NET/Plugin: Failed to find ncclNetPlugin_v7 symbol."),
+            nccl("NET/IB : No device found."),
+            nccl("Call to connect returned Connection timed out, retrying"),
+        ]
+    )
+    assert parsed.errors == []
+
+
+# ---------------------------------------------------------------------------- errors
+
+# (line as printed, the exact set of classes it must give)
+SIGNATURES = [
+    (
+        "[rank0]:[E1225 12:58:32.712922209 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=17, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600043 "
+        "milliseconds before timing out.",
+        {"nccl_timeout"},
+    ),
+    (
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:317, "
+        "unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5",
+        {"nccl_error"},
+    ),
+    ("RuntimeError: NCCL error: invalid usage (run with NCCL_DEBUG=WARN for details)", {"nccl_invalid_usage", "nccl_error"}),
+    (
+        "h:1:2 [0] include/shm.h:28 NCCL WARN Error while creating shared memory segment /dev/shm/nccl-x (size 9)",
+        {"nccl_shm_failure", "nccl_error", "nccl_warn"},
+    ),
+    (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+        "79.11 GiB of which 1.5 GiB is free.",
+        {"cuda_oom"},
+    ),
+    ("RuntimeError: CUDA error: out of memory", {"cuda_oom"}),
+    ("RuntimeError: CUDA error: an illegal memory access was encountered", {"cuda_illegal_memory_access"}),
+    ("RuntimeError: CUDA error: device-side assert triggered", {"cuda_device_assert", "cuda_error"}),
+    ("RuntimeError: CUDA error: no kernel image is available for execution on the device", {"cuda_error"}),
+    (
+        "RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running collective: "
+        "CollectiveFingerPrint(SequenceNumber=4, OpType=ALLREDUCE, TensorShape=[1024])",
+        {"collective_shape_mismatch"},
+    ),
+    ("AssertionError: log_prob length mismatch", {"cp_shape_mismatch", "collective_shape_mismatch", "assertion_error"}),
+    (
+        "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
+        {"ray_actor_died"},
+    ),
+    (
+        "(raylet) A worker died or was killed while executing a task by an unexpected system error. To "
+        "troubleshoot the problem, check the logs for the dead worker.",
+        {"ray_actor_died"},
+    ),
+    (
+        "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.",
+        {"ray_host_oom", "ray_actor_died"},
+    ),
+    ("Job 'raysubmit_6FxKLbWn8dTSNBJb' failed", {"ray_job_failed"}),
+    (
+        "[2026-08-21 10:00:00] placement_group.py:60 - Waiting for placement group of 8 GPUs (elapsed 120s): "
+        "{'GPU': 8}",
+        {"ray_placement_group_wait", "resource_wait"},
+    ),
+    ("RuntimeError: Server process terminated unexpectedly.", {"sglang_server_startup_failure", "sglang_startup_failure"}),
+    (
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+        {"sglang_not_enough_memory", "cuda_oom"},
+    ),
+    ("[2026-08-21 10:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+     {"sglang_scheduler_exception", "sglang_error", "python_traceback"}),
+    ("[2026-08-21 10:00:00] http_utils.py:1 - Max retries (3) reached, failing...", {"slime_http_max_retries", "sglang_error"}),
+    (
+        "train.py: error: argument --train-backend: invalid choice: 'fsdp' (choose from 'megatron')",
+        {"argparse_invalid_choice", "argparse_error"},
+    ),
+    ("train.py: error: the following arguments are required: --hf-checkpoint", {"argparse_missing_required", "argparse_error"}),
+    ("usage.py: error: too many cooks", {"argparse_error"}),
+    (
+        "AssertionError: Using tensor model parallelism or context parallelism require setting the environment "
+        "variable CUDA_DEVICE_MAX_CONNECTIONS to 1",
+        {"megatron_cuda_device_max_connections", "assertion_error"},
+    ),
+    (
+        "AssertionError: world size (2) is not divisible by total_model_size (total_model_size=4)",
+        {"megatron_world_size_not_divisible", "assertion_error"},
+    ),
+    (
+        "AssertionError: seq-length should be a multiple of 2 * context-parallel-size if context-parallel-size > 1.",
+        {"megatron_seq_length_multiple", "assertion_error"},
+    ),
+    (
+        "AssertionError: num_rollouts (2) < global_batch_size (8); need at least one rollout per step.",
+        {"slime_num_rollouts_lt_global_batch", "assertion_error"},
+    ),
+    (
+        "AssertionError: num_epoch is not set, but num_rollout is not set, please set --num-rollout or --num-epoch",
+        {"slime_num_rollout_not_set", "assertion_error"},
+    ),
+    ("AssertionError: grad norm mismatch: 0.5 != 0.7", {"slime_grad_norm_mismatch", "assertion_error"}),
+    ("AssertionError: threshold=0.1 log_dict={'train/x': 0.3}", {"slime_ci_threshold", "assertion_error"}),
+    ("ValueError: hf_validate_args failed: hidden_size 896 != 1024", {"slime_hf_validate_args_failed", "config_error"}),
+    ("NotImplementedError: Rule-based RM type is not specified.", {"slime_rm_type_missing", "config_error"}),
+    ("RuntimeError: Cannot find torch_memory_saver dynamic library", {"torch_memory_saver_missing", "environment_error"}),
+    ("actor train:   0%|          | 0/16 [15:00<?, ?it/s]", {"hang"}),
+    ("update weights:  6%|▋         | 1/16 [11:01<2:45:20, 661.36s/it]", {"hang"}),
+]
+
+
+@pytest.mark.parametrize("line, expected", SIGNATURES, ids=lambda v: v if isinstance(v, str) else None)
+def test_error_signatures(line, expected):
+    parsed = parse_lines(["noise before", ACTOR + line])
+    assert parsed.error_classes() == expected
+    assert {e.line for e in parsed.errors} == {2}
+    assert all(len(e.text) <= logs.EXCERPT_CHARS for e in parsed.errors)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        ACTOR + STEP3.replace("train/kl_loss", "train/error_rate"),  # a metric named like an error
+        "(SGLangEngine pid=1) [2026-01-29 06:53:43] INFO:     1.2.3.4:5 - \"POST /generate HTTP/1.1\" 200 OK",
+        "Rollout generation: 100%|██████████| 256/256 [29:15<00:00,  6.86s/it]",
+        "Loading safetensors checkpoint shards:   0% Completed | 0/1 [00:00<?, ?it/s]",
+        "ray job submit --runtime-env-json='{\"env_vars\": {\"CUDA_DEVICE_MAX_CONNECTIONS\": \"1\"}}'",
+        ACTOR + "[2026-08-21 10:00:00] memory_utils.py:41 - [Rank 0] Memory-Usage before offload: {'gpu': '0'}",
+        ACTOR + "[2026-08-21 10:00:00] timer.py:32 - Timer train end (elapsed: 2.8s)",
+    ],
+)
+def test_healthy_lines_are_not_errors(line):
+    assert parse_lines([line]).errors == []
+
+
+def test_first_occurrence_only_and_fine_and_coarse_on_one_line():
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB."
+    parsed = parse_lines([oom, "x", oom, "RuntimeError: NCCL error: unhandled system error", oom])
+    assert [(e.cls, e.line, e.coarse) for e in parsed.errors] == [
+        ("cuda_oom", 1, "cuda_oom"),
+        ("nccl_unhandled_system_error", 4, "nccl_error"),
+        ("nccl_error", 4, "nccl_error"),
+    ]
+    assert coarse_class("nccl_unhandled_system_error") == "nccl_error" and coarse_class("cuda_oom") == "cuda_oom"
+
+
+def test_sglang_startup_traceback_context():
+    parsed = parse_lines(
+        [
+            "Traceback (most recent call last):",
+            '  File "/sgl-workspace/sglang/python/sglang/srt/distributed/parallel_state.py", line 1100, in '
+            "initialize_model_parallel",
+            "    _TP = init_model_parallel_group(",
+            "RuntimeError: NCCL error: unhandled system error",
+            "Traceback (most recent call last):",
+            '  File "/root/slime/train.py", line 34, in train',
+            "    actor_model.update_weights()",
+            "AssertionError",
+        ]
+    )
+    assert parsed.first_error("sglang_server_startup_failure").line == 4
+    assert [(tb.line, tb.exception, tb.exception_line) for tb in parsed.tracebacks] == [
+        (1, "RuntimeError: NCCL error: unhandled system error", 4),
+        (5, "AssertionError", 8),
+    ]
+    assert parsed.tracebacks[1].frames[0].code == "actor_model.update_weights()"
+
+
+# ---------------------------------------------------------------------------- own lines
+
+
+def test_cpverify_layout_check_and_busbw_lines():
+    parsed = parse_lines(
+        [
+            ACTOR + "cpverify-layout rank=0 world=2 tp=1 pp=1 cp=2 dp=1",
+            "(MegatronTrainRayActor pid=32168) [2026-08-21 10:00:00] hook.py:9 - cpverify-layout rank=1 world=2 "
+            "tp=1 pp=1 cp=2 dp=1",
+            'cpverify-check name=ring_attention_vs_full status=pass value=0.0012 bound=0.01 detail="max rel err"',
+            'cpverify-check name=grad_norm status=fail value=nan bound=0.01 detail="said \\"nan\\" twice"',
+            "cpverify-check name=speed status=warn",
+            "cpverify-busbw op=all_reduce bytes=536870912 busbw_gbps=314.8 algbw_gbps=157.4 ranks=2",
+        ]
+    )
+    assert parsed.to_json()["layout"] == {"cp": 2, "dp": 1, "tp": 1, "pp": 1, "world": 2, "ranks": [0, 1]}
+    passed, failed, warned = parsed.checks
+    assert (passed.name, passed.status, passed.value, passed.bound, passed.detail, passed.line) == (
+        "ring_attention_vs_full",
+        "pass",
+        0.0012,
+        0.01,
+        "max rel err",
+        3,
+    )
+    assert failed.status == "fail" and failed.value != failed.value and failed.detail == 'said "nan" twice'
+    assert (warned.status, warned.value, warned.bound) == ("warn", None, None)
+    assert [(e.cls, e.line) for e in parsed.errors] == [("cp_correctness", 4)]
+    assert parsed.to_json()["checks"][1]["value"] is None
+    (bw,) = parsed.bandwidth
+    assert (bw.op, bw.bytes, bw.busbw_gbps, bw.algbw_gbps, bw.extra, bw.line) == (
+        "all_reduce",
+        536870912,
+        314.8,
+        157.4,
+        {"ranks": "2"},
+        6,
+    )
+
+
+def test_layout_mismatch_keeps_the_first_layout():
+    parsed = parse_lines(
+        ["cpverify-layout rank=0 world=2 tp=1 pp=1 cp=2 dp=1", "cpverify-layout rank=1 world=2 tp=1 pp=1 cp=1 dp=2"]
+    )
+    assert (parsed.layout.cp, parsed.layout.dp) == (2, 1)
+    (mismatch,) = parsed.errors
+    assert (mismatch.cls, mismatch.line, mismatch.detail["reported"]["cp"]) == ("layout_mismatch", 2, 1)
+
+
+def test_no_layout_line_means_null():
+    assert parse_lines([ACTOR + STEP3]).to_json()["layout"] is None
+
+
+# ---------------------------------------------------------------------------- hostile input
+
+
+def test_empty_file(tmp_path):
+    log = tmp_path / "empty.log"
+    log.write_bytes(b"")
+    doc = parse_file(log).to_json()
+    assert doc["lines"] == 0
+    assert all(doc[k] == [] for k in ("steps", "perf", "timers", "iterations", "errors"))
+    assert doc["layout"] is None and doc["nccl"]["version"] is None
+
+
+def test_binary_garbage(tmp_path):
+    data = os.urandom(3 * 1024 * 1024)
+    log = tmp_path / "garbage.log"
+    log.write_bytes(data)
+    parsed = parse_file(log)
+    assert parsed.lines == data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    json.dumps(parsed.to_json(), allow_nan=False)
+
+
+def test_non_utf8_bytes_around_records(tmp_path):
+    log = tmp_path / "latin1.log"
+    log.write_bytes(
+        b"\xff\xfe\xfa caf\xe9\n"
+        + (ACTOR + STEP3).encode()[:-1] + b"\xe9}\n"  # a stray Latin-1 byte in the dict
+        + b"\xc3\x28 " + (ACTOR + TRAIN_PERF3).encode() + b"\n"
+    )
+    parsed = parse_file(log)
+    assert [(s.step, s.line) for s in parsed.steps] == [(3, 2)]
+    assert parsed.steps[0].metrics["train/grad_norm"] == 0.0799
+    assert [(p.rollout, p.side, p.line) for p in parsed.perf] == [(3, "train", 3)]
+
+
+def test_ten_megabyte_line_keeps_memory_flat(tmp_path):
+    log = tmp_path / "giant.log"
+    with log.open("wb") as f:
+        f.write(b"Rollout generation: " + b"\xe2\x96\x88" * (10 * 1024 * 1024 // 3) + b" 3/4 [00:01<00:00]\r")
+        f.write(b" step 99: {'train/loss': 1.0}\n")  # beyond the 64 KiB head: not read
+        f.write((ACTOR + STEP3 + "\n").encode())
+    tracemalloc.start()
+    try:
+        parsed = parse_file(log)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert [(s.step, s.line) for s in parsed.steps] == [(3, 2)]
+    assert parsed.lines == 2
+    assert peak < 6 * 1024 * 1024, f"peak {peak} bytes while the file is 10 MB"
+
+
+def test_ten_megabyte_line_through_feed_is_cut():
+    parser = LogParser()
+    parser.feed("x" * 10_000_000 + " step 1: {'a': 1}", 1)
+    parser.feed(STEP3, 2)
+    assert [s.step for s in parser.result().steps] == [3]
+
+
+def test_truncated_mid_line(tmp_path):
+    log = tmp_path / "cut.log"
+    log.write_bytes((ACTOR + STEP3 + "\n").encode() + b"[2026-08-21] model.py:918 - step 4: {'train/loss': 0.5, 'train/gr")
+    parsed = parse_file(log)
+    assert [(s.step, s.line, s.salvaged) for s in parsed.steps] == [(3, 1, False), (4, 2, True)]
+    assert parsed.steps[1].metrics == {"train/loss": 0.5}
+    assert parsed.lines == 2
+
+
+def test_two_runs_concatenated(tmp_path):
+    run = lambda cp: [f"cpverify-layout rank=0 world=2 tp=1 pp=1 cp={cp} dp={2 // cp}"] + [
+        ACTOR + STEP3.replace("step 3:", f"step {n}:") for n in range(3)
+    ]
+    parsed = parse_lines(run(1) + run(2))
+    assert [(s.step, s.line) for s in parsed.steps] == [(0, 2), (1, 3), (2, 4), (0, 6), (1, 7), (2, 8)]
+    assert parsed.layout.cp == 1
+    assert {(e.cls, e.line) for e in parsed.errors} == {("layout_mismatch", 5), ("run_restarted", 6)}
+
+
+def test_ansi_carriage_returns_and_repeated_suffix_on_one_physical_line():
+    line = (
+        ACTOR + "actor train:  50%|█████     | 2/4 [00:01<00:01,  1.9it/s]\r"
+        + ACTOR + "actor train: 100%|██████████| 4/4 [00:02<00:00,  1.9it/s]\r"
+        + ACTOR + STEP3 + " [repeated 2x across cluster]\r"
+    )
+    parsed = parse_lines(["first line", line, "[36m(MegatronTrainRayActor pid=9)[0m " + TRAIN_PERF3])
+    (step,) = parsed.steps
+    assert (step.step, step.line) == (3, 2)
+    assert step.metrics["train/step"] == 3 and step.salvaged is False
+    assert [(p.side, p.line) for p in parsed.perf] == [("train", 3)]  # bare `[36m` remnant stripped
+
+
+def test_result_is_a_snapshot():
+    parser = LogParser()
+    parser.feed(STEP3, 1)
+    first = parser.result()
+    parser.feed(STEP3.replace("step 3", "step 4"), 2)
+    assert [s.step for s in first.steps] == [3]
+    assert [s.step for s in parser.result().steps] == [3, 4]
+
+
+# ---------------------------------------------------------------------------- the pre-filter
+
+
+def test_every_trigger_and_marker_contains_a_gate_token():
+    words = [t for sig in logs._SIGNATURES for t in sig.triggers] + list(logs._RECORD_MARKERS)
+    missing = [w for w in words if not any(token in w.lower() for token in logs._GATE_TOKENS)]
+    assert missing == []
+
+
+def _synthetic_log() -> bytes:
+    lines = [line for line, _ in SIGNATURES] + [
+        ROLLOUT + ROLLOUT_PERF3,
+        ACTOR + STEP3,
+        ACTOR + TRAIN_PERF3,
+        nccl("Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM"),
+        "x" * 5000 + " step 9: {'a': 1}",
+        "Traceback (most recent call last):",
+        '  File "/root/slime/train.py", line 34, in train',
+        "",
+        "2026-03-18 05:25:02",
+        "    actor_model.update_weights()",
+        "perf/rollout_time': 1.5",
+        "'perf/total_train_time': 2.5, ",
+        "cpverify-layout rank=0 world=2 tp=1 pp=1 cp=2 dp=1",
+    ]
+    return ("\n".join(lines) + "\n").encode() + b"\xff tail without newline step 1: {'a': 2}"
+
+
+@pytest.mark.parametrize("block", [1, 7, 100, 4096, 1 << 20])
+def test_block_scanning_equals_feeding_every_line(monkeypatch, block):
+    data = _synthetic_log()
+    for path in [None, *sorted(DATA.glob("*.log"))]:
+        raw = data if path is None else path.read_bytes()
+        expected = feed_all(raw).to_json()
+        assert feed_all(raw, as_text=True).to_json() == expected
+        monkeypatch.setattr(logs, "READ_BLOCK_BYTES", block)
+        assert parse_stream(io.BytesIO(raw)).to_json() == expected, path
+
+
+def test_block_scanning_equals_feeding_with_short_line_cap(monkeypatch):
+    monkeypatch.setattr(logs, "MAX_LINE_BYTES", 64)
+    monkeypatch.setattr(logs, "READ_BLOCK_BYTES", 50)
+    data = _synthetic_log()
+    assert parse_stream(io.BytesIO(data)).to_json() == feed_all(data).to_json()
+
+
+# ---------------------------------------------------------------------------- files and CLI
+
+
+def test_missing_file_is_an_input_error_naming_path_and_fix(tmp_path):
+    with pytest.raises(InputError) as info:
+        parse_file(tmp_path / "nope.log")
+    assert "nope.log" in info.value.problem and info.value.fix
+
+
+def test_directory_is_an_input_error(tmp_path):
+    with pytest.raises(InputError) as info:
+        parse_file(tmp_path)
+    assert "directory" in info.value.problem and info.value.fix
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_unreadable_file_is_an_input_error(tmp_path):
+    log = tmp_path / "secret.log"
+    log.write_text("x\n")
+    log.chmod(0)
+    with pytest.raises(InputError) as info:
+        parse_file(log)
+    assert "not readable" in info.value.problem and "chmod" in info.value.fix
+
+
+def cpverify(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "cpverify", *args], input=stdin, capture_output=True, cwd=REPO, timeout=60
+    )
+
+
+def test_cli_missing_file_exits_2_with_the_fix(tmp_path):
+    proc = cpverify("parse", str(tmp_path / "nope.log"))
+    assert proc.returncode == 2
+    err = proc.stderr.decode()
+    assert "nope.log" in err and "fix:" in err
+
+
+def test_cli_json_contract_keys(tmp_path):
+    log = tmp_path / "arm.log"
+    log.write_text("\n".join([ACTOR + STEP3, ACTOR + TRAIN_PERF3, "RuntimeError: CUDA error: out of memory"]) + "\n")
+    proc = cpverify("parse", str(log), "--json")
+    assert proc.returncode == 0
+    doc = json.loads(proc.stdout)
+    assert {"steps", "perf", "timers", "iterations", "errors", "nccl", "layout"} <= set(doc)
+    assert set(doc["nccl"]) >= {"version", "transports", "network"}
+    assert doc["errors"] == [
+        {"class": "cuda_oom", "line": 3, "text": "RuntimeError: CUDA error: out of memory", "coarse": "cuda_oom", "detail": {}}
+    ]
+    assert doc["perf"][0]["side"] == "train" and doc["steps"][0]["step"] == 3
+
+
+def test_cli_summary_and_stdin():
+    raw = (DATA / "20_openrlhf-issue624-ray-prefixed-nccl-watchdog-timeout.log").read_bytes()
+    proc = cpverify("parse", "-")
+    assert proc.returncode == 0 and "0 lines" in proc.stdout.decode()
+    proc = cpverify("parse", "-", stdin=raw)
+    out = proc.stdout.decode()
+    assert proc.returncode == 0
+    assert "error class" in out and "nccl_timeout" in out and "layout: not stated in the log" in out
+
+
+def test_cli_summary_shows_judged_medians(tmp_path):
+    log = tmp_path / "arm.log"
+    perf = [ACTOR + TRAIN_PERF3.replace("perf 3:", f"perf {n}:").replace("1.02", str(1.0 + n)) for n in range(4)]
+    log.write_text("\n".join(perf) + "\n")
+    out = cpverify("parse", str(log)).stdout.decode()
+    # rollouts 1..3 are counted (rollout 0 is warm-up): actor_train_time 2, 3, 4 -> median 3, n 3
+    row = next(line for line in out.splitlines() if line.startswith("perf/actor_train_time"))
+    assert row.split() == ["perf/actor_train_time", "3", "3"]

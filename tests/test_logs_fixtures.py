@@ -1,0 +1,354 @@
+"""Ground truth of tests/data/real-logs/INDEX.md, one test per real log.
+
+The logs are excerpts that users pasted into public GitHub issues (ANSI remnants, Ray
+prefixes, cut tracebacks and web-viewer noise kept on purpose). Some tests go through the
+command line (`python -m cpverify parse FILE --json`, the contract outside checks use), the
+rest through the API.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cpverify.logs import ParsedLog, parse_file
+
+DATA = Path(__file__).parent / "data" / "real-logs"
+REPO = Path(__file__).resolve().parents[1]
+
+
+def cli_json(name: str) -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-m", "cpverify", "parse", str(DATA / name), "--json"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def api(name: str) -> ParsedLog:
+    return parse_file(DATA / name)
+
+
+def errors_of(doc: dict) -> dict[str, int]:
+    """class -> line, from a --json document."""
+    return {e["class"]: e["line"] for e in doc["errors"]}
+
+
+def test_every_fixture_has_a_ground_truth_test():
+    logs = {p.name for p in DATA.glob("*.log")}
+    tested = {name for name in globals() if name.startswith("test_")}
+    prefixes = {f"test_{p.split('_')[0]}_" for p in logs}
+    missing = [p for p in prefixes if not any(t.startswith(p) for t in tested)]
+    assert len(logs) == 23 and not missing, missing
+
+
+@pytest.mark.parametrize("path", sorted(DATA.glob("*.log")), ids=lambda p: p.name[:2])
+def test_no_class_is_reported_twice(path):
+    classes = [e.cls for e in parse_file(path).errors]
+    assert len(classes) == len(set(classes))
+
+
+def test_02_cp_step11_train_metrics_via_cli():
+    doc = cli_json("02_slime-issue1136-cp-step11-train-metrics.log")
+    assert [(s["step"], s["line"], s["kind"]) for s in doc["steps"]] == [(11, 17, "step")]
+    m = doc["steps"][0]["metrics"]
+    assert m["train/loss"] == -6.05359673500061e-09
+    assert m["train/pg_loss"] == -6.05359673500061e-09
+    assert m["train/entropy_loss"] == 0.18443581461906433
+    assert m["train/pg_clipfrac"] == 0.0 and m["train/ppo_kl"] == 0.0
+    assert m["train/train_rollout_logprob_abs_diff"] == 0.018386833369731903
+    assert m["train/kl_loss"] == 0.002021021908149123
+    assert m["train/grad_norm"] == 0.07986056034213801
+    assert m["train/lr-pg_0"] == m["train/lr-pg_1"] == m["train/lr-pg_2"] == 1e-06
+    assert m["train/step"] == 11
+    assert doc["timers"] == [{"name": "actor_train", "elapsed_s": 81.3, "line": 18}]
+    assert doc["perf"] == []
+    assert doc["errors"] == []  # the OOM of the title is not in the excerpt
+    assert doc["lines"] == 22
+
+
+def test_03_update_weights_never_completes():
+    parsed = api("03_slime-issue1305-update-weights-before-nccl-failure.log")
+    assert parsed.timers == []
+    assert parsed.timers_open == [("update_weights", 1)]
+    (mem,) = parsed.memory
+    assert (mem.label, mem.line, mem.rank) == ("before update_weights", 3, 0)
+    assert mem.metrics == {
+        "total_GB": 79.11,
+        "free_GB": 60.0,
+        "used_GB": 19.11,
+        "allocated_GB": 23.99,
+        "reserved_GB": 25.04,
+    }
+    assert parsed.errors == [] and parsed.steps == [] and parsed.perf == []
+
+
+def test_05_nccl_version_and_cuda_failure_via_cli():
+    doc = cli_json("05_slime-issue1106-nccl-sm120-debug-info.log")
+    assert doc["nccl"]["version"] == "2.27.5" and doc["nccl"]["cuda"] == "12.9"
+    assert doc["nccl"]["transports"] == [] and doc["nccl"]["network"] is None
+    errors = errors_of(doc)
+    assert errors["nccl_cuda_failure"] == 7
+    assert errors["nccl_warn"] == 7
+    # slime logs memory "after torch distributed error" (line 5) when c10d raised: the first
+    # sign of the NCCL error, so the coarse class starts there.
+    assert errors["torch_distributed_error"] == 5 and errors["nccl_error"] == 5
+    cuda_failure = next(e for e in doc["errors"] if e["class"] == "nccl_cuda_failure")
+    assert cuda_failure["detail"]["reason"] == "named symbol not found"
+    assert cuda_failure["coarse"] == "nccl_error"
+    assert [(m["label"], m["line"]) for m in doc["memory"]] == [("after torch distributed error", 5)]
+
+
+def test_06_hang_in_update_weights():
+    parsed = api("06_slime-issue950-hang-update-weights.log")
+    hang = parsed.first_error("hang")
+    assert hang is not None and hang.line == 1
+    assert hang.detail["s_per_it"] == 661.36 and (hang.detail["done"], hang.detail["total"]) == (1, 16)
+    assert "661.36s/it" in hang.text
+    (tb,) = parsed.tracebacks
+    assert tb.line == 2 and tb.exception is None  # cut before the exception
+    frame = tb.frames[1]
+    assert (frame.file, frame.lineno, frame.func, frame.code) == (
+        "/root/slime/train.py",
+        34,
+        "train",
+        "actor_model.update_weights()",
+    )
+    assert parsed.first_error("python_traceback").line == 2
+
+
+def test_07_traceback_through_web_viewer_noise():
+    parsed = api("07_slime-issue1739-actor-unavailable-ray-traceback-with-ui-timestamps.log")
+    (tb,) = parsed.tracebacks
+    assert tb.line == 1
+    assert [f.lineno for f in tb.frames] == [100, 69, 22, 104, 2981]
+    failing = tb.frames[1]
+    assert (failing.file, failing.func) == ("/root/slime_siqi/train.py", "train")
+    assert failing.code == "rollout_data_ref = ray.get(rollout_manager.generate.remote(rollout_id))"
+    # Only the title names ActorUnavailableError; nothing in the file says it.
+    assert parsed.error_classes() == {"python_traceback"}
+    assert parsed.lines == 56
+
+
+def test_09_cuda_oom_tried_58_gib():
+    parsed = api("09_slime-issue1951-oom-compute-log-probs.log")
+    oom = parsed.first_error("cuda_oom")
+    assert oom.line == 1
+    assert oom.detail["tried"] == "58.15 GiB"
+    assert oom.detail["capacity"] == "139.81 GiB" and oom.detail["free"] == "47.69 GiB"
+    assert oom.detail["allocated_by_pytorch"] == "82.55 GiB" and oom.detail["gpu"] == 0
+    assert len(oom.text) <= 300 and oom.text.startswith("torch.OutOfMemoryError: CUDA out of memory.")
+    frames = [f for tb in parsed.tracebacks for f in tb.frames]
+    assert ("calculate_log_probs_and_entropy", 672) in [(f.func, f.lineno) for f in frames]
+    assert frames[0].file.endswith("slime/utils/ppo_utils.py")
+
+
+def test_10_rollout_perf13_is_not_a_train_step_via_cli():
+    doc = cli_json("10_slime-issue1497-rollout-perf13-before-cuda-oom.log")
+    (perf,) = doc["perf"]
+    assert (perf["rollout"], perf["side"], perf["line"]) == (13, "rollout", 6)
+    assert perf["metrics"] == {
+        "perf/rollout_time": 1756.2989201545715,
+        "perf/tokens_per_gpu_per_sec": 35.01197848176559,
+        "perf/longest_sample_tokens_per_sec": 9.140243620139092,
+        "rollout/response_len/mean": 1921.609375,
+        "rollout/response_len/median": 784.0,
+        "rollout/zero_std/count_1.1": 4,
+        "rollout/zero_std/count_0.1": 1,
+        "rollout/repetition_frac": 0.0,
+        "rollout/truncated_ratio": 0.04296875,
+    }
+    assert "perf/step_time" not in perf["metrics"]
+    assert doc["steps"] == []
+    assert doc["errors"] == []  # 1.52 s/it is a working bar, not a hang
+
+
+def test_12_using_network_socket_alone_is_not_tcp_fallback():
+    parsed = api("12_nccl-issue1267-debug-info-net-socket.log")
+    assert (parsed.nccl.version, parsed.nccl.cuda) == ("2.19.3", "12.3")  # old bare form, line 6
+    assert parsed.nccl.network == "Socket"
+    assert parsed.nccl.transports == []  # nranks 1: no channel lines
+    assert parsed.tcp_fallback is False and parsed.nccl_transport_warning() is None
+    assert parsed.errors == []  # "NET/IB : No device found." and plugin chatter are INFO
+
+
+def test_14_ib_gdrdma_and_p2p_cumem_via_cli():
+    doc = cli_json("14_nccl-issue1189-h20-net-ib-gdrdma-and-p2p-cumem.log")
+    assert doc["nccl"]["transports"] == ["NET/IB/GDRDMA", "P2P/CUMEM"]
+    assert doc["nccl"]["version"] is None
+    assert doc["nccl"]["tcp_fallback"] is False
+
+
+def test_15_ib_roce():
+    parsed = api("15_nccl-tests-issue185-debug-info-net-ib-roce.log")
+    assert parsed.nccl.version == "2.19.3"
+    assert parsed.nccl.network == "IB" and parsed.nccl.ib_link == "RoCE"
+    assert parsed.nccl.transports == []
+    assert parsed.errors == []
+
+
+def test_17_sglang_http_500():
+    parsed = api("17_slime-issue1514-sglang-http-500-after-rollout.log")
+    assert [(e.cls, e.line) for e in parsed.errors] == [("sglang_http_500", 1), ("sglang_error", 1)]
+    assert parsed.errors[0].detail["actor"] == "SGLangEngine"
+
+
+def test_18_sglang_server_startup_failure():
+    parsed = api("18_sglang-issue2193-server-init-failed-warmup.log")
+    assert parsed.first_error("sglang_server_startup_failure").line == 7
+    assert parsed.first_error("sglang_startup_failure").line == 7
+    assert parsed.tracebacks[0].frames[0].func == "_wait_and_warmup"
+    assert parsed.first_error("hang") is None  # "0/1 [00:00<?, ?it/s]" is a bar starting
+
+
+def test_19_sglang_startup_caused_by_nccl_unhandled_system_error_via_cli():
+    errors = errors_of(cli_json("19_sglang-issue4289-startup-nccl-unhandled-system-error.log"))
+    assert errors == {
+        "sglang_server_startup_failure": 13,
+        "sglang_startup_failure": 13,
+        "nccl_unhandled_system_error": 13,
+        "nccl_error": 13,
+    }
+
+
+def test_20_ray_prefixed_watchdog_timeout_via_cli():
+    doc = cli_json("20_openrlhf-issue624-ray-prefixed-nccl-watchdog-timeout.log")
+    assert [(e["class"], e["line"]) for e in doc["errors"]] == [("nccl_timeout", 2)]
+    detail = doc["errors"][0]["detail"]
+    assert detail["op"] == "_ALLGATHER_BASE" and detail["seq"] == 17284
+    assert detail["timeout_ms"] == 7200000 and detail["ran_ms"] == 7200031
+    assert detail["repeated"] == 14 and detail["actor"] == "ReferenceModelRayActor"
+    text = doc["errors"][0]["text"]
+    assert text.startswith("[rank0]:[E1225 12:58:32") and "repeated" not in text
+
+
+def test_23_heartbeat_stuck_and_allgather_timeout_are_two_classes():
+    parsed = api("23_arctictraining-issue219-nccl-heartbeat-stuck-and-allgather-timeout.log")
+    stuck, timeout = parsed.first_error("nccl_heartbeat_stuck"), parsed.first_error("nccl_timeout")
+    assert (stuck.line, stuck.detail["stuck_s"]) == (1, 480)
+    assert (timeout.line, timeout.detail["seq"], timeout.detail["timeout_ms"], timeout.detail["ran_ms"]) == (
+        2,
+        120049,
+        1800000,
+        1800065,
+    )
+    assert timeout.detail["op"] == "_ALLGATHER_BASE"
+    assert parsed.first_error("hang").line == 1  # heartbeat_stuck's coarse class
+
+
+def test_24_actor_died_in_rollout_manager_init():
+    parsed = api("24_slime-pr419-actordied-rolloutmanager-init.log")
+    died = parsed.first_error("ray_actor_died")
+    assert died.line == 1 and "RolloutManager.__init__" in died.text
+    root = parsed.tracebacks[0].frames[-1]
+    assert (root.file.endswith("slime/utils/http_utils.py"), root.lineno, root.func) == (True, 124, "init_http_client")
+
+
+def test_25_megatron_iteration_table_via_cli():
+    doc = cli_json("25_megatron-llm-issue11-iteration-lines.log")
+    table = [
+        (i["iteration"], i["line"], i["elapsed_ms"], i["metrics"]["lm loss"], i["metrics"]["grad norm"])
+        for i in doc["iterations"]
+    ]
+    assert table == [
+        (122, 1, 86545.2, 2.504220, 0.231),
+        (123, 2, 87871.6, 2.493043, 0.236),
+        (124, 3, 89474.8, 2.559583, 0.242),
+        (125, 4, 89075.2, 2.477393, 0.356),
+    ]
+    for it in doc["iterations"]:
+        assert it["total"] == 250000
+        assert it["metrics"]["global batch size"] == 1024
+        assert it["metrics"]["number of skipped iterations"] == 0
+        assert it["metrics"]["number of nan iterations"] == 0
+    assert doc["steps"] == [] and doc["errors"] == []
+
+
+def test_27_rollout_perf0_debug_rollout_only():
+    parsed = api("27_slime-issue1837-rollout-perf0-debug-rollout-only.log")
+    (perf,) = parsed.perf
+    assert (perf.rollout, perf.side, perf.line, perf.salvaged) == (0, "rollout", 2, False)
+    m = perf.metrics
+    assert m["perf/rollout_time"] == 371.1796889305115
+    assert m["perf/tokens_per_gpu_per_sec"] == 239.12643295688667
+    assert m["perf/longest_sample_tokens_per_sec"] == 11.035086568992766
+    assert m["perf/effective_tokens_per_gpu_per_sec"] == 239.12643295688667
+    assert [m[f"rollout/response_len/{k}"] for k in ("mean", "median", "max", "min")] == [
+        2773.71484375,
+        2837.5,
+        4096,
+        593,
+    ]
+    assert m["rollout/truncated_ratio"] == 0.46484375
+    assert (m["rollout/zero_std/count_0"], m["rollout/zero_std/count_1"]) == (12, 14)
+    assert "perf/step_time" not in m and parsed.perf_for("train") == [] and parsed.steps == []
+
+
+def test_28_wake_up_host_memory_then_traceback():
+    parsed = api("28_slime-via-vime-issue56-wake-up-host-mem-then-traceback.log")
+    assert parsed.timers_open == [("wake_up", 1)]
+    (mem,) = parsed.memory
+    assert (mem.label, mem.line, mem.rank) == ("before wake_up model", 2, 0)
+    assert (mem.metrics["total_GB"], mem.metrics["free_GB"]) == (79.25, 71.8)
+    assert (mem.metrics["host_total_GB"], mem.metrics["host_available_GB"], mem.metrics["host_used_GB"]) == (
+        1003.08,
+        214.89,
+        788.19,
+    )
+    (tb,) = parsed.tracebacks
+    assert tb.line == 3
+    assert (tb.frames[1].lineno, tb.frames[1].code) == (85, "ray.get(actor_model.async_train(rollout_id, rollout_data_ref))")
+    # ray_host_oom is inferred by the issue's commenter, never printed: not reported.
+    assert parsed.error_classes() == {"python_traceback"}
+
+
+def test_30_ray_prefixed_p2p_ipc_read():
+    parsed = api("30_ray-issue46795-ray-prefixed-nccl-p2p-ipc-read.log")
+    assert parsed.nccl.transports == ["P2P/IPC"]
+    assert parsed.nccl.version is None and parsed.errors == []
+
+
+def test_31_argparse_unrecognized_arguments():
+    parsed = api("31_pai-megatron-patch-issue21-argparse-unrecognized-arguments.log")
+    unrecognized = parsed.first_error("argparse_unrecognized_arguments")
+    assert unrecognized.line == 1 and unrecognized.detail["arguments"] == "--DDP-impl local"
+    assert parsed.first_error("argparse_error").line == 1
+    launcher = parsed.first_error("launcher_failed")
+    assert (launcher.line, launcher.detail["exit_code"]) == (2, 2)
+    (tb,) = parsed.tracebacks
+    assert tb.exception_line == 16 and tb.exception.endswith("ChildFailedError:")
+
+
+def test_32_argparse_ambiguous_option_via_cli():
+    doc = cli_json("32_lora-scripts-issue18-argparse-ambiguous-option.log")
+    errors = errors_of(doc)
+    assert errors["argparse_ambiguous_option"] == 1 and errors["argparse_error"] == 1
+    ambiguous = next(e for e in doc["errors"] if e["class"] == "argparse_ambiguous_option")
+    assert ambiguous["detail"]["option"].startswith("--lr_scheduler=cosine_with_restarts could match")
+    subprocess_failed = next(e for e in doc["errors"] if e["class"] == "subprocess_failed")
+    assert (subprocess_failed["line"], subprocess_failed["detail"]["exit_code"]) == (14, 2)
+
+
+def test_34_old_total_train_time_fragment_via_cli():
+    doc = cli_json("34_slime-issue385-old-total-train-time-fragment-vs-verl.log")
+    by_side = {p["side"]: p for p in doc["perf"]}
+    assert set(by_side) == {"rollout", "train"}
+    rollout, train = by_side["rollout"], by_side["train"]
+    # line 1 has no opening quote, line 2 ends with `", "`: salvaged, rollout id not printed
+    assert (rollout["line"], rollout["rollout"], rollout["salvaged"]) == (1, -1, True)
+    assert rollout["metrics"] == {"perf/rollout_time": 245.61117100715637}
+    assert (train["line"], train["rollout"], train["salvaged"]) == (2, -1, True)
+    assert train["metrics"] == {
+        "perf/total_train_time": 287.2645092010498,
+        "perf/step_time": 287.2645092010498,  # the old name, normalised
+    }
+    # verl's timing_s/step is not slime's step
+    assert doc["steps"] == [] and doc["iterations"] == [] and doc["errors"] == []
