@@ -521,14 +521,19 @@ def lint_argv(argv: str | Sequence[str], *, env: dict[str, str] | None = None, g
     return sorted(found, key=lambda f: f.severity != ERROR)
 
 
-def lint_plan(plan) -> list[Finding]:
-    """Lint every arm of a cpverify plan (slime arms as command lines; probe arms by their shape)."""
+def lint_plan(plan, *, gpus: int | None = None) -> list[Finding]:
+    """Lint every arm of a cpverify plan (slime arms as command lines; probe arms by their shape).
+    `gpus` is how many GPUs the host has (default: the plan's own)."""
+    host = len(plan.gpus) if gpus is None else gpus
     found: list[Finding] = []
+    if host < len(plan.gpus):
+        found.append(Finding(ERROR, "gpus", f"profile {plan.profile.name} runs on {len(plan.gpus)} GPUs; the host has {host}",
+                             "run on a host with enough GPUs, or override the profile (--set gpus=N --set cp_sizes=1,N)"))
     for arm in plan.arms:
         if plan.profile.kind == "slime":
-            arm_findings = lint_argv(list(arm.argv), env=arm.env_dict, gpus=len(plan.gpus))
+            arm_findings = lint_argv(list(arm.argv), env=arm.env_dict, gpus=host)
         else:
-            arm_findings = _check_probe_arm(arm, len(plan.gpus))
+            arm_findings = _check_probe_arm(arm, host)
         found += [Finding(f.severity, f.flag, f.why, f.fix, where=arm.name) for f in arm_findings]
     return sorted(found, key=lambda f: f.severity != ERROR)
 
@@ -606,8 +611,9 @@ def _cli(args) -> int:
             layout_line = "layout: " + " ".join(f"{k}={v}" for k, v in layout.items())
         subject = "command line"
     else:
+        args.gpus = None  # for a profile, --gpus is the host's GPU count, not the plan's indices
         plan = plan_from_args(args)
-        findings = lint_plan(plan)
+        findings = lint_plan(plan, gpus=gpus)
         subject = f"profile {plan.profile.name} ({', '.join(a.name for a in plan.arms)})"
     if args.json:
         print(json.dumps([asdict(f) for f in findings], indent=2))

@@ -453,3 +453,9 @@ echo done
     assert not cmd.has("--rollout-num")
     assert cmd.env == {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}  # MODEL is a shell variable, not exported
     assert lint_argv(script, gpus=2) == []
+
+
+def test_lint_profile_against_the_host_gpu_count(capsys):
+    assert run_cli(["lint", "--profile", "smoke", "--gpus", "4"]) == 0  # a bigger host is fine
+    assert run_cli(["lint", "--profile", "smoke", "--gpus", "1"]) == 1
+    assert "runs on 2 GPUs; the host has 1" in " ".join(capsys.readouterr().out.split())

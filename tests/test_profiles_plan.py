@@ -274,3 +274,15 @@ def test_cli_plan_json(capsys):
 def test_cli_plan_bad_gpus():
     with pytest.raises(InputError, match="neither a count"):
         run_cli(["plan", "--gpus", "zero"])
+
+
+def test_probe_arms_parse_with_the_workloads_own_parser():
+    """The argv the plan writes is the one cpverify.probe.workload accepts (no torch needed to parse)."""
+    from cpverify.probe.workload import build_parser
+
+    plan = build_plan(get_profile("probe"), run_id="r")
+    for arm in plan.arms:
+        module_at = arm.argv.index("cpverify.probe.workload")
+        assert arm.argv[module_at - 1] == "-m"
+        parsed = build_parser().parse_args(list(arm.argv[module_at + 1:]))
+        assert (parsed.cp, parsed.seq_len, parsed.steps, parsed.warmup) == (arm.cp, arm.seq_len, 20, 3)
