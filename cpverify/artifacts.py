@@ -45,8 +45,8 @@ def _fix_for(exc: OSError, path: Path) -> str:
 
 
 @contextlib.contextmanager
-def atomic_writer(path: str | os.PathLike[str], *, mode: int = 0o644, encoding: str = "utf-8") -> Iterator[IO[str]]:
-    """Yield a text handle; on clean exit its content atomically becomes `path`.
+def atomic_writer(path: str | os.PathLike[str], *, mode: int = 0o644, binary: bool = False) -> Iterator[IO]:
+    """Yield a handle (UTF-8 text, or bytes if `binary`); on clean exit its content atomically becomes `path`.
 
     On any failure the temporary file is removed and the target is left untouched;
     OS errors become ArtifactWriteError naming the path and the fix.
@@ -56,7 +56,8 @@ def atomic_writer(path: str | os.PathLike[str], *, mode: int = 0o644, encoding: 
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding=encoding, newline="\n") as handle:
+        opened = os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+        with opened as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
@@ -88,6 +89,12 @@ def _fsync_dir(directory: Path) -> None:
 def atomic_write_text(path: str | os.PathLike[str], text: str, *, mode: int = 0o644) -> Path:
     with atomic_writer(path, mode=mode) as handle:
         handle.write(text)
+    return Path(path)
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o644) -> Path:
+    with atomic_writer(path, mode=mode, binary=True) as handle:
+        handle.write(data)
     return Path(path)
 
 
@@ -145,3 +152,7 @@ class RunDir:
     @property
     def commands_sh(self) -> Path:
         return self.root / "commands.sh"
+
+    @property
+    def plot_png(self) -> Path:
+        return self.root / "plot.png"

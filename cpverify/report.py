@@ -4,6 +4,7 @@ and write the bundle (verdict.md, verdict.json, commands.sh, env.json) atomicall
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import re
@@ -13,9 +14,9 @@ from typing import Any
 from tabulate import tabulate
 
 from cpverify import __version__
-from cpverify.artifacts import RunDir, atomic_write_json, atomic_write_text
+from cpverify.artifacts import RunDir, atomic_write_bytes, atomic_write_json, atomic_write_text
 from cpverify.redact import redact_json, redact_text
-from cpverify.verdict import TIMING_METRICS, Verdict, short_metric
+from cpverify.verdict import TIMING_METRICS, Verdict, short_metric, short_rule
 
 _STATUS_MARK = {"pass": "✅ pass", "fail": "❌ fail", "warn": "⚠️ warn", "skip": "➖ skip"}
 
@@ -160,6 +161,7 @@ def render_summary(verdict: Verdict) -> str:
     if rows:
         lines += [tabulate(rows, headers=["comparison", "metric", "ratio", "CI", "n"], tablefmt="simple",
                            disable_numparse=True), ""]
+    lines += [f"rule: {short_rule(verdict.thresholds)}", ""]
     for check in verdict.checks:
         if check.status in ("fail", "warn"):
             where = f" [{check.arm}]" if check.arm else ""
@@ -169,9 +171,43 @@ def render_summary(verdict: Verdict) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def render_plot(verdict: Verdict) -> bytes | None:
+    """PNG of the primary metric per counted rollout, one line per arm; None without matplotlib or data."""
+    try:
+        # The object API, not pyplot: no global backend to pick, works headless, safe inside other programs.
+        from matplotlib.figure import Figure
+    except ImportError:  # matplotlib is the optional `plot` extra
+        return None
+    metric = verdict.thresholds.primary_metric
+    fig = Figure(figsize=(7, 3.6), dpi=120)
+    ax = fig.add_subplot()
+    plotted = False
+    for arm in verdict.arms:
+        values = arm.values.get(metric) or []
+        if not values:
+            continue
+        label = verdict.labels.get(arm.name, arm.name)
+        (line,) = ax.plot(arm.counted_rollouts, values, marker="o", label=f"{label} ({arm.name})")
+        ax.axhline(arm.metrics[metric].median, color=line.get_color(), linestyle="--", linewidth=1, alpha=0.6)
+        plotted = True
+    if not plotted:
+        return None
+    ax.set_xlabel(f"rollout (counted: >= {verdict.thresholds.warmup}; dashed: median)")
+    ax.set_ylabel(f"{short_metric(metric)} [s]")
+    ax.set_title(f"{verdict.status}: {short_metric(metric)} per rollout", fontsize=10)
+    ax.set_ylim(bottom=0)  # from zero, so the gap between the lines reads as the ratio it is
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
 def write_report(run_dir: RunDir | str | Path, verdict: Verdict, *, env: dict | None, commands_sh: str | None,
-                 redact: bool = True, extra_secrets: tuple[str, ...] = ()) -> dict[str, Path]:
-    """Write verdict.md, verdict.json, commands.sh and env.json atomically; returns name -> path."""
+                 redact: bool = True, extra_secrets: tuple[str, ...] = (), plot: bool = True) -> dict[str, Path]:
+    """Write verdict.md, verdict.json, commands.sh, env.json (and plot.png when matplotlib is there)
+    atomically; returns file name -> path."""
     run_dir = run_dir if isinstance(run_dir, RunDir) else RunDir(Path(run_dir))
     env = env or {}
     commands = commands_sh or "#!/usr/bin/env bash\n# No commands were recorded for this verdict.\n"
@@ -184,9 +220,13 @@ def write_report(run_dir: RunDir | str | Path, verdict: Verdict, *, env: dict | 
         markdown = redact_text(markdown, extra_secrets=extra_secrets)
         data = redact_json(data, extra_secrets=extra_secrets)
     # env and commands first: verdict.md is the file users look for, written once the rest exists.
-    return {
+    written = {
         "env.json": atomic_write_json(run_dir.env_json, _finite(env)),
         "commands.sh": atomic_write_text(run_dir.commands_sh, commands, mode=0o755),
-        "verdict.json": atomic_write_json(run_dir.verdict_json, data),
-        "verdict.md": atomic_write_text(run_dir.verdict_md, markdown),
     }
+    png = render_plot(verdict) if plot else None
+    if png:
+        written["plot.png"] = atomic_write_bytes(run_dir.plot_png, png)
+    written["verdict.json"] = atomic_write_json(run_dir.verdict_json, data)
+    written["verdict.md"] = atomic_write_text(run_dir.verdict_md, markdown)
+    return written

@@ -203,6 +203,7 @@ class ArmSummary:
     metrics: dict[str, stats.Summary]
     nccl: dict
     lines: int
+    values: dict[str, list[float]] = field(default_factory=dict)  # metric -> per counted rollout (for plots)
 
     def to_json(self) -> dict:
         return {"name": self.name, "cp_requested": self.cp_requested,
@@ -210,7 +211,7 @@ class ArmSummary:
                 "layout": self.layout, "outcome": self.outcome, "counted_rollouts": self.counted_rollouts,
                 "counted_steps": len(self.counted_rollouts),
                 "metrics": {name: s.to_json() for name, s in self.metrics.items()}, "nccl": self.nccl,
-                "log_lines": self.lines}
+                "log_lines": self.lines, "values": self.values}
 
 
 @dataclass
@@ -300,6 +301,14 @@ def decision_rule(t: Thresholds) -> str:
     )
 
 
+def short_rule(t: Thresholds) -> str:
+    """The rule in one line, for terminals; decision_rule() has the whole of it."""
+    return (f"PASS: no errors, effective CP confirmed, >= {t.min_counted_steps} steps per arm, and the "
+            f"{t.confidence:.0%} CI upper bound of {short_metric(t.primary_metric)} candidate/baseline <= "
+            f"{t.pass_ratio:.2f}; FAIL: errors, CP mismatch, or the lower bound > {t.pass_ratio:.2f}; "
+            f"otherwise INCONCLUSIVE (BLOCKED: could not start)")
+
+
 # -- per arm ----------------------------------------------------------------------------------
 
 def counted_perf(parsed: ParsedLog, warmup: int) -> dict[int, dict[str, float]]:
@@ -341,9 +350,12 @@ def _arm_checks(ev: ArmEvidence, t: Thresholds) -> tuple[ArmSummary, list[Check]
     samples = {m: _samples(per_rollout, m) for m in TIMING_METRICS}
     summary = ArmSummary(
         name=ev.name, cp_requested=ev.cp_requested, cp_effective=layout.cp if layout else None,
-        layout={"cp": layout.cp, "dp": layout.dp, "tp": layout.tp, "pp": layout.pp} if layout else None,
+        layout=({"cp": layout.cp, "dp": layout.dp, "tp": layout.tp, "pp": layout.pp,
+                 "world": getattr(layout, "world", None)} if layout else None),
         outcome=outcome, counted_rollouts=[r for r, m in per_rollout.items() if _samples({r: m}, t.primary_metric)],
-        metrics={m: stats.summarize(v) for m, v in samples.items() if v}, nccl=nccl, lines=parsed.lines)
+        metrics={m: stats.summarize(v) for m, v in samples.items() if v}, nccl=nccl, lines=parsed.lines,
+        values={t.primary_metric: [m[t.primary_metric] for m in per_rollout.values()
+                                   if _samples({0: m}, t.primary_metric)]})
 
     # 1. Did the runner get the arm going at all, and did it end cleanly?
     if ev.result is None:
@@ -531,8 +543,8 @@ def _comparison_checks(base: ArmEvidence, cand: ArmEvidence, arms: dict[str, Arm
 
     # Same GPUs: CP=1/DP=2 against CP=2/DP=1 keeps the world size; anything else compares different jobs.
     if b_arm.layout and c_arm.layout:
-        world = {name: arm.layout["cp"] * arm.layout["dp"] * arm.layout["tp"] * arm.layout["pp"]
-                 for name, arm in ((base.name, b_arm), (cand.name, c_arm))}
+        world = {name: arm.layout.get("world") or arm.layout["cp"] * arm.layout["dp"] * arm.layout["tp"]
+                 * arm.layout["pp"] for name, arm in ((base.name, b_arm), (cand.name, c_arm))}
         if world[base.name] != world[cand.name]:
             checks.append(Check(f"same_gpus:{pair}", "warn",
                                 f"the arms ran on different world sizes ({world[base.name]} vs {world[cand.name]})",
@@ -622,7 +634,15 @@ def decide(evidence: list[ArmEvidence], *, comparisons: list[tuple[str, str]],
     summary = leading.reason
     if loose and _SEVERITY[worst(c.effect for c in loose)] > _SEVERITY[leading.status]:
         first = next(c for c in loose if c.effect == status)
-        summary = f"arm {first.arm}: {first.detail}"
+        summary = first.brief or f"arm {first.arm}: {first.detail}"
+    primary = results[0]
+    if summary != primary.reason:
+        # Another comparison decided; the primary one is still the number people quote.
+        summary += f" [primary {labels[primary.candidate]} vs {labels[primary.baseline]}: {primary.status}"
+        estimate = primary.metrics.get(t.primary_metric)
+        if estimate is not None and estimate.ratio is not None:
+            summary += f", {short_metric(t.primary_metric)} {estimate.ratio:.2f}×"
+        summary += "]"
 
     checks = [c for ev in evidence for c in arm_checks[ev.name]] + [c for r in results for c in r.checks]
     errors = [{"arm": ev.name, "class": cls, "line": e.line, "text": e.text,

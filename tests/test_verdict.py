@@ -72,6 +72,8 @@ def test_similar_speed_passes(make_arm):
     assert verdict.headline.startswith("PASS — CP=2 actor_train ")
     assert "7 steps each" in verdict.headline and "threshold ≤ 1.30" in verdict.headline
     assert all(c.status in ("pass", "skip") for c in verdict.checks)
+    values = data["arms"][1]["values"][v.PRIMARY_METRIC]
+    assert len(values) == 7 and min(values) > 0.9 and data["arms"][1]["counted_rollouts"] == list(range(1, 8))
 
 
 def test_twice_as_slow_fails_with_the_troubleshooting_fix(make_arm):
@@ -260,7 +262,8 @@ def test_sweep_takes_the_worst_comparison_but_reports_the_primary_ratio(make_arm
     verdict = decide(cp1, cp2, cp4, comparisons=[("cp1", "cp2"), ("cp1", "cp4")])
     assert [c.status for c in verdict.comparisons] == [v.PASS, v.FAIL]
     assert verdict.status == v.FAIL
-    assert "CP=4" in verdict.headline
+    assert verdict.headline.startswith("FAIL — CP=4 actor_train ")
+    assert "[primary CP=2 vs CP=1: PASS, actor_train 1.0" in verdict.headline
     data = verdict.to_json()
     assert data["primary_comparison"] == {"baseline": "cp1", "candidate": "cp2", "metric": v.PRIMARY_METRIC}
     assert data["ratio"] < 1.2  # the primary comparison's number
