@@ -83,8 +83,6 @@ _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _OPAQUE = re.compile(r"^\$\{?([A-Za-z_][A-Za-z0-9_]*)(\[[@*]\])?\}?$")
 _ARRAY_START = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=\(")
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
-
-
 _SEPARATOR_CHARS = set(";&|\n")
 
 
@@ -117,86 +115,107 @@ def _is_train(word: str) -> bool:
     return word.rsplit("/", 1)[-1] in TRAIN_SCRIPTS
 
 
+class _ShellScope:
+    """What the lines before train.py's command leave behind: variables, exports, arrays."""
+
+    def __init__(self) -> None:
+        self.variables: dict[str, str] = {}
+        self.exported: dict[str, str] = {}
+        self.arrays: dict[str, list[str]] = {}
+        self._open_array: list[str] | None = None  # an array definition spanning lines
+
+    def expand(self, word: str) -> str:
+        """$MODEL and ${MODEL} -> the value assigned earlier in the paste (unknown ones stay)."""
+        return _VARIABLE.sub(lambda m: self.variables.get(m.group(1) or m.group(2), m.group(0)), word)
+
+    def expand_arrays(self, words: list[str]) -> list[str]:
+        """${ARRAY[@]} of an array the paste defines -> its words."""
+        out: list[str] = []
+        for word in words:
+            array = _OPAQUE.match(word)
+            out.extend(self.arrays[array.group(1)] if array and array.group(1) in self.arrays else [word])
+        return out
+
+    def run(self, words: list[str]) -> None:
+        """Take in one simple command: `NAME=v`, `export NAME=v`, `export NAME`, `NAME=(...)`."""
+        start = _ARRAY_START.match(words[0])
+        if self._open_array is None and start:
+            self._open_array = self.arrays[start.group(1)] = []
+            words = [words[0].split("=(", 1)[1], *words[1:]]
+        if self._open_array is not None:
+            for word in words:
+                closing = word.endswith(")")
+                word = word[:-1] if closing else word
+                if word:
+                    self._open_array.append(self.expand(word))
+                if closing:
+                    self._open_array = None
+                    return
+            return
+        exported = words[0] == "export"
+        for word in words[exported:]:
+            match = _ASSIGNMENT.match(word)
+            if match:
+                self.variables[match.group(1)] = self.expand(match.group(2))
+                if exported:
+                    self.exported[match.group(1)] = self.variables[match.group(1)]
+            elif exported and word in self.variables:
+                self.exported[word] = self.variables[word]
+            elif not exported:
+                return  # `NAME=v other-command`: the assignment belongs to that command only
+
+
 def parse_command(command: str | Sequence[str], *, env: dict[str, str] | None = None) -> ParsedCommand:
     """Split a pasted slime command into env assignments, options and opaque words.
 
     In a pasted script, the command that runs train.py is the one linted; `export` lines and
-    `VAR=value` prefixes before it are its environment, `NAME=value` lines fill `$NAME`, and
-    lines after it that start with a --flag were cut off by a missing backslash.
+    `VAR=value` prefixes before it are its environment, `NAME=value` and `NAME=(...)` lines
+    fill `$NAME` and `${NAME[@]}`, and lines after it that start with a --flag were cut off
+    from it by a missing backslash.
     """
     commands = _commands(command)
     index = next((i for i, c in enumerate(commands) if any(_is_train(w) for w in c)), None)
     if index is None:  # no train.py: the command with the first --flag
         index = next((i for i, c in enumerate(commands) if any(w.startswith("--") for w in c)), 0)
-    parsed = ParsedCommand(env=dict(env or {}))
-    shell_vars: dict[str, str] = {}
-
-    def expand(word: str) -> str:  # "$MODEL" -> the value assigned earlier in the paste
-        return _VARIABLE.sub(lambda m: shell_vars.get(m.group(1) or m.group(2), m.group(0)), word)
-
-    arrays: dict[str, list[str]] = {}
-    pending: list[str] | None = None  # the words of an array definition that spans lines
+    scope = _ShellScope()
     for words in commands[:index]:
-        if pending is not None or (words and _ARRAY_START.match(words[0])):
-            if pending is None:
-                name = _ARRAY_START.match(words[0]).group(1)
-                pending = arrays.setdefault(name, [])
-                pending.clear()
-                words = [words[0].split("=(", 1)[1], *words[1:]]
-            for word in words:
-                closing = word.endswith(")")
-                word = word[:-1] if closing else word
-                if word:
-                    pending.append(expand(word))
-                if closing:
-                    pending = None
-                    break
-            continue
-        exported = bool(words) and words[0] == "export"
-        for word in words[exported:]:
-            match = _ASSIGNMENT.match(word)
-            if match:
-                shell_vars[match.group(1)] = expand(match.group(2))
-                if exported:
-                    parsed.env[match.group(1)] = shell_vars[match.group(1)]
-            elif exported and word in shell_vars:  # export NAME (assigned before)
-                parsed.env[word] = shell_vars[word]
-            if not match and not exported:
-                break  # `NAME=v other-command`: the assignment is that command's own
+        scope.run(words)
     words = commands[index] if commands else []
     start = next((i + 1 for i, w in enumerate(words) if _is_train(w)), None)
     if start is None:  # just flags, or `python -u something --flags`: options begin at the first --flag
         start = next((i for i, w in enumerate(words) if w.startswith("--")), len(words))
-    prefix = words[:start]
-    for i, word in enumerate(prefix):
-        match = _ASSIGNMENT.match(word)
-        if match and all(_ASSIGNMENT.match(w) for w in prefix[:i]):  # `A=1 B=2 python train.py`
-            parsed.env[match.group(1)] = expand(match.group(2))
-        runtime_env = word.partition("=")[2] if word.startswith("--runtime-env-json=") else (
-            prefix[i + 1] if word == "--runtime-env-json" and i + 1 < len(prefix) else None)
-        if runtime_env:
-            try:  # ray job submit --runtime-env-json='{"env_vars": {...}}'
-                parsed.env.update({k: str(v) for k, v in json.loads(expand(runtime_env)).get("env_vars", {}).items()})
-            except (ValueError, AttributeError):  # "${RUNTIME_ENV_JSON}" from a heredoc, say
-                parsed.env_unknown = f"--runtime-env-json {runtime_env}"
-    expanded: list[str] = []
-    for word in words[start:]:  # ${ARRAY[@]} of an array the paste defines -> its words
-        array = _OPAQUE.match(word)
-        expanded.extend(arrays[array.group(1)] if array and array.group(1) in arrays else [word])
-    for word in expanded:
-        if _OPAQUE.match(word) and expand(word) == word:
+    parsed = ParsedCommand(env={**(env or {}), **scope.exported})
+    _read_launcher(words[:start], scope, parsed)
+    for word in scope.expand_arrays(words[start:]):
+        if _OPAQUE.match(word) and scope.expand(word) == word:
             parsed.opaque.append(word)
         elif word.startswith("--") and len(word) > 2:
             flag, eq, value = word.partition("=")
-            parsed.options.append((flag, [expand(value)] if eq else []))
+            parsed.options.append((flag, [scope.expand(value)] if eq else []))
         elif parsed.options:
-            parsed.options[-1][1].append(expand(word))
+            parsed.options[-1][1].append(scope.expand(word))
     # `--flag ...` lines right after train.py's command: the shell ran them as commands of their own
     for words in commands[index + 1:]:
         if not (words[0].startswith("--") or _OPAQUE.match(words[0])):
             break
         parsed.cut_off.append(words)
     return parsed
+
+
+def _read_launcher(prefix: list[str], scope: _ShellScope, parsed: ParsedCommand) -> None:
+    """Environment from the words before train.py: `A=1 python`, ray's --runtime-env-json."""
+    for i, word in enumerate(prefix):
+        match = _ASSIGNMENT.match(word)
+        if match and all(_ASSIGNMENT.match(w) for w in prefix[:i]):  # `A=1 B=2 python train.py`
+            parsed.env[match.group(1)] = scope.expand(match.group(2))
+        runtime_env = word.partition("=")[2] if word.startswith("--runtime-env-json=") else (
+            prefix[i + 1] if word == "--runtime-env-json" and i + 1 < len(prefix) else None)
+        if runtime_env:
+            try:  # ray job submit --runtime-env-json='{"env_vars": {...}}'
+                env_vars = json.loads(scope.expand(runtime_env)).get("env_vars", {})
+                parsed.env.update({k: str(v) for k, v in env_vars.items()})
+            except (ValueError, AttributeError):  # "${RUNTIME_ENV_JSON}" from a heredoc, say
+                parsed.env_unknown = f"--runtime-env-json {runtime_env}"
 
 
 # --- the known flags --------------------------------------------------------------------------
@@ -257,7 +276,7 @@ def _check_flags(cmd: ParsedCommand) -> list[Finding]:
             found.append(Finding(severity, flag, why, fix))
         elif flag.startswith(PASS_THROUGH_PREFIXES) or flag in known:
             continue
-        elif "_" in flag and flag.replace("_", "-") in known:
+        elif "_" in flag and (flag.replace("_", "-") in known or flag.replace("_", "-").startswith(PASS_THROUGH_PREFIXES)):
             dashed = flag.replace("_", "-")
             found.append(Finding(
                 ERROR, flag,

@@ -139,6 +139,7 @@ def test_good_command_has_no_findings():
         ("--context_parallel_size", "--context-parallel-size 2"),
         ("--cp", "--context-parallel-size 2"),
         ("--context-paralel-size", "did you mean --context-parallel-size?"),
+        ("--sglang_mem_fraction_static", "--sglang-mem-fraction-static 2"),
     ],
 )
 def test_misspelled_cp_flag_is_an_error(bad, expected_fix):
