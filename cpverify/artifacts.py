@@ -40,7 +40,7 @@ def _fix_for(exc: OSError, path: Path) -> str:
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return f"free disk space on the filesystem of {path.parent}, or pass --out to a directory on another disk"
     if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-        return f"make {path.parent} writable (check permissions and read-only mounts), or pass --out to a writable directory"
+        return f"make {path.parent} writable (permissions, read-only mounts), or pass --out to a writable directory"
     return f"check that {path.parent} exists and is writable, or pass --out to another directory"
 
 

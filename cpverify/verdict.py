@@ -348,14 +348,13 @@ def _arm_checks(ev: ArmEvidence, t: Thresholds) -> tuple[ArmSummary, list[Check]
             "network": parsed.nccl.network}
     per_rollout = counted_perf(parsed, t.warmup)
     samples = {m: _samples(per_rollout, m) for m in TIMING_METRICS}
+    primary = {r: values[0] for r, m in per_rollout.items() if (values := _samples({r: m}, t.primary_metric))}
     summary = ArmSummary(
         name=ev.name, cp_requested=ev.cp_requested, cp_effective=layout.cp if layout else None,
         layout=({"cp": layout.cp, "dp": layout.dp, "tp": layout.tp, "pp": layout.pp,
                  "world": getattr(layout, "world", None)} if layout else None),
-        outcome=outcome, counted_rollouts=[r for r, m in per_rollout.items() if _samples({r: m}, t.primary_metric)],
-        metrics={m: stats.summarize(v) for m, v in samples.items() if v}, nccl=nccl, lines=parsed.lines,
-        values={t.primary_metric: [m[t.primary_metric] for m in per_rollout.values()
-                                   if _samples({0: m}, t.primary_metric)]})
+        outcome=outcome, counted_rollouts=list(primary), values={t.primary_metric: list(primary.values())},
+        metrics={m: stats.summarize(v) for m, v in samples.items() if v}, nccl=nccl, lines=parsed.lines)
 
     # 1. Did the runner get the arm going at all, and did it end cleanly?
     if ev.result is None:
@@ -452,15 +451,12 @@ def _errors_by_class(errors: Sequence) -> dict[str, list]:
     The parser reports a fine class and, on the same line, its coarse twin (nccl_cuda_failure
     and nccl_error); the twin adds nothing, so it is dropped when its fine class is present.
     """
-    fine_on_line: dict[int, set[str]] = {}
-    for e in errors:
-        fine_on_line.setdefault(e.line, set()).add(e.cls)
     groups: dict[str, list] = {}
     for e in errors:
-        twins = {getattr(other, "coarse", "") for other in errors if other.line == e.line and other.cls != e.cls}
-        if e.cls in twins and len(fine_on_line[e.line]) > 1:
-            continue
-        groups.setdefault(e.cls, []).append(e)
+        finer_on_same_line = any(other.line == e.line and other.cls != e.cls and getattr(other, "coarse", "") == e.cls
+                                 for other in errors)
+        if not finer_on_same_line:
+            groups.setdefault(e.cls, []).append(e)
     return groups
 
 

@@ -427,3 +427,43 @@ def test_cli_missing_log_is_a_usage_error_with_a_fix(tmp_path):
     assert proc.returncode == EXIT_USAGE
     assert "nope.log" in proc.stderr and "fix:" in proc.stderr
     assert not (tmp_path / "o").exists()
+
+
+# -- real logs from public issues (tests/data/real-logs): the verdict on what users actually paste --
+
+REAL = ROOT / "tests" / "data" / "real-logs"
+
+
+def _against_real(name):
+    baseline = v.ArmEvidence("cp1", 1, synthetic_arm(cp=1, actor_train_time=1.0, seed=1).expected())
+    return decide(baseline, v.ArmEvidence("cp2", 2, parse_file(REAL / name)))
+
+
+@pytest.mark.parametrize(("name", "cls", "line", "fix_hint"), [
+    ("20_openrlhf-issue624-ray-prefixed-nccl-watchdog-timeout.log", "nccl_timeout", 2, "NCCL_DEBUG=INFO"),
+    ("09_slime-issue1951-oom-compute-log-probs.log", "cuda_oom", 1, "--max-tokens-per-gpu"),
+    ("24_slime-pr419-actordied-rolloutmanager-init.log", "ray_actor_died", 1, "first error above"),
+    ("31_pai-megatron-patch-issue21-argparse-unrecognized-arguments.log", "argparse_unrecognized_arguments", 1,
+     "cpverify lint"),
+])
+def test_real_failure_logs_fail_naming_class_and_line(name, cls, line, fix_hint):
+    verdict = _against_real(name)
+    assert verdict.status == v.FAIL
+    found = check(verdict, f"error:{cls}", "cp2")
+    assert f"at line {line}" in found.detail and fix_hint in found.fix
+    assert cls in verdict.headline
+
+
+def test_real_log_with_steps_but_no_perf_is_inconclusive_and_says_why():
+    verdict = _against_real("02_slime-issue1136-cp-step11-train-metrics.log")
+    assert verdict.status == v.INCONCLUSIVE
+    assert "step lines but no train-side perf lines" in check(verdict, "counted_steps", "cp2").detail
+
+
+def test_real_nccl_logs_feed_the_transport_and_version_checks():
+    ib = _against_real("14_nccl-issue1189-h20-net-ib-gdrdma-and-p2p-cumem.log")
+    assert check(ib, "nccl_transport", "cp2").status == "pass"  # IB with GDRDMA and P2P: no TCP fallback
+    socket_only = _against_real("12_nccl-issue1267-debug-info-net-socket.log")
+    # "Using network Socket" without channel lines is not evidence of a TCP fallback
+    assert check(socket_only, "nccl_transport", "cp2").status == "skip"
+    assert check(socket_only, "nccl_same_version:cp2 vs cp1").status == "warn"  # 2.19.3 vs the baseline's 2.28.9
