@@ -561,8 +561,8 @@ _SIGNATURES: tuple[_Signature, ...] = (
     _sig("sglang_server_startup_failure", "Initialization failed", "Server process terminated unexpectedly"),
     _sig("sglang_scheduler_exception", "Scheduler hit an exception", "Exception in run_scheduler_process"),
     _sig("sglang_health_check_failed", "Health check failed for rollout engine"),
-    _sig("sglang_http_500", '" 500', rx=r'"[A-Z]+ [^"]* HTTP/[\d.]+" 500\b'),
-    _sig("sglang_http_5xx", '" 5', rx=r'"[A-Z]+ [^"]* HTTP/[\d.]+" 5(?!00)\d\d\b'),
+    _sig("sglang_http_500", 'HTTP/1.1" 500', rx=r'"[A-Z]+ [^"]* HTTP/1\.1" 500\b'),
+    _sig("sglang_http_5xx", 'HTTP/1.1" 5', rx=r'"[A-Z]+ [^"]* HTTP/1\.1" 5(?!00)\d\d\b'),
     _sig("slime_flush_cache_timeout", "Timeout while flushing cache"),
     _sig("slime_http_max_retries", "failing", rx=r"Max retries \(\d+\) reached"),
     # argparse (slime, Megatron, SGLang and any launcher)
@@ -606,7 +606,7 @@ _SIGNATURES: tuple[_Signature, ...] = (
 _GATE_TOKENS = (
     "error", "fail", "except", "time", "stuck", "memory", "unexpectedly", "placement group",
     ": {", "perf/", "cpverify-", " via ", "nccl version", "using network", "net/ib : using",
-    "nccl warn", "traceback", 'file "', "s/it]", "?it/s]", '" 5',
+    "nccl warn", "traceback", 'file "', "s/it]", "?it/s]", 'http/1.1" 5',
 )
 _GATE_BYTES = tuple(t.encode() for t in _GATE_TOKENS)
 # What _segment recognises before it classifies errors (each holds a gate token too).
@@ -738,6 +738,7 @@ class LogParser:
         self._tb: TracebackRecord | None = None
         self._tb_quiet = 0  # lines since the traceback last grew
         self._frame_awaits_code = False
+        self._via_seen: set[bytes] = set()
 
     @property
     def wants_every_line(self) -> bool:
@@ -793,7 +794,15 @@ class LogParser:
     # -- one physical line -------------------------------------------------------------
     def _nccl_info(self, line: bytes) -> None:
         # The fast path for NCCL_DEBUG=INFO chatter: only these facts live in such lines.
-        if b" via " in line or b"NCCL version" in line or b"Using network" in line or b"NET/IB : Using" in line:
+        via = line.find(b" via ")
+        if via != -1:
+            # Every channel of every communicator prints one: decode each distinct one once.
+            tail = line[via:].rstrip()
+            if tail in self._via_seen:
+                return
+            if len(self._via_seen) < 4096:
+                self._via_seen.add(tail)
+        if via != -1 or b"NCCL version" in line or b"Using network" in line or b"NET/IB : Using" in line:
             text = line.decode("utf-8", "replace")
             self._nccl_facts(_ANSI.sub("", text) if "\x1b" in text else text)
 
