@@ -350,8 +350,8 @@ class LogWatcher:
             error_class = fatal.cls if fatal is not None else ""
             if fatal is not None:
                 reason += f"{'; ' if reason else ''}{fatal.cls} at line {fatal.line}: {fatal.text.strip()[:300]}"
-        if self._source_error is not None and outcome != OK:
-            reason += f"{'; ' if reason else ''}log stream broke: {self._source_error!r}"
+        if self._source_error is not None:  # even when it ended well: the log may lack lines
+            reason += f"{'; ' if reason else ''}the output stream broke, the log may be incomplete: {self._source_error!r}"
         return ArmResult(
             arm=self.arm_name,
             outcome=outcome,

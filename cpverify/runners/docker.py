@@ -50,6 +50,7 @@ DOCKER_SOCKETS = {"/var/run/docker.sock", "/run/docker.sock"}
 # follow-stream that stays open after the container exited
 # (https://github.com/docker/docker-py/issues/3084).
 _INSPECT_EVERY_S = 2.0
+_REATTACH_ATTEMPTS = 5
 
 
 @dataclass(frozen=True)
@@ -312,19 +313,53 @@ class _ContainerState:
         self._inspected_at = time.monotonic()
 
     def stream(self) -> Iterator[bytes]:
-        # follow=True keeps the request open until the container stops. docker-py turns
-        # the socket's read timeout off for such streams, so a workload silent for longer
-        # than the client's timeout does not break it
-        # (https://github.com/docker/docker-py/issues/931; tests check it). The log endpoint
-        # also replays what was printed between start() and this call: nothing is lost.
-        source = self.container.logs(stream=True, follow=True, stdout=True, stderr=True)
-        try:
-            yield from source
-        finally:
-            self._stream_ended = True
-            close = getattr(source, "close", None)
-            if close is not None:
-                close()
+        """The container's output from its first byte, exactly once, until it stops.
+
+        follow=True keeps the request open until the container stops, and the endpoint
+        replays everything printed since start(), so attaching after start() loses
+        nothing. docker-py switches the socket's read timeout off for such streams
+        (https://github.com/docker/docker-py/issues/931), but a stream can still break
+        (an older docker-py, a proxy in front of the engine, a daemon hiccup). Then we
+        attach again: the replay starts at byte 0 of the same stored log, so skipping
+        the bytes already delivered continues exactly where the break happened.
+        """
+        import docker.errors
+        import requests.exceptions
+        import urllib3.exceptions
+
+        # docker-py reads the multiplexed stream from the raw urllib3 response, so a
+        # break surfaces as urllib3's error, not requests'.
+        broken = (requests.exceptions.RequestException, urllib3.exceptions.HTTPError, OSError,
+                  docker.errors.APIError)
+        delivered = 0
+        failures = 0  # consecutive breaks with nothing new in between
+        while True:
+            skip, source = delivered, None
+            try:
+                source = self.container.logs(stream=True, follow=True, stdout=True, stderr=True)
+                for chunk in source:
+                    if skip:
+                        if len(chunk) <= skip:
+                            skip -= len(chunk)
+                            continue
+                        chunk, skip = chunk[skip:], 0
+                    delivered += len(chunk)
+                    failures = 0
+                    yield chunk
+                break  # the container stopped: the stream ended as it should
+            except docker.errors.NotFound:
+                break  # removed under us: nothing more to read
+            except broken as exc:
+                failures += 1
+                if failures > _REATTACH_ATTEMPTS:
+                    self._stream_ended = True
+                    raise
+                log.warning("log stream of %s broke (%s); attaching again", self.container.name, exc)
+            finally:
+                close = getattr(source, "close", None)
+                if close is not None:
+                    close()
+        self._stream_ended = True
 
     def exit_code(self) -> int | None:
         import docker.errors

@@ -1,0 +1,306 @@
+"""DockerRunner against the REAL Docker engine, with the busybox test image.
+
+Workloads are tests/images/workload.sh (slime/NCCL log lines) inside the container.
+This engine has no NVIDIA runtime, so GPU containers are tested for the way they fail
+("blocked" with the fix); everything else runs with `gpus=None`.
+
+The default ulimits (memlock unlimited) need a daemon allowed to raise them; CI VMs often
+are not, so most tests pass `ulimits=UNPRIVILEGED` and one test checks the default.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from runner_util import HERE, arm, wait_for
+
+from cpverify.errors import EnvironmentBlocked, InputError
+from cpverify.runners.base import BLOCKED, DEADLINE, FAILED, FATAL, HANG, INTERRUPTED, OK, Limits
+from cpverify.runners.docker import (
+    LABEL_ARM,
+    LABEL_MANAGED,
+    LABEL_OWNER,
+    LABEL_RUN,
+    NVIDIA_FIX,
+    BindMount,
+    DockerRunner,
+    connect,
+    sweep_leftovers,
+)
+
+UNPRIVILEGED = {"stack": 67108864}
+LIMITS = Limits(deadline_s=20, hang_s=5, stall_s=10)
+
+
+def workload(name: str, *args: str, **kw):
+    return arm(name, "sh", "/workload.sh", *args, workdir="/work", **kw)
+
+
+def runner_for(docker_client, test_image, run_id, **options):
+    options.setdefault("gpus", None)
+    options.setdefault("ulimits", UNPRIVILEGED)
+    return DockerRunner(image=test_image, run_id=run_id, client=docker_client, **options)
+
+
+def containers_of(client, run_id):
+    return client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"})
+
+
+@pytest.mark.docker
+def test_output_streams_live_and_the_container_is_configured_as_slime_needs(
+    docker_client, test_image, run_id, tmp_path
+):
+    log_path = tmp_path / "live.log"
+    box = {}
+    runner = runner_for(docker_client, test_image, run_id)
+    thread = threading.Thread(target=lambda: box.update(result=runner.run_arm(
+        workload("live", "train", "8", "0.3"), log_path=log_path, limits=LIMITS)))
+    thread.start()
+    try:
+        two_steps = wait_for(lambda: log_path.exists() and log_path.read_text().count(" - step ") >= 2, 15)
+        running = [c for c in containers_of(docker_client, run_id) if c.status == "running"]
+        assert two_steps and len(running) == 1, "lines must reach the file while the container runs"
+        attrs = running[0].attrs
+    finally:
+        thread.join(30)
+    host = attrs["HostConfig"]
+    assert running[0].labels[LABEL_MANAGED] == "1" and running[0].labels[LABEL_ARM] == "live"
+    assert host["IpcMode"] == "host" and host["Privileged"] is False
+    assert host["NetworkMode"] != "host"
+    assert host["ShmSize"] == 16 * 1024**3
+    assert {u["Name"]: u["Hard"] for u in host["Ulimits"]} == {"stack": 67108864}
+    assert not any("docker.sock" in (m.get("Source") or "") for m in attrs["Mounts"])
+    assert attrs["Config"]["WorkingDir"] == "/work"
+
+    result = box["result"]
+    assert result.outcome == OK and result.exit_code == 0
+    assert [s.step for s in result.parsed.steps] == list(range(8))
+    assert containers_of(docker_client, run_id) == []
+
+
+@pytest.mark.docker
+def test_exit_code_is_returned(docker_client, test_image, run_id, tmp_path):
+    runner = runner_for(docker_client, test_image, run_id)
+    result = runner.run_arm(workload("fails", "train", "2", "0", "3"), log_path=tmp_path / "f.log", limits=LIMITS)
+    assert result.outcome == FAILED and result.exit_code == 3
+    assert containers_of(docker_client, run_id) == []
+
+
+@pytest.mark.docker
+def test_a_silent_container_is_killed_at_the_hang_deadline(docker_client, test_image, run_id, tmp_path):
+    runner = runner_for(docker_client, test_image, run_id)
+    t0 = time.monotonic()
+    result = runner.run_arm(workload("hang", "hang", "2"), log_path=tmp_path / "h.log",
+                            limits=Limits(deadline_s=30, hang_s=1.5, stall_s=30))
+    assert 1.5 <= time.monotonic() - t0 < 10
+    assert result.outcome == HANG and result.exit_code == 137
+    assert containers_of(docker_client, run_id) == []
+
+
+@pytest.mark.docker
+def test_nccl_watchdog_timeout_is_fatal_and_stops_the_container_early(docker_client, test_image, run_id, tmp_path):
+    runner = runner_for(docker_client, test_image, run_id)
+    t0 = time.monotonic()
+    result = runner.run_arm(workload("nccl", "nccl_timeout"), log_path=tmp_path / "n.log", limits=LIMITS)
+    assert time.monotonic() - t0 < 8, "a fatal signature must not wait for hang or deadline"
+    assert result.outcome == FATAL and result.error_class == "nccl_timeout"
+    assert "Watchdog caught collective operation timeout" in (tmp_path / "n.log").read_text()
+    assert containers_of(docker_client, run_id) == []
+
+
+@pytest.mark.docker
+def test_our_own_deadline_is_enforced(docker_client, test_image, run_id, tmp_path):
+    runner = runner_for(docker_client, test_image, run_id)
+    result = runner.run_arm(workload("deadline", "forever", "0.1"), log_path=tmp_path / "d.log",
+                            limits=Limits(deadline_s=1.5, hang_s=10, stall_s=10))
+    assert result.outcome == DEADLINE and result.exit_code == 137
+    assert containers_of(docker_client, run_id) == []
+
+
+@pytest.mark.docker
+def test_silence_longer_than_the_http_timeout_does_not_break_the_stream(test_image, run_id, tmp_path):
+    """docker-py disables the socket timeout on log streams (docker/docker-py#931); keep it so."""
+    import docker
+
+    client = docker.from_env(timeout=2)
+    runner = runner_for(client, test_image, run_id)
+    result = runner.run_arm(arm("quiet", "sh", "-c", "echo before; sleep 3.5; echo after", workdir="/work"),
+                            log_path=tmp_path / "q.log", limits=LIMITS)
+    assert result.outcome == OK
+    assert (tmp_path / "q.log").read_text() == "before\nafter\n"
+    assert containers_of(client, run_id) == []
+
+
+@pytest.mark.docker
+def test_ctrl_c_leaves_no_container_and_keeps_the_partial_log(docker_client, test_image, run_id, tmp_path):
+    log_path = tmp_path / "child.log"
+    child = subprocess.Popen(
+        [sys.executable, str(HERE / "runner_util.py"), "docker", str(log_path),
+         "--image", test_image, "--run-id", run_id, "--", "sh", "/workload.sh", "forever", "0.1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(HERE.parent)},
+    )
+    try:
+        assert wait_for(lambda: log_path.exists() and log_path.read_text().count(" - step ") >= 3, 20)
+        assert len(containers_of(docker_client, run_id)) == 1
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == 130, err
+    assert json.loads(out.split("INTERRUPTED ", 1)[1])["outcome"] == INTERRUPTED
+    assert containers_of(docker_client, run_id) == []
+    assert log_path.read_text().count(" - step ") >= 3
+
+
+@pytest.mark.docker
+def test_gpu_request_without_nvidia_runtime_is_blocked_and_leaves_nothing(docker_client, test_image, run_id, tmp_path):
+    """This engine has no NVIDIA runtime: the real failure, mapped to the fix."""
+    runner = runner_for(docker_client, test_image, run_id, gpus=(0, 1))
+    result = runner.run_arm(workload("gpu", "train", "1", "0"), log_path=tmp_path / "g.log", limits=LIMITS)
+    assert result.outcome == BLOCKED and result.exit_code is None
+    assert 'could not select device driver "" with capabilities: [[gpu]]' in result.reason
+    assert result.fix == NVIDIA_FIX and "nvidia-ctk runtime configure --runtime=docker" in result.fix
+    assert containers_of(docker_client, run_id) == []  # not even one in state `created`
+
+
+@pytest.mark.docker
+def test_default_ulimits_run_or_block_with_a_fix(docker_client, test_image, run_id, tmp_path):
+    """memlock unlimited (slime's flags) needs a daemon allowed to raise it: either it runs,
+    or the arm is blocked with the fix and nothing is left behind."""
+    runner = runner_for(docker_client, test_image, run_id, ulimits={"memlock": -1, "stack": 67108864})
+    result = runner.run_arm(arm("ulimit", "sh", "-c", "ulimit -l", workdir="/work"),
+                            log_path=tmp_path / "u.log", limits=LIMITS)
+    if result.outcome == OK:
+        assert (tmp_path / "u.log").read_text().strip() == "unlimited"
+    else:
+        assert result.outcome == BLOCKED and "LimitMEMLOCK=infinity" in result.fix
+    assert containers_of(docker_client, run_id) == []
+
+
+@pytest.mark.docker
+def test_missing_image_and_missing_command_are_blocked(docker_client, test_image, run_id, tmp_path):
+    runner = DockerRunner(image="cpverify-no-such-image:0", run_id=run_id, gpus=None, client=docker_client)
+    result = runner.run_arm(workload("noimg", "train", "1", "0"), log_path=tmp_path / "i.log", limits=LIMITS)
+    assert result.outcome == BLOCKED and "docker pull cpverify-no-such-image:0" in result.fix
+    runner = runner_for(docker_client, test_image, run_id)
+    result = runner.run_arm(arm("nocmd", "no-such-launcher", workdir="/work"), log_path=tmp_path / "c.log", limits=LIMITS)
+    assert result.outcome == BLOCKED and "no-such-launcher" in result.reason
+    assert containers_of(docker_client, run_id) == []
+
+
+@pytest.mark.docker
+def test_mounts_env_and_secrets(docker_client, test_image, run_id, tmp_path, monkeypatch):
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    artifacts = tmp_path / "artifacts"
+    artifacts.mkdir()
+    monkeypatch.setenv("CPVERIFY_TEST_HOST_VAR", "from-host")
+    runner = runner_for(docker_client, test_image, run_id, mounts=[
+        BindMount(model, "/model"), BindMount(artifacts, "/artifacts", read_only=False)])
+    script = (
+        "ls /model; (touch /model/x 2>/dev/null && echo model-writable) || echo model-read-only; "
+        "echo out > /artifacts/out.txt; "
+        'echo "cmc=$CUDA_DEVICE_MAX_CONNECTIONS host=${CPVERIFY_TEST_HOST_VAR:-unset} hf=${HF_TOKEN:-unset}"'
+    )
+    the_arm = arm("mounts", "sh", "-c", script, workdir="/work",
+                  env={"CUDA_DEVICE_MAX_CONNECTIONS": "1", "HF_TOKEN": "hf_abcdefghijklmnopqrstuvwx"})
+    result = runner.run_arm(the_arm, log_path=tmp_path / "m.log", limits=LIMITS)
+    assert result.outcome == OK, result.reason
+    assert (tmp_path / "m.log").read_text().splitlines() == [
+        "config.json", "model-read-only", "cmc=1 host=unset hf=unset"]
+    assert (artifacts / "out.txt").read_text() == "out\n"
+
+
+def test_bad_mounts_are_refused_before_anything_runs(tmp_path):
+    with pytest.raises(InputError, match="Docker socket"):
+        DockerRunner(image="x", run_id="r", mounts=[BindMount("/var/run/docker.sock", "/var/run/docker.sock")])
+    with pytest.raises(InputError, match="does not exist") as raised:
+        DockerRunner(image="x", run_id="r", mounts=[BindMount(tmp_path / "no-model", "/model")])
+    assert "cpverify fetch" in raised.value.fix
+
+
+@pytest.mark.docker
+def test_sweep_removes_leftovers_of_dead_runs_only(docker_client, test_image, run_id):
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    alive = subprocess.Popen(["sleep", "30"])
+    import socket
+
+    def leftover(owner_pid, arm_name):
+        return docker_client.containers.create(test_image, ["sleep", "30"], labels={
+            LABEL_MANAGED: "1", LABEL_RUN: run_id, LABEL_ARM: arm_name,
+            LABEL_OWNER: f"{socket.gethostname()}:{owner_pid}"})
+
+    try:
+        crashed = leftover(dead.pid, "cp1")
+        crashed.start()
+        running_elsewhere = leftover(alive.pid, "cp2")
+        removed = sweep_leftovers(docker_client, run_id=run_id)
+        assert removed == [crashed.name]
+        assert [c.name for c in containers_of(docker_client, run_id)] == [running_elsewhere.name]
+        alive.kill()
+        alive.wait()
+        assert sweep_leftovers(docker_client, run_id=run_id) == [running_elsewhere.name]
+        assert containers_of(docker_client, run_id) == []
+    finally:
+        alive.kill()
+        alive.wait()
+
+
+# -- preflight ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("host", ["unix:///nonexistent/docker.sock", "tcp://127.0.0.1:9"])
+def test_no_engine_is_blocked_with_the_fix(monkeypatch, host):
+    monkeypatch.setenv("DOCKER_HOST", host)
+    with pytest.raises(EnvironmentBlocked) as raised:
+        connect(timeout=5)
+    assert "no Docker engine answers" in str(raised.value) and "dockerd" in raised.value.fix
+
+
+@pytest.mark.docker
+def test_permission_denied_on_the_socket_is_blocked_with_the_fix():
+    """A real EACCES: a process that dropped to `nobody` connects to the engine's socket."""
+    sock = "/var/run/docker.sock"
+    if os.geteuid() != 0 or not os.path.exists(sock) or os.stat(sock).st_mode & 0o006:
+        pytest.skip("needs root to drop privileges, and a socket that others may not use")
+    code = (
+        "import os, docker, requests, cpverify.runners.docker as d\n"
+        "os.setgroups([]); os.setgid(65534); os.setuid(65534)\n"
+        "try:\n    d.connect(timeout=5)\nexcept Exception as e:\n    print(type(e).__name__, e.fix)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(HERE.parent), "DOCKER_HOST": f"unix://{sock}"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=30)
+    assert out.stdout.startswith("EnvironmentBlocked"), out.stderr
+    assert "usermod -aG docker" in out.stdout
+
+
+@pytest.mark.docker
+def test_a_broken_log_stream_is_reattached_without_losing_or_repeating_a_line(
+    docker_client, test_image, run_id, tmp_path, monkeypatch
+):
+    """A real break: with docker-py's read-timeout fix undone (the docker-py < 3 behaviour,
+    docker/docker-py#931), the stream dies during each 1.5 s silence of a 2 s-timeout client."""
+    import docker
+    import docker.api.client
+
+    monkeypatch.setattr(docker.api.client.APIClient, "_disable_socket_timeout", lambda self, sock: None)
+    client = docker.from_env(timeout=1)
+    runner = runner_for(client, test_image, run_id)
+    script = "i=0; while [ $i -lt 3 ]; do echo line-$i-a; echo line-$i-b; sleep 1.5; i=$((i+1)); done; echo end"
+    result = runner.run_arm(arm("breaks", "sh", "-c", script, workdir="/work"),
+                            log_path=tmp_path / "b.log", limits=LIMITS)
+    expected = [f"line-{i}-{x}" for i in range(3) for x in "ab"] + ["end"]
+    assert (tmp_path / "b.log").read_text().splitlines() == expected
+    assert result.outcome == OK and result.reason == ""
+    assert containers_of(client, run_id) == []
