@@ -29,6 +29,11 @@ export PATH="$PATH:/usr/sbin:/sbin"
 if docker info >/dev/null 2>&1; then
     echo "docker-up: a daemon already answers" >&2
 else
+    # A daemon that died uncleanly leaves its pid file, and a new one refuses to start.
+    pid_file=/var/run/docker.pid
+    if [ -f "$pid_file" ] && ! kill -0 "$(cat "$pid_file" 2>/dev/null)" 2>/dev/null; then
+        as_root rm -f "$pid_file"
+    fi
     echo "docker-up: starting dockerd $flags (log: $log_file)" >&2
     # setsid + nohup: the daemon must outlive this script and the shell that ran it.
     # shellcheck disable=SC2086

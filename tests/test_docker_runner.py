@@ -304,3 +304,27 @@ def test_a_broken_log_stream_is_reattached_without_losing_or_repeating_a_line(
     assert (tmp_path / "b.log").read_text().splitlines() == expected
     assert result.outcome == OK and result.reason == ""
     assert containers_of(client, run_id) == []
+
+
+@pytest.mark.docker
+def test_ctrl_c_while_the_container_is_being_created_leaves_nothing(
+    docker_client, test_image, run_id, tmp_path, monkeypatch
+):
+    """Ctrl-C at the worst moment: the engine created the container, but the create call
+    never returned to us (simulated by raising KeyboardInterrupt right after the real call)."""
+    from docker.models.containers import ContainerCollection
+
+    from cpverify.runners.base import ArmInterrupted
+
+    real_create = ContainerCollection.create
+
+    def create_then_ctrl_c(self, *args, **kwargs):
+        real_create(self, *args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ContainerCollection, "create", create_then_ctrl_c)
+    runner = runner_for(docker_client, test_image, run_id)
+    with pytest.raises(ArmInterrupted) as raised:
+        runner.run_arm(workload("early", "forever", "0.1"), log_path=tmp_path / "e.log", limits=LIMITS)
+    assert raised.value.result.outcome == INTERRUPTED
+    assert containers_of(docker_client, run_id) == []

@@ -166,3 +166,9 @@ def test_environment_reaches_the_workload_without_secrets(tmp_path, monkeypatch)
     result, log_path = run(tmp_path, the_arm)
     assert result.outcome == OK
     assert log_path.read_text().strip() == "cmc=1 host=from-host hf=unset wandb=unset"
+
+
+def test_a_workload_that_closes_its_output_early_is_still_awaited(tmp_path):
+    result, log_path = run(tmp_path, arm("closes", "sh", "-c", "echo bye; exec >&- 2>&-; sleep 1; exit 4"))
+    assert result.outcome == FAILED and result.exit_code == 4
+    assert log_path.read_text() == "bye\n"

@@ -351,3 +351,19 @@ def wait_until(predicate, timeout: float) -> bool:
             return True
         time.sleep(0.02)
     return bool(predicate())
+
+
+def test_output_closed_before_exit_is_waited_for_without_spinning(tmp_path):
+    """A workload may close its output and run on (a daemon, `exec >&-`): the watcher
+    keeps polling for the exit at its normal pace, not in a busy loop."""
+    calls = []
+    exits_at = time.monotonic() + 1.0
+
+    def poll_exit():
+        calls.append(1)
+        return 0 if time.monotonic() >= exits_at else None
+
+    watcher = LogWatcher(tmp_path / "arm.log", FAST, poll_s=0.1)
+    result = watcher.watch(iter([b"closing my stdout\n"]), stop=lambda: None, poll_exit=poll_exit)
+    assert result.outcome == OK and result.exit_code == 0
+    assert len(calls) < 30

@@ -177,9 +177,13 @@ class LogWatcher:
 
     def _watch_until_done(self, stop, poll_exit) -> tuple[_Trigger | None, int | None]:
         while True:
-            # Event.wait is interruptible by Ctrl-C on POSIX: the main thread never blocks
-            # where KeyboardInterrupt cannot reach it.
-            self._source_done.wait(self.poll_s)
+            # Both waits are interruptible by Ctrl-C: the main thread never blocks where
+            # KeyboardInterrupt cannot reach it. Waiting on the event notices the end of
+            # the output at once; once it has ended, sleep (a set event would not wait).
+            if self._source_done.is_set():
+                time.sleep(self.poll_s)
+            else:
+                self._source_done.wait(self.poll_s)
             trigger = self._check(self._clock())
             if trigger is not None:
                 break

@@ -23,7 +23,7 @@ from pathlib import Path
 from cpverify.errors import EnvironmentBlocked, InputError
 from cpverify.runners._env import workload_env
 from cpverify.runners._watch import LogWatcher, ProgressCallback
-from cpverify.runners.base import BLOCKED, ArmResult, Limits
+from cpverify.runners.base import BLOCKED, INTERRUPTED, ArmInterrupted, ArmResult, Limits
 
 log = logging.getLogger(__name__)
 
@@ -196,10 +196,11 @@ class DockerRunner:
         client = self.preflight()
         log_path = Path(log_path)
         started = time.monotonic()
+        kwargs = self.create_kwargs(arm)
         container = None
         try:
             try:
-                container = client.containers.create(**self.create_kwargs(arm))
+                container = client.containers.create(**kwargs)
             except docker.errors.ImageNotFound:
                 return _blocked(
                     arm.name, log_path, started, f"image {self.image} is not on this Docker engine",
@@ -224,9 +225,29 @@ class DockerRunner:
             )
             state = _ContainerState(container, self.kill_wait_s)
             return watcher.watch(state.stream(), stop=state.kill, poll_exit=state.exit_code)
+        except KeyboardInterrupt as exc:
+            if isinstance(exc, ArmInterrupted):
+                raise
+            # Ctrl-C before the watcher ran (during create or start). The daemon may have
+            # created the container although the call never returned: remove it by name.
+            if container is None:
+                self._remove_named(client, kwargs["name"])
+            raise ArmInterrupted(ArmResult(
+                arm=arm.name, outcome=INTERRUPTED, exit_code=None, log_path=log_path,
+                duration_s=time.monotonic() - started, reason="interrupted (Ctrl-C) while starting the container",
+                fix="re-run when ready",
+            )) from None
         finally:
             if container is not None:
                 self._remove(container)
+
+    def _remove_named(self, client, name: str) -> None:
+        import docker.errors
+
+        try:
+            self._remove(client.containers.get(name))
+        except docker.errors.NotFound:
+            pass
 
     def create_kwargs(self, arm) -> dict:
         """The `containers.create` arguments for one arm (public so plans and tests can show them)."""
