@@ -36,6 +36,7 @@ _TOKEN_PATTERNS = [
     re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b"),  # Slack
     re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\b"),  # JWT
 ]
+_TOKENS = re.compile("|".join(f"(?:{p.pattern})" for p in _TOKEN_PATTERNS))  # one pass over the text
 _BEARER = re.compile(r"(?i)\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}")
 _URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@")
 
@@ -67,6 +68,7 @@ def _name_words(name: str) -> list[str]:
     return [w.lower() for w in re.split(r"[_.\-/]+", name) if w]
 
 
+@functools.lru_cache(maxsize=4096)  # names repeat on every line of a log
 def is_secret_name(name: str) -> bool:
     """Does a variable/flag/field name look like it holds a credential?"""
     words = _name_words(name)
@@ -99,8 +101,11 @@ def _machine_identity() -> tuple[tuple[str, ...], str | None, str | None]:
         user = None
     if not user or len(user) < 3 or user.lower() in _GENERIC_USERS:
         user = None
-    home = str(Path.home()) if "HOME" in os.environ or user else None
-    if home in (None, "/", "/root"):
+    try:
+        home: str | None = str(Path.home())
+    except (KeyError, RuntimeError):  # no HOME and no passwd entry
+        home = None
+    if home in ("/", "/root"):  # /root paths appear in every slime image and identify nobody
         home = None
     return tuple(sorted(hosts, key=len, reverse=True)), user, home
 
@@ -152,52 +157,65 @@ def _redact_ipv4(match: re.Match[str]) -> str:
     return text if address.is_loopback or address.is_unspecified else IP
 
 
+class Redactor:
+    """Redaction rules bound to this machine and process, built once and applied to many texts.
+
+    The machine's identity and the environment's secret values are looked up at construction,
+    so copying a million-line log costs one lookup, not one per line.
+    """
+
+    def __init__(self, extra_secrets: Iterable[str] = ()) -> None:
+        literals = {s for s in (*extra_secrets, *_environment_secrets()) if s and len(s) >= 4}
+        # Longest first, so a secret that contains another is removed whole.
+        self._literals = sorted(literals, key=len, reverse=True)
+        hosts, user, home = _machine_identity()
+        self._identity: list[tuple[re.Pattern[str], str]] = []
+        if home:
+            self._identity.append((re.compile(rf"{re.escape(home)}(?![\w.-])"), "~"))
+        self._identity.append((_HOME, "~"))
+        self._identity.append((_NCCL_HOST, HOST))
+        for host in hosts:
+            self._identity.append((re.compile(rf"(?<![\w-]){re.escape(host)}(?![\w-])", re.IGNORECASE), HOST))
+        if user:
+            self._identity.append((re.compile(rf"(?<![\w-]){re.escape(user)}(?![\w-])"), USER))
+
+    def __call__(self, text: str, *, keep_versions: bool = False) -> str:
+        for secret in self._literals:
+            text = text.replace(secret, SECRET)
+        text = _TOKENS.sub(TOKEN, text)
+        text = _BEARER.sub(lambda m: f"{m.group(1)} {TOKEN}", text)
+        text = _URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}{SECRET}@", text)
+        text = _redact_pairs(text)
+        for pattern, placeholder in self._identity:
+            text = pattern.sub(placeholder, text)
+        if not keep_versions:
+            text = _IPV4.sub(_redact_ipv4, text)
+        return _IPV6.sub(_redact_ipv6, text)
+
+
 def redact_text(text: str, *, extra_secrets: Iterable[str] = (), keep_versions: bool = False) -> str:
     """Return `text` with credentials, home paths, user/host names and IP addresses replaced.
 
     `extra_secrets` are literal strings to remove wherever they occur (values the caller knows
     are secret). `keep_versions` skips IPv4 matching, for fields known to hold a version
-    (cuDNN 9.10.2.21 is shaped like an address).
+    (cuDNN 9.10.2.21 is shaped like an address). For many texts, build one Redactor instead.
     """
-    literal = sorted({s for s in (*extra_secrets, *_environment_secrets()) if s and len(s) >= 4},
-                     key=len, reverse=True)
-    for secret in literal:
-        text = text.replace(secret, SECRET)
-    for pattern in _TOKEN_PATTERNS:
-        text = pattern.sub(TOKEN, text)
-    text = _BEARER.sub(lambda m: f"{m.group(1)} {TOKEN}", text)
-    text = _URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}{SECRET}@", text)
-    text = _redact_pairs(text)
-
-    hosts, user, home = _machine_identity()
-    if home:
-        text = re.sub(rf"{re.escape(home)}(?![\w.-])", "~", text)
-    text = _HOME.sub("~", text)
-    text = _NCCL_HOST.sub(HOST, text)
-    for host in hosts:
-        text = re.sub(rf"(?<![\w-]){re.escape(host)}(?![\w-])", HOST, text, flags=re.IGNORECASE)
-    if user:
-        text = re.sub(rf"(?<![\w-]){re.escape(user)}(?![\w-])", USER, text)
-
-    if not keep_versions:
-        text = _IPV4.sub(_redact_ipv4, text)
-    text = _IPV6.sub(_redact_ipv6, text)
-    return text
+    return Redactor(extra_secrets)(text, keep_versions=keep_versions)
 
 
 def redact_json(obj: Any, *, extra_secrets: Iterable[str] = ()) -> Any:
     """A redacted deep copy of a JSON-like value: secret-named fields lose their value entirely."""
-    extra = tuple(extra_secrets)
+    scrub = Redactor(extra_secrets)
 
     def walk(value: Any, key: str | None) -> Any:
         if isinstance(value, dict):
-            return {redact_text(str(k), extra_secrets=extra): walk(v, str(k)) for k, v in value.items()}
+            return {scrub(str(k)): walk(v, str(k)) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
             return [walk(v, key) for v in value]
         if key is not None and is_secret_name(key) and value not in (None, "", True, False):
             return SECRET
         if isinstance(value, str):
-            return redact_text(value, extra_secrets=extra, keep_versions=key is not None and "version" in key.lower())
+            return scrub(value, keep_versions=key is not None and "version" in key.lower())
         return value
 
     return walk(obj, None)

@@ -710,7 +710,7 @@ def run_verdict_command(args) -> int:
     from cpverify import report
     from cpverify.artifacts import RunDir, atomic_writer
     from cpverify.logs import parse_file
-    from cpverify.redact import redact_text
+    from cpverify.redact import Redactor
 
     thresholds = Thresholds(pass_ratio=args.pass_ratio, warmup=args.warmup, min_counted_steps=args.min_steps,
                             deterministic=args.deterministic)
@@ -729,11 +729,12 @@ def run_verdict_command(args) -> int:
     verdict = decide(evidence, comparisons=[names], thresholds=thresholds)
 
     run_dir = RunDir.create(args.out)
+    scrub = Redactor()
     for name, path in zip(names, paths.values(), strict=True):
         # The bundle carries the logs it judged, scrubbed line by line (they may hold tokens or hosts).
         with atomic_writer(run_dir.log_path(name)) as out, path.open(encoding="utf-8", errors="replace") as src:
             for line in src:
-                out.write(redact_text(line))
+                out.write(scrub(line))
     reproduce = ["cpverify", "verdict", "--baseline", f"logs/{names[0]}.log", "--candidate", f"logs/{names[1]}.log",
                  "--baseline-cp", str(args.baseline_cp), "--candidate-cp", str(args.candidate_cp),
                  "--pass-ratio", f"{args.pass_ratio:g}", "--warmup", str(args.warmup), "--min-steps",
