@@ -21,7 +21,7 @@ from cpverify import verdict as v
 from cpverify.errors import EXIT_BLOCKED, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE, InputError
 from cpverify.logs import ErrorRecord, ParsedLog, parse_file
 from cpverify.runners.base import ArmResult
-from helpers.slime_log import synthetic_arm
+from helpers.slime_log import ERROR_LINES, synthetic_arm
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((ROOT / "cpverify" / "data" / "verdict.schema.json").read_text())
@@ -467,3 +467,15 @@ def test_real_nccl_logs_feed_the_transport_and_version_checks():
     # "Using network Socket" without channel lines is not evidence of a TCP fallback
     assert check(socket_only, "nccl_transport", "cp2").status == "skip"
     assert check(socket_only, "nccl_same_version:cp2 vs cp1").status == "warn"  # 2.19.3 vs the baseline's 2.28.9
+
+
+@pytest.mark.parametrize("cls", sorted(ERROR_LINES))
+def test_builder_error_lines_are_classified_as_the_builder_says(tmp_path, cls):
+    """The helper's failure lines (used by other tests) carry the class the real parser gives them."""
+    log = synthetic_arm(cp=2, actor_train_time=1.0, seed=2)
+    line = log.error(cls)
+    parsed = parse_file(log.write(tmp_path / "cp2.log"))
+    assert (cls, line) in {(e.cls, e.line) for e in parsed.errors}
+    verdict = decide(v.ArmEvidence("cp1", 1, synthetic_arm(cp=1, actor_train_time=1.0, seed=1).expected()),
+                     v.ArmEvidence("cp2", 2, parsed))
+    assert verdict.status == v.FAIL and check(verdict, f"error:{cls}", "cp2").fix

@@ -233,6 +233,17 @@ class SlimeLog:
         self.truth.errors.append(ErrorRecord("cuda_oom", line, message))
         return line
 
+    def error(self, cls: str) -> int:
+        """One real failure line of class `cls` (a key of ERROR_LINES), as a train actor prints it.
+
+        expected() records the fine class only; the parser also reports its coarse twin
+        (e.g. nccl_error beside nccl_remote_error) on the same line.
+        """
+        message = ERROR_LINES[cls]
+        line = self.raw(f"{self._prefix(TRAIN_ACTOR, self.train_pid)}{message}", mark="error")
+        self.truth.errors.append(ErrorRecord(cls, line, message))
+        return line
+
     # -- output ---------------------------------------------------------------------------
     def text(self) -> str:
         return "".join(line + "\n" for line in self.lines)
@@ -242,6 +253,24 @@ class SlimeLog:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(self.text(), encoding="utf-8")
         return path
+
+
+# Real failure lines (from slime, torch, Ray, Megatron, argparse), keyed by the parser's fine class.
+ERROR_LINES = {
+    "nccl_remote_error": ("torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+                          "ProcessGroupNCCL.cpp:3356, remote process exited or there was a network error, "
+                          "NCCL version 2.28.9"),
+    "cuda_illegal_memory_access": "RuntimeError: CUDA error: an illegal memory access was encountered",
+    "ray_actor_died": "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
+    "megatron_cuda_device_max_connections": (
+        "AssertionError: Using tensor model parallelism or context parallelism require setting the environment "
+        "variable CUDA_DEVICE_MAX_CONNECTIONS to 1"),
+    "argparse_invalid_choice": ("train.py: error: argument --train-backend: invalid choice: 'fsdp' "
+                                "(choose from 'megatron')"),
+    "sglang_server_startup_failure": "RuntimeError: Server process terminated unexpectedly.",
+    "slime_num_rollouts_lt_global_batch": ("AssertionError: num_rollouts (2) < global_batch_size (8); need at least "
+                                           "one rollout per step."),
+}
 
 
 def default_step_metrics(step: int) -> dict[str, float]:
