@@ -7,7 +7,7 @@ colour on every actor line): per rollout ~600 NCCL INFO lines (process groups ar
 every iteration), ~300 SGLang access-log lines, a tqdm bar of 30 `\\r` updates, slime's
 Timer/Memory-Usage/step/perf lines. For each size it times a bare binary `for line in f: pass`
 and parse_file over the same (page-cached) file, medians of --reps runs, and measures the
-peak RSS of parse_file in a fresh process. A last file of one 200 MB line (a tqdm bar that
+peak RSS (VmHWM, Linux) of parse_file in a fresh process. A last file of one 200 MB line (a tqdm bar that
 never printed a newline) shows that line length does not cost memory either.
 The generated logs are deleted afterwards.
 """
@@ -133,16 +133,21 @@ def medians(runs: list[tuple[float, float]]) -> tuple[float, float]:
 
 
 def peak_rss_mb(path: Path | None) -> tuple[float, dict]:
-    """ru_maxrss of a fresh interpreter that imports cpverify.logs and parses `path` (or nothing)."""
+    """Peak RSS (MiB) of a fresh interpreter that imports cpverify.logs and parses `path`.
+
+    Reads VmHWM from /proc: ru_maxrss would be wrong here, Linux carries it over from the
+    (large) parent process across fork and exec.
+    """
     code = (
-        "import json, resource, sys\n"
+        "import json, sys\n"
         "from cpverify.logs import parse_file\n"
         "counts = {}\n"
         "if len(sys.argv) > 1:\n"
         "    p = parse_file(sys.argv[1])\n"
         "    counts = {k: len(getattr(p, k)) for k in ('steps', 'perf', 'timers', 'memory', 'errors')}\n"
         "    counts['lines'] = p.lines\n"
-        "print(json.dumps([resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, counts]))\n"
+        "hwm = next(l for l in open('/proc/self/status') if l.startswith('VmHWM:'))\n"
+        "print(json.dumps([int(hwm.split()[1]) / 1024, counts]))\n"
     )
     argv = [sys.executable, "-c", code] + ([str(path)] if path else [])
     out = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=REPO).stdout
@@ -180,7 +185,7 @@ def main() -> int:
             f"({size_mb / pc:.1f} MiB/s), ratio {pc / bc:.1f}x\n"
             f"    wall : bare loop {bw:.3f} s ({size_mb / bw:.0f} MiB/s), parse_file {pw:.3f} s "
             f"({size_mb / pw:.1f} MiB/s), ratio {pw / bw:.1f}x\n"
-            f"    peak RSS of parse_file in a fresh process: {rss:.1f} MiB (+{rss - base_rss:.1f} over baseline)\n"
+            f"    peak RSS (VmHWM) of parse_file in a fresh process: {rss:.1f} MiB (+{rss - base_rss:.1f} over baseline)\n"
             f"    runs (wall, cpu): bare {[(round(w, 3), round(c, 3)) for w, c in bare]}\n"
             f"                      parse {[(round(w, 3), round(c, 3)) for w, c in parse]}"
         )

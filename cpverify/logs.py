@@ -362,6 +362,7 @@ _SALVAGE_PAIR = re.compile(
     r"'?([A-Za-z_][\w./-]*)'?\s*:\s*(-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf))"
     r"(?=\s*(?:,|\}|$))"
 )
+_LETTER = re.compile(r"[A-Za-z]")
 _TIMER = re.compile(r"\bTimer (\S+) (start|end)\b(?: \(elapsed: ([-+\d.eE]+|nan|inf)s\))?")
 _ITERATION = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|(.*)$")
 _NCCL_VERSION = re.compile(r"NCCL version[: ]+\(?(\d+)[.,] ?(\d+)[.,] ?(\d+)\)?(?:\+cuda([\d.]+))?")
@@ -489,6 +490,7 @@ COARSE_CLASS = {
     "slime_grad_norm_mismatch": "assertion_error",
     "slime_hf_validate_args_failed": "config_error",
     "slime_ref_load_missing": "config_error",
+    "missing_path": "config_error",
     "slime_rm_type_missing": "config_error",
     "torch_memory_saver_missing": "environment_error",
     "ray_placement_group_wait": "resource_wait",
@@ -586,6 +588,7 @@ _SIGNATURES: tuple[_Signature, ...] = (
     _sig("assertion_error", "AssertionError"),
     _sig("slime_hf_validate_args_failed", "hf_validate_args failed"),
     _sig("slime_ref_load_missing", "Error", rx=r"ref_load\b.*\bdoes not exist"),
+    _sig("missing_path", "Error", rx=r"(?:FileNotFoundError|AssertionError): .*\bdoes not exist"),
     _sig("slime_rm_type_missing", "Error", rx=r"RM type is not specified"),
     _sig("torch_memory_saver_missing", "Cannot find torch_memory_saver"),
     # launchers
@@ -991,7 +994,8 @@ class LogParser:
     # -- hand-copied fragments -----------------------------------------------------------
     def _fragment_line(self, msg: str, lineno: int) -> bool:
         pairs = [(k, float(v)) for k, v in _SALVAGE_PAIR.findall(msg) if k.startswith(("perf/", "rollout/"))]
-        if not pairs:
+        # A fragment is pairs and punctuation only: an error message quoting a metric is not one.
+        if not pairs or _LETTER.search(_SALVAGE_PAIR.sub("", msg)):
             return False
         frag = self._fragment
         if frag is None or lineno > frag.last_line + 1:

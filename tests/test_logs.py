@@ -284,11 +284,10 @@ SIGNATURES = [
     ),
     ("Job 'raysubmit_6FxKLbWn8dTSNBJb' failed", {"ray_job_failed"}),
     (
-        "[2026-08-21 10:00:00] placement_group.py:60 - Waiting for placement group of 8 GPUs (elapsed 120s): "
-        "{'GPU': 8}",
+        "[2026-08-21 10:00:00] placement_group.py:65 - Waiting for placement group of 8 GPUs (elapsed 120s): "
+        "2 GPUs registered with Ray, 2 available.",
         {"ray_placement_group_wait", "resource_wait"},
     ),
-    ("RuntimeError: Server process terminated unexpectedly.", {"sglang_server_startup_failure", "sglang_startup_failure"}),
     (
         "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
         {"sglang_not_enough_memory", "cuda_oom"},
@@ -327,6 +326,30 @@ SIGNATURES = [
     ("AssertionError: threshold=0.1 log_dict={'train/x': 0.3}", {"slime_ci_threshold", "assertion_error"}),
     ("ValueError: hf_validate_args failed: hidden_size 896 != 1024", {"slime_hf_validate_args_failed", "config_error"}),
     ("NotImplementedError: Rule-based RM type is not specified.", {"slime_rm_type_missing", "config_error"}),
+    (
+        "FileNotFoundError: ref_load /root/Qwen2.5-0.5B does not exist, please check the path.",
+        {"slime_ref_load_missing", "missing_path", "config_error"},
+    ),
+    (
+        "AssertionError: args.load='/ckpt' does not exist or is an empty directory. Did you specify the wrong folder?",
+        {"missing_path", "config_error", "assertion_error"},
+    ),
+    ("Exception: Server process terminated unexpectedly.", {"sglang_server_startup_failure", "sglang_startup_failure"}),
+    ("TimeoutError: Timeout while flushing cache.", {"slime_flush_cache_timeout", "sglang_error"}),
+    (
+        "[2026-08-21 10:00:00] health_monitor.py:154 - Health check failed for rollout engine 0 (ray timeout or "
+        "error). Killing actor. Exception: boom",
+        {"sglang_health_check_failed", "sglang_error"},
+    ),
+    (
+        "AssertionError: Expected 1024, got torch.Size([1020])",
+        {"cp_shape_mismatch", "collective_shape_mismatch", "assertion_error"},
+    ),
+    (
+        "AssertionError: threshold=0.1 log_dict={'perf/actor_train_time': 1.0, 'train/train_rollout_logprob_abs_diff': "
+        "0.3}",
+        {"slime_ci_threshold", "assertion_error"},
+    ),
     ("RuntimeError: Cannot find torch_memory_saver dynamic library", {"torch_memory_saver_missing", "environment_error"}),
     ("actor train:   0%|          | 0/16 [15:00<?, ?it/s]", {"hang"}),
     ("update weights:  6%|▋         | 1/16 [11:01<2:45:20, 661.36s/it]", {"hang"}),
@@ -349,6 +372,9 @@ def test_error_signatures(line, expected):
         "Rollout generation: 100%|██████████| 256/256 [29:15<00:00,  6.86s/it]",
         "Loading safetensors checkpoint shards:   0% Completed | 0/1 [00:00<?, ?it/s]",
         "ray job submit --runtime-env-json='{\"env_vars\": {\"CUDA_DEVICE_MAX_CONNECTIONS\": \"1\"}}'",
+        "UserWarning: When using sequence parallelism it is recommended to set the environment variable "
+        "CUDA_DEVICE_MAX_CONNECTIONS to 1 for maximum speedup",
+        "[2026-08-21 10:00:00] data_source.py:147 - Checkpoint /ckpt/rollout does not exist.",
         ACTOR + "[2026-08-21 10:00:00] memory_utils.py:41 - [Rank 0] Memory-Usage before offload: {'gpu': '0'}",
         ACTOR + "[2026-08-21 10:00:00] timer.py:32 - Timer train end (elapsed: 2.8s)",
     ],
