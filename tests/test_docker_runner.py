@@ -139,7 +139,8 @@ def test_silence_longer_than_the_http_timeout_does_not_break_the_stream(test_ima
 
 
 @pytest.mark.docker
-def test_ctrl_c_leaves_no_container_and_keeps_the_partial_log(docker_client, test_image, run_id, tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_leaves_no_container_and_keeps_the_partial_log(docker_client, test_image, run_id, tmp_path, sig):
     log_path = tmp_path / "child.log"
     child = subprocess.Popen(
         [sys.executable, str(HERE / "runner_util.py"), "docker", str(log_path),
@@ -150,7 +151,7 @@ def test_ctrl_c_leaves_no_container_and_keeps_the_partial_log(docker_client, tes
     try:
         assert wait_for(lambda: log_path.exists() and log_path.read_text().count(" - step ") >= 3, 20)
         assert len(containers_of(docker_client, run_id)) == 1
-        child.send_signal(signal.SIGINT)
+        child.send_signal(sig)
         out, err = child.communicate(timeout=30)
     finally:
         if child.poll() is None:

@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 
+import pytest
 from runner_util import HERE, WORKLOAD, arm, pid_alive, pids_in_log, wait_for
 
 from cpverify.runners.base import BLOCKED, DEADLINE, FAILED, FATAL, HANG, INTERRUPTED, OK, STALLED, Limits
@@ -114,7 +115,12 @@ def test_background_children_are_not_left_behind_after_a_clean_exit(tmp_path):
     assert not pid_alive(int(pidfile.read_text()))
 
 
-def test_ctrl_c_stops_the_workload_and_keeps_the_partial_log(tmp_path):
+@pytest.mark.parametrize("sig, reason", [
+    (signal.SIGINT, "interrupted (Ctrl-C)"),  # Ctrl-C in a terminal
+    (signal.SIGTERM, "terminated (SIGTERM)"),  # nox, systemd, `docker stop` of cpverify's container
+    (signal.SIGHUP, "terminated (SIGHUP)"),  # the ssh session closed
+])
+def test_ctrl_c_or_termination_stops_the_workload_and_keeps_the_partial_log(tmp_path, sig, reason):
     log_path = tmp_path / "child.log"
     child = subprocess.Popen(
         [sys.executable, str(HERE / "runner_util.py"), "local", str(log_path), "--",
@@ -126,14 +132,14 @@ def test_ctrl_c_stops_the_workload_and_keeps_the_partial_log(tmp_path):
         assert wait_for(lambda: log_path.exists() and log_path.read_text().count(" - step ") >= 3, 15)
         pids = pids_in_log(log_path)
         assert pid_alive(pids["workload"]) and pid_alive(pids["grandchild"])
-        child.send_signal(signal.SIGINT)  # what Ctrl-C in a terminal sends to cpverify
+        child.send_signal(sig)
         out, err = child.communicate(timeout=20)
     finally:
         if child.poll() is None:
             child.kill()
     assert child.returncode == 130, err
     partial = json.loads(out.split("INTERRUPTED ", 1)[1])
-    assert partial["outcome"] == INTERRUPTED
+    assert partial["outcome"] == INTERRUPTED and partial["reason"] == reason
     assert log_path.read_text().count(" - step ") >= 3
     assert_all_gone(log_path)
 

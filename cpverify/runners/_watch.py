@@ -21,9 +21,12 @@ partial ArmResult. Runners release their own resources in `finally`.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import signal
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Union
@@ -66,6 +69,34 @@ FIXES = {
     FAILED: "read the last lines of the log: the workload's own error is usually there",
     INTERRUPTED: "re-run when ready; the partial log is kept",
 }
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, turned into an interrupt so the same cleanup runs as for Ctrl-C."""
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """While an arm runs, SIGTERM and SIGHUP raise Terminated in the main thread.
+
+    By default they kill cpverify on the spot, and the workload, in its own session or
+    container, would run on holding the GPUs: nox, systemd and `docker stop` send
+    SIGTERM, a closed ssh session SIGHUP. Outside the main thread this does nothing
+    (Python only lets the main thread set handlers).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def raise_terminated(signum, frame):
+        raise Terminated(signal.Signals(signum).name)
+
+    previous = {sig: signal.signal(sig, raise_terminated) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 @dataclass(frozen=True)
@@ -166,8 +197,9 @@ class LogWatcher:
         try:
             trigger, exit_code = self._watch_until_done(stop, poll_exit)
             self._finish(reader)
-        except KeyboardInterrupt:
-            interrupted = _Trigger(INTERRUPTED, "interrupted (Ctrl-C)")
+        except KeyboardInterrupt as exc:
+            why = f"terminated ({exc.args[0]})" if isinstance(exc, Terminated) else "interrupted (Ctrl-C)"
+            interrupted = _Trigger(INTERRUPTED, why)
             try:
                 stop()
             finally:

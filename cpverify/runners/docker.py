@@ -22,7 +22,7 @@ from pathlib import Path
 
 from cpverify.errors import EnvironmentBlocked, InputError
 from cpverify.runners._env import workload_env
-from cpverify.runners._watch import LogWatcher, ProgressCallback
+from cpverify.runners._watch import LogWatcher, ProgressCallback, terminate_as_interrupt
 from cpverify.runners.base import BLOCKED, INTERRUPTED, ArmInterrupted, ArmResult, Limits
 
 log = logging.getLogger(__name__)
@@ -191,6 +191,10 @@ class DockerRunner:
         return self._client
 
     def run_arm(self, arm, *, log_path: Path, limits: Limits) -> ArmResult:
+        with terminate_as_interrupt():
+            return self._run_arm(arm, log_path=log_path, limits=limits)
+
+    def _run_arm(self, arm, *, log_path: Path, limits: Limits) -> ArmResult:
         import docker.errors
 
         client = self.preflight()
@@ -234,7 +238,7 @@ class DockerRunner:
                 self._remove_named(client, kwargs["name"])
             raise ArmInterrupted(ArmResult(
                 arm=arm.name, outcome=INTERRUPTED, exit_code=None, log_path=log_path,
-                duration_s=time.monotonic() - started, reason="interrupted (Ctrl-C) while starting the container",
+                duration_s=time.monotonic() - started, reason="interrupted while starting the container",
                 fix="re-run when ready",
             )) from None
         finally:

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from cpverify.runners._env import workload_env
-from cpverify.runners._watch import LogWatcher, ProgressCallback
+from cpverify.runners._watch import LogWatcher, ProgressCallback, terminate_as_interrupt
 from cpverify.runners.base import BLOCKED, ArmResult, Limits
 
 
@@ -72,7 +72,8 @@ class LocalRunner:
                 log_path, limits, arm_name=arm.name, on_progress=self.on_progress,
                 drain_s=self.drain_s, poll_s=self.poll_s,
             )
-            return watcher.watch(_chunks(proc.stdout), stop=group.stop, poll_exit=group.poll)
+            with terminate_as_interrupt():
+                return watcher.watch(_chunks(proc.stdout), stop=group.stop, poll_exit=group.poll)
         finally:
             group.kill_leftovers()
 
