@@ -8,6 +8,7 @@ import io
 import json
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,8 @@ from tabulate import tabulate
 
 from cpverify import __version__
 from cpverify.artifacts import RunDir, atomic_write_bytes, atomic_write_json, atomic_write_text
-from cpverify.redact import redact_json, redact_text
-from cpverify.verdict import TIMING_METRICS, Verdict, short_metric, short_rule
+from cpverify.redact import Redactor, redact_json, redact_text
+from cpverify.verdict import Verdict, short_metric, short_rule, timing_metrics
 
 _STATUS_MARK = {"pass": "✅ pass", "fail": "❌ fail", "warn": "⚠️ warn", "skip": "➖ skip"}
 
@@ -57,7 +58,7 @@ def _timings_table(verdict: Verdict) -> str:
     headers = ["metric"] + [f"{verdict.labels.get(a.name, a.name)} ({a.name})" if verdict.labels.get(a.name) != a.name
                             else a.name for a in verdict.arms]
     rows = []
-    for metric in TIMING_METRICS:
+    for metric in timing_metrics(verdict.thresholds):
         row = [short_metric(metric)]
         for arm in verdict.arms:
             s = arm.metrics.get(metric)
@@ -72,7 +73,7 @@ def _comparisons_table(verdict: Verdict) -> str:
     rows = []
     for comp in verdict.comparisons:
         name = f"{verdict.labels[comp.candidate]} / {verdict.labels[comp.baseline]}"
-        for metric in TIMING_METRICS:
+        for metric in timing_metrics(verdict.thresholds):
             est = comp.metrics.get(metric)
             if est is None:
                 continue
@@ -112,7 +113,11 @@ def _numerics_table(verdict: Verdict) -> str:
                          f"within {verdict.thresholds.numerics_tolerance:g}"])
 
 
-def render_markdown(verdict: Verdict, *, env: dict | None = None, commands: str | None = None) -> str:
+def render_markdown(verdict: Verdict, *, env: dict | None = None, commands: str | None = None,
+                    scrub: Callable[[str], str] | None = None) -> str:
+    """verdict.md. `scrub`, when given, redacts the verdict's own text; env and commands are
+    rendered as passed (redact them with redact_json/redact_text first, so that a field-aware
+    rule -- a version string kept in env.json -- is not undone by the plain-text one here)."""
     parts = [f"## cpverify verdict: {verdict.status}", "", f"**{verdict.status}** — {verdict.summary}", ""]
     parts += [f"### Timings per arm (median over rollouts ≥ {verdict.thresholds.warmup})", "", _timings_table(verdict),
               "", "### Comparisons", "", _comparisons_table(verdict), "", "### Arms", "", _arms_table(verdict), "",
@@ -124,6 +129,8 @@ def render_markdown(verdict: Verdict, *, env: dict | None = None, commands: str 
         blocks = [f"**{e['arm']}** line {e['line']} `{e['class']}`:\n\n{_fenced(e['text'])}" for e in verdict.errors]
         parts += [_details(f"Error excerpts ({len(verdict.errors)})", "\n\n".join(blocks)), ""]
     parts += [_details("Decision rule", verdict.rule), ""]
+    if scrub is not None:
+        parts = [scrub("\n".join(parts))]
     if env is not None:
         parts += [_details("Environment", _fenced(json.dumps(_finite(env), indent=2, ensure_ascii=False), "json")), ""]
     if commands:
@@ -152,7 +159,7 @@ def render_summary(verdict: Verdict) -> str:
     lines = [verdict.headline, ""]
     rows = []
     for comp in verdict.comparisons:
-        for metric in TIMING_METRICS:
+        for metric in timing_metrics(verdict.thresholds):
             est = comp.metrics.get(metric)
             if est is not None and est.ratio is not None:
                 ci = f"{est.ci[0]:.2f}–{est.ci[1]:.2f}" if est.ci else "–"
@@ -214,10 +221,10 @@ def write_report(run_dir: RunDir | str | Path, verdict: Verdict, *, env: dict | 
     if redact:
         env = redact_json(env, extra_secrets=extra_secrets)
         commands = redact_text(commands, extra_secrets=extra_secrets)
-    markdown = render_markdown(verdict, env=env, commands=commands)
+    scrub = Redactor(extra_secrets) if redact else None
+    markdown = render_markdown(verdict, env=env, commands=commands, scrub=scrub)
     data = render_json(verdict)
     if redact:
-        markdown = redact_text(markdown, extra_secrets=extra_secrets)
         data = redact_json(data, extra_secrets=extra_secrets)
     # env and commands first: verdict.md is the file users look for, written once the rest exists.
     written = {

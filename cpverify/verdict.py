@@ -203,7 +203,8 @@ class ArmSummary:
     metrics: dict[str, stats.Summary]
     nccl: dict
     lines: int
-    values: dict[str, list[float]] = field(default_factory=dict)  # metric -> per counted rollout (for plots)
+    values: dict[str, list[float]] = field(default_factory=dict)  # primary metric per counted rollout (plots)
+    samples: dict[str, list[float]] = field(default_factory=dict, repr=False)  # every timing metric's samples
 
     def to_json(self) -> dict:
         return {"name": self.name, "cp_requested": self.cp_requested,
@@ -277,6 +278,11 @@ def worst(statuses: Iterable[str]) -> str:
     return max(statuses, key=_SEVERITY.__getitem__, default=PASS)
 
 
+def timing_metrics(t: Thresholds) -> tuple[str, ...]:
+    """The timings summarised and compared: the standard five, plus a custom primary metric."""
+    return TIMING_METRICS if t.primary_metric in TIMING_METRICS else (t.primary_metric, *TIMING_METRICS)
+
+
 def short_metric(metric: str) -> str:
     """perf/actor_train_time -> actor_train."""
     return metric.removeprefix("perf/").removesuffix("_time")
@@ -347,14 +353,15 @@ def _arm_checks(ev: ArmEvidence, t: Thresholds) -> tuple[ArmSummary, list[Check]
     nccl = {"version": parsed.nccl.version, "transports": list(parsed.nccl.transports),
             "network": parsed.nccl.network}
     per_rollout = counted_perf(parsed, t.warmup)
-    samples = {m: _samples(per_rollout, m) for m in TIMING_METRICS}
+    samples = {m: _samples(per_rollout, m) for m in timing_metrics(t)}
     primary = {r: values[0] for r, m in per_rollout.items() if (values := _samples({r: m}, t.primary_metric))}
     summary = ArmSummary(
         name=ev.name, cp_requested=ev.cp_requested, cp_effective=layout.cp if layout else None,
         layout=({"cp": layout.cp, "dp": layout.dp, "tp": layout.tp, "pp": layout.pp,
                  "world": getattr(layout, "world", None)} if layout else None),
         outcome=outcome, counted_rollouts=list(primary), values={t.primary_metric: list(primary.values())},
-        metrics={m: stats.summarize(v) for m, v in samples.items() if v}, nccl=nccl, lines=parsed.lines)
+        metrics={m: stats.summarize(v) for m, v in samples.items() if v}, nccl=nccl, lines=parsed.lines,
+        samples=samples)
 
     # 1. Did the runner get the arm going at all, and did it end cleanly?
     if ev.result is None:
@@ -607,10 +614,9 @@ def decide(evidence: list[ArmEvidence], *, comparisons: list[tuple[str, str]],
     all_numerics: list[dict] = []
     for base_name, cand_name in comparisons:
         base, cand = by_name[base_name], by_name[cand_name]
-        b_rollouts, c_rollouts = counted_perf(base.parsed, t.warmup), counted_perf(cand.parsed, t.warmup)
         estimates = {}
-        for metric in TIMING_METRICS:
-            b_values, c_values = _samples(b_rollouts, metric), _samples(c_rollouts, metric)
+        for metric in timing_metrics(t):
+            b_values, c_values = arms[base_name].samples[metric], arms[cand_name].samples[metric]
             if b_values or c_values:
                 estimates[metric] = stats.compare(b_values, c_values, min_n=t.min_counted_steps,
                                                   confidence=t.confidence, resamples=t.resamples, seed=t.seed)
@@ -619,7 +625,7 @@ def decide(evidence: list[ArmEvidence], *, comparisons: list[tuple[str, str]],
         own = _comparison_checks(base, cand, arms, labels, t, estimates, numerics)
         involved = arm_checks[base_name] + arm_checks[cand_name] + own
         status = worst(c.effect for c in involved if c.effect)
-        reason = _reason(status, involved, estimates.get(t.primary_metric), base_name, cand_name, arms, labels, t)
+        reason = _reason(status, involved, estimates.get(t.primary_metric), base_name, cand_name, labels, t)
         results.append(Comparison(base_name, cand_name, status, reason, estimates, own))
 
     compared = {name for pair in comparisons for name in pair}
@@ -650,7 +656,7 @@ def decide(evidence: list[ArmEvidence], *, comparisons: list[tuple[str, str]],
 
 
 def _reason(status: str, checks: list[Check], primary: stats.RatioEstimate | None, base: str, cand: str,
-            arms: dict[str, ArmSummary], labels: dict[str, str], t: Thresholds) -> str:
+            labels: dict[str, str], t: Thresholds) -> str:
     speed = ""
     if primary is not None and primary.ratio is not None:
         n_b, n_c = primary.n_baseline, primary.n_candidate

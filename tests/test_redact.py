@@ -148,6 +148,7 @@ def test_every_artifact_is_redacted(tmp_path, this_machine):
         if name in ("commands.sh", "verdict.md"):
             for survivor in SURVIVORS:
                 assert survivor in text, f"{survivor!r} lost from {name}"
+    assert '"cudnn_version": "9.10.2.21"' in paths["verdict.md"].read_text()  # same as env.json, not "<ip>"
     env_out = json.loads(paths["env.json"].read_text())
     assert env_out["nccl_version"] == "2.28.9+cuda12.9" and env_out["cudnn_version"] == "9.10.2.21"
     assert env_out["HF_TOKEN"] == "<redacted:secret>" and env_out["user"] == "<user>"

@@ -479,3 +479,11 @@ def test_builder_error_lines_are_classified_as_the_builder_says(tmp_path, cls):
     verdict = decide(v.ArmEvidence("cp1", 1, synthetic_arm(cp=1, actor_train_time=1.0, seed=1).expected()),
                      v.ArmEvidence("cp2", 2, parsed))
     assert verdict.status == v.FAIL and check(verdict, f"error:{cls}", "cp2").fix
+
+
+def test_a_custom_primary_metric_is_summarised_and_gated(make_arm):
+    verdict = decide(make_arm("cp1", 1, 1.0, seed=1), make_arm("cp2", 2, 1.0, seed=2),
+                     primary_metric="perf/update_weights_time")
+    assert verdict.status == v.PASS  # the builder's update_weights_time is equal in both arms
+    assert verdict.to_json()["ratio"] == pytest.approx(1.0)
+    assert "update_weights 1.00×" in verdict.headline
