@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Doctor + torch-native CP probe + NCCL bandwidth on one multi-GPU host, in one go.
 #
-#   OUT=/some/dir bash benchmarks/run_probe_device.sh            # CP = number of GPUs
+#   OUT=/some/dir bash benchmarks/run_probe_device.sh            # CP = NPROC = number of GPUs
 #   CP=2 LENGTHS="4096 16384" OUT=... bash benchmarks/run_probe_device.sh
+#   EXTRAS="bypass cp2-dp cudnn" ...   choose the extra runs (default below)
 #
 # Writes at most 6 files under $OUT: doctor.txt, doctor.json, summary.md, logs.tar.gz (every log and
 # the raw nvidia-smi outputs), env.txt, timing.txt. Each launch has its own timeout; a failed arm
@@ -16,7 +17,9 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 
 OUT=${OUT:?set OUT to an output directory}
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-CP=${CP:-$NGPU}
+NPROC=${NPROC:-$NGPU}
+CP=${CP:-$NPROC}
+EXTRAS=${EXTRAS:-"bw-variants bypass gqa-repeat alltoall"}
 LENGTHS=${LENGTHS:-"4096 16384 65536 131072"}
 STEPS=${STEPS:-30}
 WARMUP=${WARMUP:-5}
@@ -36,8 +39,8 @@ launch() {
   local envs=()
   while [ "$1" != "--" ]; do envs+=("$1"); shift; done; shift
   local t0=$(date +%s)
-  { echo "# env ${envs[*]} $PY -m torch.distributed.run --standalone --nproc-per-node $CP $*"
-    env ${envs[@]+"${envs[@]}"} timeout "$limit" "$PY" -m torch.distributed.run --standalone --nproc-per-node "$CP" "$@" 2>&1
+  { echo "# env ${envs[*]} $PY -m torch.distributed.run --standalone --nproc-per-node $NPROC $*"
+    env ${envs[@]+"${envs[@]}"} timeout "$limit" "$PY" -m torch.distributed.run --standalone --nproc-per-node "$NPROC" "$@" 2>&1
     echo "# exit $?"; } > "$W/logs/$name.log"
   echo "$name $(( $(date +%s) - t0 ))s $(tail -1 "$W/logs/$name.log")" | tee -a "$W/timing.txt"
 }
@@ -53,12 +56,15 @@ df -B1 /dev/shm > "$W/raw/dev-shm.txt" 2>&1
 
 # (1) NCCL bandwidth with transport lines: default, P2P off (SHM), P2P and SHM off (sockets).
 launch bw-default 120 "${NCCL_INFO[@]}" -- -m cpverify.probe.bandwidth --sizes 1M,16M,256M --iters 20
+want() { [[ " $EXTRAS " == *" $1 "* ]] && [ "$(elapsed)" -lt "$BUDGET_S" ]; }
+if want bw-variants; then
 launch bw-p2p-off 120 "${NCCL_INFO[@]}" NCCL_P2P_DISABLE=1 -- -m cpverify.probe.bandwidth --sizes 1M,16M,256M --iters 10
 launch bw-p2p-shm-off 150 "${NCCL_INFO[@]}" NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 -- -m cpverify.probe.bandwidth --sizes 1M,16M,64M --iters 5
+fi
 
 # (2) doctor, reading the NCCL version from the bandwidth log too.
-"$PY" -m cpverify.doctor --cp "$CP" --nccl-log "$W/logs/bw-default.log" > "$OUT/doctor.txt" 2>&1; echo "# exit $?" >> "$OUT/doctor.txt"
-"$PY" -m cpverify.doctor --cp "$CP" --nccl-log "$W/logs/bw-default.log" --json > "$OUT/doctor.json" 2> "$W/logs/doctor-json.stderr"
+"$PY" -m cpverify.doctor --cp "$CP" --nccl-log "$W/logs/bw-default.log" --json-out "$OUT/doctor.json" > "$OUT/doctor.txt" 2>&1
+echo "# exit $?" >> "$OUT/doctor.txt"
 echo "doctor $(elapsed)s" >> "$W/timing.txt"
 
 # (3) the probe: CP=1 vs CP=N at each length, same method.
@@ -69,15 +75,28 @@ for L in $LENGTHS; do
 done
 
 # (4) broken CP on purpose: the gate must FAIL (exit 1) and no perf line may appear.
-launch "cp$CP-s16k-bypass" 120 -- -m cpverify.probe.workload --cp "$CP" --seq-len 16384 --steps "$STEPS" --warmup "$WARMUP" --bypass-cp ${EXTRA[@]+"${EXTRA[@]}"}
-
-# (5) extras while the budget lasts: native GQA in SDPA (KV rotates 2 heads, not 14), all-to-all rotation.
-if [ "$(elapsed)" -lt "$BUDGET_S" ]; then
-  launch cp1-s64k-gqa-native 180 -- -m cpverify.probe.workload --cp 1 --seq-len 65536 --steps "$STEPS" --warmup "$WARMUP" --gqa native ${EXTRA[@]+"${EXTRA[@]}"}
-  launch "cp$CP-s64k-gqa-native" 180 -- -m cpverify.probe.workload --cp "$CP" --seq-len 65536 --steps "$STEPS" --warmup "$WARMUP" --gqa native ${EXTRA[@]+"${EXTRA[@]}"}
+if want bypass; then
+  launch "cp$CP-s16k-bypass" 120 -- -m cpverify.probe.workload --cp "$CP" --seq-len 16384 --steps "$STEPS" --warmup "$WARMUP" --bypass-cp ${EXTRA[@]+"${EXTRA[@]}"}
 fi
-if [ "$(elapsed)" -lt "$BUDGET_S" ]; then
+
+# (5) extras while the budget lasts.
+# KV heads expanded before SDPA (the ring then passes 14 heads instead of 2):
+if want gqa-repeat; then
+  launch cp1-s64k-gqa-repeat 180 -- -m cpverify.probe.workload --cp 1 --seq-len 65536 --steps "$STEPS" --warmup "$WARMUP" --gqa repeat ${EXTRA[@]+"${EXTRA[@]}"}
+  launch "cp$CP-s64k-gqa-repeat" 180 -- -m cpverify.probe.workload --cp "$CP" --seq-len 65536 --steps "$STEPS" --warmup "$WARMUP" --gqa repeat ${EXTRA[@]+"${EXTRA[@]}"}
+fi
+# all-to-all KV rotation instead of all-gather:
+if want alltoall; then
   launch "cp$CP-s64k-alltoall" 180 -- -m cpverify.probe.workload --cp "$CP" --seq-len 65536 --steps "$STEPS" --warmup "$WARMUP" --rotate alltoall ${EXTRA[@]+"${EXTRA[@]}"}
+fi
+# CP=2 x DP=NPROC/2 (the 2-D mesh) against the CP=1 arm of the same length:
+if want cp2-dp; then
+  launch cp2-s64k-dp 180 -- -m cpverify.probe.workload --cp 2 --seq-len 65536 --steps "$STEPS" --warmup "$WARMUP" ${EXTRA[@]+"${EXTRA[@]}"}
+fi
+# cuDNN attention instead of flash (both arms):
+if want cudnn; then
+  launch cp1-s64k-cudnn 180 -- -m cpverify.probe.workload --cp 1 --seq-len 65536 --steps "$STEPS" --warmup "$WARMUP" --sdpa-backend cudnn ${EXTRA[@]+"${EXTRA[@]}"}
+  launch "cp$CP-s64k-cudnn" 180 -- -m cpverify.probe.workload --cp "$CP" --seq-len 65536 --steps "$STEPS" --warmup "$WARMUP" --sdpa-backend cudnn ${EXTRA[@]+"${EXTRA[@]}"}
 fi
 
 "$PY" benchmarks/summarize_probe.py "$W/logs" > "$OUT/summary.md" 2>&1

@@ -20,6 +20,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,9 +93,10 @@ class Fact:
     source: str = ""
     error: str | None = None  # "could not collect: <reason>"
     absent: bool = False  # the thing is known not to exist (no NVIDIA driver), not merely unreadable
+    elapsed_s: float | None = None
 
     def to_json(self) -> dict:
-        out = {"value": self.value, "source": self.source, "error": self.error}
+        out = {"value": self.value, "source": self.source, "error": self.error, "elapsed_s": self.elapsed_s}
         if self.absent:
             out["absent"] = True
         return out
@@ -105,11 +107,14 @@ def missing(reason: str, *, absent: bool = False) -> Fact:
 
 
 def isolated(collector: Callable[..., Fact], *args: Any) -> Fact:
-    """Run one collector; any exception becomes a 'could not collect' fact."""
+    """Run one collector; any exception becomes a 'could not collect' fact. Records how long it took."""
+    start = time.monotonic()
     try:
-        return collector(*args)
+        fact = collector(*args)
     except Exception as exc:  # noqa: BLE001 - one probe must never kill the report
-        return missing(f"{type(exc).__name__}: {exc}")
+        fact = missing(f"{type(exc).__name__}: {exc}")
+    fact.elapsed_s = round(time.monotonic() - start, 3)
+    return fact
 
 
 # ------------------------------------------------------------------------------------------ parsers
@@ -153,6 +158,7 @@ def parse_smi_cuda_version(text: str) -> str | None:
 
 
 _DEVICE = re.compile(r"^(GPU|NIC)\d+$")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
 
 def parse_topo_matrix(text: str) -> dict:
@@ -161,7 +167,8 @@ def parse_topo_matrix(text: str) -> dict:
     Cells are single tokens (X, NV#, PIX, PXB, PHB, NODE, SYS); the header lists the device
     columns first, then CPU/NUMA affinity columns, which are ignored.
     """
-    lines = [ln for ln in text.splitlines() if ln.strip()]
+    # nvidia-smi 580 underlines the header with ANSI codes even when writing to a pipe.
+    lines = [ln for ln in _ANSI.sub("", text).splitlines() if ln.strip()]
     header_at = next((i for i, ln in enumerate(lines) if ln.split() and _DEVICE.match(ln.split()[0])
                       and not ln[:1].strip()), None)
     if header_at is None:
@@ -341,6 +348,12 @@ def collect_docker(host: Host) -> Fact:
         import docker  # docker-py: optional
     except ImportError:
         docker = None
+    if docker is not None and not hasattr(docker, "from_env"):
+        # A folder named docker/ on sys.path (this repository has one) imports as a namespace package.
+        sdk_reason = f"docker-py not installed ('docker' resolves to {list(getattr(docker, '__path__', []))})"
+        docker = None
+    elif docker is None:
+        sdk_reason = "docker-py not installed"
     if docker is not None:
         try:
             client = docker.from_env(timeout=10)
@@ -350,8 +363,6 @@ def collect_docker(host: Host) -> Fact:
                 client.close()
         except Exception as exc:  # noqa: BLE001 - fall through to the CLI, then report both
             sdk_reason = f"docker-py: {exc}"
-    else:
-        sdk_reason = "docker-py not installed"
     result = host.run(["docker", "info", "--format", "{{json .}}"])
     if not result.ok:
         return missing(f"{sdk_reason}; {result.reason()}", absent=result.not_found)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -23,7 +24,7 @@ from packaging.version import InvalidVersion, Version
 
 from cpverify import _probes
 from cpverify._probes import Fact, Host
-from cpverify.errors import EXIT_BLOCKED, EXIT_OK, InputError
+from cpverify.errors import EXIT_BLOCKED, EXIT_OK, ArtifactWriteError, InputError
 
 SCHEMA_VERSION = 1
 
@@ -279,6 +280,11 @@ def _size(nbytes: float) -> str:
     return f"{nbytes:.0f} B"
 
 
+def _clip(text: str, limit: int = 60) -> str:
+    """Long values (NVIDIA_REQUIRE_CUDA runs to 3 kB) are cut in the table; --json keeps them whole."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _fact_rows(facts: dict) -> list[tuple[str, str]]:
     def show(name: str, render: Callable[[object], str]) -> tuple[str, str]:
         fact = facts[name]
@@ -305,7 +311,7 @@ def _fact_rows(facts: dict) -> list[tuple[str, str]]:
         show("disk", lambda v: "; ".join(f"{d['purpose']}: {_size(d['free_bytes'])} free at {d['measured_at']}"
                                          for d in v)),
         show("packages", lambda v: ", ".join(f"{k} {ver}" for k, ver in v.items()) or "none found"),
-        show("env", lambda v: " ".join(f"{k}={val}" for k, val in v.items()) or "none set"),
+        show("env", lambda v: " ".join(f"{k}={_clip(val)}" for k, val in v.items()) or "none set"),
     ]
 
 
@@ -338,6 +344,7 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     p.add_argument("--cp", type=int, default=2, help="the CP size to check for (default 2)")
     p.add_argument("--nccl-log", type=Path, default=None, help="a log with NCCL_DEBUG=INFO lines (NCCL version)")
+    p.add_argument("--json-out", type=Path, default=None, help="also write the JSON report to this file")
     p.set_defaults(func=run)
 
 
@@ -345,8 +352,19 @@ def run(args: argparse.Namespace) -> int:
     if args.nccl_log is not None and not args.nccl_log.is_file():
         raise InputError(f"--nccl-log {args.nccl_log}: no such file", "pass a log file written with NCCL_DEBUG=INFO")
     report = collect(cp=args.cp, nccl_log=args.nccl_log)
+    if args.json_out is not None:
+        _write_json(args.json_out, report)
     print(json.dumps(report, indent=2) if args.json else render(report))
     return exit_code(report)
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise ArtifactWriteError(f"cannot write {path}: {exc}", "choose a writable --json-out path") from exc
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -356,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(["doctor", *(sys.argv[1:] if argv is None else argv)])
     try:
         return args.func(args)
-    except InputError as exc:
+    except (InputError, ArtifactWriteError) as exc:
         print(f"cpverify: error: {exc}", file=sys.stderr)
         return exc.exit_code
 

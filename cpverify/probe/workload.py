@@ -56,8 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kv-heads", type=int, default=_logic.QWEN25_05B_KV_HEADS)
     p.add_argument("--head-dim", type=int, default=_logic.QWEN25_05B_HEAD_DIM)
     p.add_argument("--batch", type=int, default=1, help="sequences per data-parallel rank (default 1)")
-    p.add_argument("--gqa", choices=("repeat", "native"), default="repeat",
-                   help="repeat: expand the KV heads before SDPA (HF's repeat_kv); native: SDPA enable_gqa=True")
+    p.add_argument("--gqa", choices=("native", "repeat"), default="native",
+                   help="native (default): SDPA enable_gqa=True, so the ring passes 2 KV heads as Megatron's CP "
+                        "does; repeat: expand KV to 14 heads first (HF's repeat_kv), 7x the KV traffic")
     p.add_argument("--sdpa-backend", choices=("flash", "efficient", "cudnn"), default="flash",
                    help="the one SDPA kernel both arms use (ring attention supports these three)")
     p.add_argument("--rotate", choices=("allgather", "alltoall"), default="allgather",
