@@ -42,6 +42,13 @@ def _num(value: float | None, digits: int = 3) -> str:
     return f"{value:.{digits}g}"
 
 
+def _seconds(value: float) -> str:
+    """Durations at a precision a reader can compare: 1756, 14.2, 1.02, 0.113."""
+    magnitude = abs(value)
+    decimals = 0 if magnitude >= 100 else 1 if magnitude >= 10 else 2 if magnitude >= 1 else 3
+    return f"{value:.{decimals}f}"
+
+
 def _fenced(text: str, lang: str = "text") -> str:
     """A code block whose fence is longer than any backtick run inside it."""
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
@@ -62,7 +69,7 @@ def _timings_table(verdict: Verdict) -> str:
         row = [short_metric(metric)]
         for arm in verdict.arms:
             s = arm.metrics.get(metric)
-            row.append(f"{_num(s.median)} s [IQR {_num(s.q1)}–{_num(s.q3)}] n={s.n}" if s else "–")
+            row.append(f"{_seconds(s.median)} s [IQR {_seconds(s.q1)}–{_seconds(s.q3)}] n={s.n}" if s else "–")
         if any(cell != "–" for cell in row[1:]):
             rows.append(row)
     return _table(rows, headers) if rows else "_No train-side perf records were counted._"

@@ -237,3 +237,8 @@ def test_run_dir_that_cannot_be_created(tmp_path):
     with pytest.raises(ArtifactWriteError) as info:
         RunDir.create(blocker / "run")
     assert "file" in info.value.problem and info.value.fix
+
+
+@pytest.mark.parametrize(("seconds", "text"), [(1756.2989, "1756"), (14.18, "14.2"), (1.0, "1.00"), (0.1134, "0.113")])
+def test_durations_keep_comparable_precision(seconds, text):
+    assert report._seconds(seconds) == text
