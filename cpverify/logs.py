@@ -353,17 +353,18 @@ _PREFIX = re.compile(
     r"(?: \+[\w.]+)?\)(?:\x1b?\[[0-9;]{0,8}m)*\s?"
 )
 _BARE_REMNANT = re.compile(r"^(?:\[[0-9;]{1,8}m)+")
-_REPEATED = re.compile(r"\s*\[repeated (\d+)x across cluster\]\s*$")
+_REPEATED = re.compile(r"\[repeated (\d+)x across cluster\]\s*$")
 # slime's logger.info(f"{kind} {n}: {dict}"); rollout/eval dicts are recognised, not kept.
 _RECORD = re.compile(r"(?<![\w/.-])(critic-step|step|perf|rollout|eval) (\d+): (\{.*)$")
-_MEMORY = re.compile(r"(?:\[Rank (\d+)\] )?Memory-Usage (.*?): (\{.*)$")
+_MEMORY = re.compile(r"(?:\[Rank (\d+)\] )?Memory-Usage (.{0,200}?): (\{.*)$")
 _BARE_NONFINITE = re.compile(r"([:\[,(]\s*)(-?(?:nan|inf))(?=\s*[,}\])])")
+# Keys start only after a delimiter and are bounded: no backtracking across a long word.
 _SALVAGE_PAIR = re.compile(
-    r"'?([A-Za-z_][\w./-]*)'?\s*:\s*(-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf))"
-    r"(?=\s*(?:,|\}|$))"
+    r"(?:^|(?<=[{,\s]))'?([A-Za-z_][\w./-]{0,200})'?\s*:\s*"
+    r"(-?(?:\d{1,40}\.?\d{0,40}(?:[eE][-+]?\d{1,4})?|\.\d{1,40}(?:[eE][-+]?\d{1,4})?|nan|inf))(?=\s*(?:,|\}|$))"
 )
 _LETTER = re.compile(r"[A-Za-z]")
-_TIMER = re.compile(r"\bTimer (\S+) (start|end)\b(?: \(elapsed: ([-+\d.eE]+|nan|inf)s\))?")
+_TIMER = re.compile(r"\bTimer (\S{1,200}) (start|end)\b(?: \(elapsed: ([-+\d.eE]+|nan|inf)s\))?")
 _ITERATION = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|(.*)$")
 _NCCL_VERSION = re.compile(r"NCCL version[: ]+\(?(\d+)[.,] ?(\d+)[.,] ?(\d+)\)?(?:\+cuda([\d.]+))?")
 _VIA = re.compile(r"\bvia (\S+(?: pointer)?)")
@@ -371,12 +372,12 @@ _NET_VIA = re.compile(r"^NET/([^/]+?)/\d+(/GDRDMA)?")
 _NETWORK = re.compile(r"Using network (\S+(?: \S+)?)\s*$")
 _IB_LINK = re.compile(r"NET/IB : Using \[\d+\]\S+?/(RoCE|IB)\b")
 _OWN = re.compile(r"cpverify-(layout|check|busbw)\b(.*)$")
-_KV = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')
+_KV = re.compile(r'(?<!\w)(\w{1,64})=("(?:[^"\\]|\\.)*"|\S+)')
 _TB_HEADER = "Traceback (most recent call last)"
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)(?:, in (.+?))?\s*$')
 _CARETS = re.compile(r"^\s*[\^~]+\s*$")
 _EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*?(?:Error|Exception|Interrupt|Exit)(?:\([\w.]*\))?)(?::\s*(.*))?$")
-_TQDM_SLOW = re.compile(r"(\d+)/(\d+) \[((?:\d+:)?\d+:\d+)<[^,\]]*,\s*([\d.]+)s/it\]")
+_TQDM_SLOW = re.compile(r"(?<!\d)(\d{1,12})/(\d{1,12}) \[((?:\d+:)?\d+:\d+)<[^,\]]*,\s*([\d.]+)s/it\]")
 _TQDM_STILL = re.compile(r"\b0/(\d+) \[((?:\d+:)?\d+:\d+)<\?, \?it/s\]")
 # An exception under these SGLang frames is a server that never came up.
 _SGLANG_STARTUP_FUNCS = frozenset(
@@ -513,7 +514,7 @@ _OOM_DETAIL = _fields(
     gpu=r"GPU (\d+) has a total capacity",
     capacity=r"total capacity of ([\d.]+ [KMGT]?i?B)",
     free=r"of which ([\d.]+ [KMGT]?i?B) is free",
-    allocated_by_pytorch=r"([\d.]+ [KMGT]?i?B) is allocated by PyTorch",
+    allocated_by_pytorch=r"(?<![\d.])([\d.]{1,20} [KMGT]?i?B) is allocated by PyTorch",
 )
 
 # Order matters only within one line (fine classes before the generic ones of their family).
@@ -527,7 +528,7 @@ _SIGNATURES: tuple[_Signature, ...] = (
          detail=_fields(reason=r"Cuda failure (?:\d+ )?'([^']*)'")),
     _sig("nccl_unhandled_system_error", "unhandled system error", "ncclSystemError"),
     _sig("nccl_internal_error", "ncclInternalError", "internal error - please report"),
-    _sig("nccl_invalid_usage", "NCCL error", rx=r"NCCL error.*invalid usage"),
+    _sig("nccl_invalid_usage", "NCCL error", rx=r"NCCL error.{0,300}?invalid usage"),
     _sig("nccl_remote_error", "ncclRemoteError", "remote process exited or there was a network error"),
     _sig("nccl_shm_failure", "Error while creating shared memory segment"),
     _sig("nccl_error", "NCCL error", "DistBackendError", "Some NCCL operations have failed"),
@@ -572,7 +573,7 @@ _SIGNATURES: tuple[_Signature, ...] = (
          rx=r"error: unrecognized arguments: (.*)", detail=_group("arguments")),
     _sig("argparse_ambiguous_option", "error: ambiguous option:",
          rx=r"error: ambiguous option: (.*)", detail=_group("option")),
-    _sig("argparse_invalid_choice", "error: argument", rx=r"error: argument (.*?): invalid choice:",
+    _sig("argparse_invalid_choice", "error: argument", rx=r"error: argument (.{0,200}?): invalid choice:",
          detail=_group("argument")),
     _sig("argparse_missing_required", "error: the following arguments are required:"),
     _sig("argparse_error", ": error: ", rx=r"^[\w./\\-]{1,120}: error: "),
@@ -587,8 +588,8 @@ _SIGNATURES: tuple[_Signature, ...] = (
     _sig("slime_grad_norm_mismatch", "Error", rx=r"grad norm mismatch"),
     _sig("assertion_error", "AssertionError"),
     _sig("slime_hf_validate_args_failed", "hf_validate_args failed"),
-    _sig("slime_ref_load_missing", "Error", rx=r"ref_load\b.*\bdoes not exist"),
-    _sig("missing_path", "Error", rx=r"(?:FileNotFoundError|AssertionError): .*\bdoes not exist"),
+    _sig("slime_ref_load_missing", "Error", rx=r"ref_load\b.{0,300}?\bdoes not exist"),
+    _sig("missing_path", "Error", rx=r"(?:FileNotFoundError|AssertionError): .{0,300}?\bdoes not exist"),
     _sig("slime_rm_type_missing", "Error", rx=r"RM type is not specified"),
     _sig("torch_memory_saver_missing", "Cannot find torch_memory_saver"),
     # launchers
@@ -826,11 +827,12 @@ class LogParser:
                 elif seg[0] == "[":
                     seg = _BARE_REMNANT.sub("", seg)
             repeat = None
-            if "repeated" in seg:
-                m = _REPEATED.search(seg)
+            at = seg.rfind("[repeated ")
+            if at != -1:
+                m = _REPEATED.match(seg, at)
                 if m:
                     repeat = int(m.group(1))
-                    seg = seg[: m.start()]
+                    seg = seg[:at].rstrip()
             self._segment(seg, actor, lineno, repeat)
 
     def _segment(self, msg: str, actor: str | None, lineno: int, repeat: int | None) -> None:
@@ -1097,6 +1099,7 @@ class LogParser:
     def _error(self, cls: str, lineno: int, msg: str, pos: int, detail: dict[str, Any]) -> None:
         text = _excerpt(msg, pos)
         coarse = coarse_class(cls)
+        detail = {k: _finite_value(v) if isinstance(v, float) else v for k, v in detail.items()}
         for name in (cls, coarse):
             if name not in self._seen:
                 self._seen.add(name)

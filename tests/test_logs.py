@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import tracemalloc
 from pathlib import Path
 
@@ -444,7 +445,9 @@ def test_cpverify_layout_check_and_busbw_lines():
     assert failed.status == "fail" and failed.value != failed.value and failed.detail == 'said "nan" twice'
     assert (warned.status, warned.value, warned.bound) == ("warn", None, None)
     assert [(e.cls, e.line) for e in parsed.errors] == [("cp_correctness", 4)]
+    assert parsed.errors[0].detail == {"check": "grad_norm", "value": None, "bound": 0.01}
     assert parsed.to_json()["checks"][1]["value"] is None
+    json.dumps(parsed.to_json(), allow_nan=False)
     (bw,) = parsed.bandwidth
     assert (bw.op, bw.bytes, bw.busbw_gbps, bw.algbw_gbps, bw.extra, bw.line) == (
         "all_reduce",
@@ -557,6 +560,31 @@ def test_ansi_carriage_returns_and_repeated_suffix_on_one_physical_line():
     assert (step.step, step.line) == (3, 2)
     assert step.metrics["train/step"] == 3 and step.salvaged is False
     assert [(p.side, p.line) for p in parsed.perf] == [("train", 3)]  # bare `[36m` remnant stripped
+
+
+def test_pathological_long_lines_do_not_backtrack():
+    """Guard against catastrophic regex backtracking, not a speed claim (see benchmarks/).
+
+    Each line is 64 KiB aimed at one pattern; before the patterns were bounded the first
+    ones took minutes (quadratic). Linear parsing takes well under a second for all of them.
+    """
+    n = logs.MAX_LINE_BYTES
+    lines = [
+        "step 1: {" + "a" * n,
+        "perf/x': " + "a" * n,
+        "1" * n + "s/it]",
+        "Error repeated " + " " * n + "x",
+        "cpverify-check " + "a" * n,
+        "Timer " + "a" * n,
+        "CUDA out of memory " + "1." * (n // 2) + " GiB is allocated by PyTorch",
+        "Error " + "ref_load " * (n // 9),
+        "Memory-Usage " * (n // 13) + ": {",
+    ]
+    data = ("\n".join(lines) + "\nTraceback (most recent call last):\n" + "Error" * (n // 5) + "\n").encode()
+    start = time.perf_counter()
+    parsed = parse_stream(io.BytesIO(data))
+    assert time.perf_counter() - start < 20
+    assert parsed.lines == len(lines) + 2
 
 
 def test_result_is_a_snapshot():
