@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCKER_DIR = ROOT / "docker"
 LOCK_FILE = DOCKER_DIR / "versions.lock"
 # What cpverify needs inside the image besides itself (pure Python, small).
-CONTAINER_REQUIREMENTS = ("tabulate", "rich", "packaging")
+CONTAINER_REQUIREMENTS = ("tabulate", "rich", "packaging", "huggingface_hub")
 
 # Printed by a throwaway container to record what the image really holds. Every probe is
 # guarded: an image without torch or Megatron still reports the rest.

@@ -77,7 +77,9 @@ def container_wheels(target: Path) -> Path:
     """The pure-Python wheels the cpverify image installs, fetched on the host (build containers
     cannot use this host's TLS set-up)."""
     target.mkdir(parents=True, exist_ok=True)
-    if not any(target.glob("rich-*.whl")):
+    from cpverify.image import CONTAINER_REQUIREMENTS
+
+    if not any(target.glob("huggingface_hub-*.whl")):
         subprocess.run(["python3", "-m", "pip", "download", "-q", "--only-binary=:all:", "-d", str(target),
-                        "tabulate", "rich", "packaging"], check=True)
+                        *CONTAINER_REQUIREMENTS], check=True)
     return target
