@@ -48,44 +48,64 @@ def rollout_block(rid: int, rng: random.Random) -> str:
     out = []
     add = out.append
     pid = 32167 + rng.randrange(2)
-    add(ROLLOUT + "Rollout generation: " + "\r".join(
-        f"{p * 256 // 30:3d}/256 [{p:02d}:00<00:{30 - p:02d}, {rng.uniform(8, 12):.2f}it/s]" for p in range(1, 31)
-    ))
+    add(
+        ROLLOUT
+        + "Rollout generation: "
+        + "\r".join(
+            f"{p * 256 // 30:3d}/256 [{p:02d}:00<00:{30 - p:02d}, {rng.uniform(8, 12):.2f}it/s]" for p in range(1, 31)
+        )
+    )
     for _ in range(300):
-        add(SGLANG + f"[2026-08-21 10:00:{rng.randrange(60):02d}] INFO:     127.0.0.1:{rng.randrange(30000, 60000)} - "
-            '"POST /generate HTTP/1.1" 200 OK')
+        add(
+            SGLANG + f"[2026-08-21 10:00:{rng.randrange(60):02d}] INFO:     127.0.0.1:{rng.randrange(30000, 60000)} - "
+            '"POST /generate HTTP/1.1" 200 OK'
+        )
     for tp in range(8):
         add(SGLANG + f"[2026-08-21 10:00:15 TP{tp}] Cache flushed successfully!")
-    add(ROLLOUT + f"[2026-08-21 10:00:15] rollout.py:534 - perf {rid}: {{'rollout/response_len/mean': "
+    add(
+        ROLLOUT + f"[2026-08-21 10:00:15] rollout.py:534 - perf {rid}: {{'rollout/response_len/mean': "
         f"{rng.uniform(200, 400)}, 'perf/rollout_time': {rng.uniform(3, 4)}, 'perf/tokens_per_gpu_per_sec': "
-        f"{rng.uniform(200, 300)}}}")
+        f"{rng.uniform(200, 300)}}}"
+    )
     for name in ("sleep", "wake_up", "actor_train"):
         add(TRAIN.format(pid=pid) + f"[2026-08-21 10:00:16] timer.py:24 - Timer {name} start")
-        add(TRAIN.format(pid=pid) + f"[2026-08-21 10:00:17] memory_utils.py:41 - [Rank 0] Memory-Usage before {name}: "
-            f"{{'gpu': '0', 'total_GB': 79.11, 'free_GB': {rng.uniform(20, 60):.2f}, 'used_GB': 19.11}}")
-        add(TRAIN.format(pid=pid) + f"[2026-08-21 10:00:18] timer.py:32 - Timer {name} end (elapsed: "
-            f"{rng.uniform(0.5, 90):.1f}s)")
+        add(
+            TRAIN.format(pid=pid) + f"[2026-08-21 10:00:17] memory_utils.py:41 - [Rank 0] Memory-Usage before {name}: "
+            f"{{'gpu': '0', 'total_GB': 79.11, 'free_GB': {rng.uniform(20, 60):.2f}, 'used_GB': 19.11}}"
+        )
+        add(
+            TRAIN.format(pid=pid) + f"[2026-08-21 10:00:18] timer.py:32 - Timer {name} end (elapsed: "
+            f"{rng.uniform(0.5, 90):.1f}s)"
+        )
     for i in range(40):
-        add(TRAIN.format(pid=pid) + f"[2026-08-21 10:00:18] reloadable_process_group.py:152 - Reloading {i} process "
-            f"groups in pid {pid}")
+        add(
+            TRAIN.format(pid=pid) + f"[2026-08-21 10:00:18] reloadable_process_group.py:152 - Reloading {i} process "
+            f"groups in pid {pid}"
+        )
     host, tid = "e54db9740f9d", 228141 + rid % 7
     for i in range(600):
         dev = i % 2
-        add(TRAIN.format(pid=pid) + NCCL_INFO[i % len(NCCL_INFO)].format(
-            host=host, pid=pid, tid=tid, dev=dev, peer=1 - dev, ch=i % 24))
+        add(
+            TRAIN.format(pid=pid)
+            + NCCL_INFO[i % len(NCCL_INFO)].format(host=host, pid=pid, tid=tid, dev=dev, peer=1 - dev, ch=i % 24)
+        )
     for k in range(2):
         step = rid * 2 + k
-        add(TRAIN.format(pid=pid) + f"[2026-08-21 10:00:28] model.py:918 - step {step}: {{'train/loss': "
+        add(
+            TRAIN.format(pid=pid) + f"[2026-08-21 10:00:28] model.py:918 - step {step}: {{'train/loss': "
             f"{rng.uniform(-1e-8, 1e-8)}, 'train/pg_loss': {rng.uniform(-1e-8, 1e-8)}, 'train/entropy_loss': "
             f"{rng.random()}, 'train/pg_clipfrac': 0.0, 'train/ppo_kl': 0.0, "
             f"'train/train_rollout_logprob_abs_diff': {rng.random() / 10}, 'train/kl_loss': {rng.random() / 100}, "
             f"'train/grad_norm': {rng.random()}, 'train/lr-pg_0': 1e-06, 'train/global_batch_size': 8, "
-            f"'train/step': {step}}}")
-    add(TRAIN.format(pid=pid) + f"[2026-08-21 10:00:28] train_metric_utils.py:401 - perf {rid}: {{'perf/sleep_time': "
+            f"'train/step': {step}}}"
+        )
+    add(
+        TRAIN.format(pid=pid) + f"[2026-08-21 10:00:28] train_metric_utils.py:401 - perf {rid}: {{'perf/sleep_time': "
         f"{rng.uniform(3, 5)}, 'perf/update_weights_time': 0.33, 'perf/wake_up_time': 1.94, "
         f"'perf/train_wait_time': 11.3, 'perf/ref_log_probs_time': {rng.uniform(1, 2)}, 'perf/log_probs_time': "
         f"{rng.uniform(0.1, 0.2)}, 'perf/actor_train_time': {rng.uniform(1, 2)}, 'perf/train_time': 2.84, "
-        f"'perf/actor_train_tflops': 3.7, 'perf/step_time': {rng.uniform(13, 15)}, 'perf/wait_time_ratio': 0.8}}")
+        f"'perf/actor_train_tflops': 3.7, 'perf/step_time': {rng.uniform(13, 15)}, 'perf/wait_time_ratio': 0.8}}"
+    )
     return "\n".join(out) + "\n"
 
 
@@ -185,7 +205,8 @@ def main() -> int:
             f"({size_mb / pc:.1f} MiB/s), ratio {pc / bc:.1f}x\n"
             f"    wall : bare loop {bw:.3f} s ({size_mb / bw:.0f} MiB/s), parse_file {pw:.3f} s "
             f"({size_mb / pw:.1f} MiB/s), ratio {pw / bw:.1f}x\n"
-            f"    peak RSS (VmHWM) of parse_file in a fresh process: {rss:.1f} MiB (+{rss - base_rss:.1f} over baseline)\n"
+            f"    peak RSS (VmHWM) of parse_file in a fresh process: {rss:.1f} MiB "
+            f"(+{rss - base_rss:.1f} over baseline)\n"
             f"    runs (wall, cpu): bare {[(round(w, 3), round(c, 3)) for w, c in bare]}\n"
             f"                      parse {[(round(w, 3), round(c, 3)) for w, c in parse]}"
         )

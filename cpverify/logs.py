@@ -46,13 +46,24 @@ are emitted, on the same line, so a reader of either vocabulary finds its class.
   argparse_unrecognized_arguments, argparse_ambiguous_option -> argparse_error
   megatron_cuda_device_max_connections, slime_num_rollouts_lt_global_batch -> assertion_error
   ray_host_oom -> ray_actor_died; nccl_warn stays nccl_warn (many NCCL warnings are benign)
-The full table is COARSE_CLASS and _SIGNATURES below. Only the first occurrence of each class
+The full table is COARSE_CLASS and SIGNATURES below. Only the first occurrence of each class
 is recorded, and a physical line is never reported twice for one class. The parser's own
 classes: cp_correctness (a failing cpverify-check), layout_mismatch (ranks report different
 layouts), run_restarted (step numbers go backwards: two runs in one log), python_traceback
 (a traceback header; the frames are in `tracebacks`). A traceback whose frames are SGLang
 startup code (initialize_model_parallel, _wait_and_warmup, ...) also gives
 sglang_server_startup_failure on its exception line.
+
+Extra JSON keys (beyond DESIGN.md's): lines (physical lines read), checks, bandwidth (below),
+memory (slime's `[Rank r] Memory-Usage <label>: {dict}`), tracebacks (header line, frames with
+their source line, the exception line when printed), timers_open (`Timer X start` never
+ended, e.g. a phase that hung), nccl.cuda/versions/ib_link/tcp_fallback, per-error coarse and
+detail (numbers such as OpType/SeqNum/Timeout(ms) of a watchdog timeout, or the allocation of
+an OOM), per-record salvaged, per-iteration total.
+
+Speed: a line is only decoded when its lower-cased bytes hold one of _GATE_TOKENS (parse_stream
+finds them block-wise with bytes.find); anything the parser recognises contains one. Numbers
+are in benchmarks/parse_throughput.md.
 
 cpverify's own lines (print them anywhere in a line; a Ray prefix or logger header is fine):
   cpverify-layout rank=0 world=2 tp=1 pp=1 cp=2 dp=1
@@ -75,9 +86,31 @@ import statistics
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Callable
+from typing import IO, Any
 
+from cpverify._log_signatures import (
+    COARSE_CLASS,
+    GATE_BYTES,
+    SIGNATURES,
+    TB_HEADER,
+    coarse_class,
+    gated,
+    number,
+)
 from cpverify.errors import InputError
+
+__all__ = [
+    "COARSE_CLASS",
+    "LogParser",
+    "ParsedLog",
+    "coarse_class",
+    "normalise_transport",
+    "parse_dict",
+    "parse_file",
+    "parse_stream",
+    "register",
+    "render_summary",
+]
 
 # A logical line is never kept longer than this: a 10 MB tqdm line or binary junk
 # must not make memory grow with the line.
@@ -85,8 +118,6 @@ MAX_LINE_BYTES = 64 * 1024
 READ_BLOCK_BYTES = 1 << 20
 EXCERPT_CHARS = 300
 UNKNOWN_ROLLOUT = -1  # perf salvaged from a headerless fragment: the rollout id was not printed
-HANG_SECONDS_PER_ITEM = 300.0  # a tqdm bar this slow per item is stuck, not slow
-HANG_NO_PROGRESS_S = 600.0  # a bar at 0/N for this long is stuck too
 _MAX_TRACEBACKS = 50
 _MAX_FRAMES = 40
 _TRACEBACK_PATIENCE = 8  # lines without a frame before a cut traceback is given up
@@ -266,7 +297,13 @@ class ParsedLog:
                 for s in self.steps
             ],
             "perf": [
-                {"rollout": p.rollout, "side": p.side, "line": p.line, "metrics": _finite(p.metrics), "salvaged": p.salvaged}
+                {
+                    "rollout": p.rollout,
+                    "side": p.side,
+                    "line": p.line,
+                    "metrics": _finite(p.metrics),
+                    "salvaged": p.salvaged,
+                }
                 for p in self.perf
             ],
             "timers": [{"name": t.name, "elapsed_s": _finite_value(t.elapsed_s), "line": t.line} for t in self.timers],
@@ -373,12 +410,23 @@ _NETWORK = re.compile(r"Using network (\S+(?: \S+)?)\s*$")
 _IB_LINK = re.compile(r"NET/IB : Using \[\d+\]\S+?/(RoCE|IB)\b")
 _OWN = re.compile(r"cpverify-(layout|check|busbw)\b(.*)$")
 _KV = re.compile(r'(?<!\w)(\w{1,64})=("(?:[^"\\]|\\.)*"|\S+)')
-_TB_HEADER = "Traceback (most recent call last)"
+# What _segment recognises before it classifies errors (each holds a gate token too).
+_RECORD_MARKERS = (
+    ": {",
+    "perf/",
+    "Timer ",
+    "elapsed time per iteration",
+    "cpverify-",
+    " via ",
+    "NCCL version",
+    "Using network",
+    "NET/IB : Using",
+    TB_HEADER,
+    'File "',
+)
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)(?:, in (.+?))?\s*$')
 _CARETS = re.compile(r"^\s*[\^~]+\s*$")
 _EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*?(?:Error|Exception|Interrupt|Exit)(?:\([\w.]*\))?)(?::\s*(.*))?$")
-_TQDM_SLOW = re.compile(r"(?<!\d)(\d{1,12})/(\d{1,12}) \[((?:\d+:)?\d+:\d+)<[^,\]]*,\s*([\d.]+)s/it\]")
-_TQDM_STILL = re.compile(r"\b0/(\d+) \[((?:\d+:)?\d+:\d+)<\?, \?it/s\]")
 # An exception under these SGLang frames is a server that never came up.
 _SGLANG_STARTUP_FUNCS = frozenset(
     {
@@ -402,246 +450,7 @@ _TRAIN_PERF_KEY = re.compile(
 _ROLLOUT_PERF_KEY = re.compile(r"^rollout/|^perf/rollout_time$|tokens_per_gpu_per_sec$|_sample_tokens_per_sec$")
 
 
-# ---------------------------------------------------------------------------- error signatures
-
-
-@dataclass(frozen=True)
-class _Signature:
-    cls: str
-    triggers: tuple[str, ...]  # cheap substrings: the regex runs only when one is present
-    regex: re.Pattern[str] | None = None
-    detail: Callable[[re.Match[str] | None, str], dict[str, Any] | None] | None = None
-
-
-def _sig(cls: str, *triggers: str, rx: str | None = None, detail=None) -> _Signature:
-    return _Signature(cls, triggers, re.compile(rx) if rx else None, detail)
-
-
-def _fields(**patterns: str) -> Callable[[re.Match[str] | None, str], dict[str, Any]]:
-    """A detail extractor: each named regex's first group (a number where it is one)."""
-    compiled = {k: re.compile(p) for k, p in patterns.items()}
-
-    def extract(_m: re.Match[str] | None, text: str) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, rx in compiled.items():
-            found = rx.search(text)
-            if found:
-                out[key] = _scalar(found.group(1))
-        return out
-
-    return extract
-
-
-def _group(name: str) -> Callable[[re.Match[str] | None, str], dict[str, Any]]:
-    return lambda m, _t: {name: m.group(1).strip()} if m and m.group(1) else {}
-
-
-def _clock_s(text: str) -> float:
-    seconds = 0.0
-    for part in text.split(":"):
-        seconds = seconds * 60 + float(part)
-    return seconds
-
-
-def _tqdm_slow(m: re.Match[str] | None, _t: str) -> dict[str, Any] | None:
-    assert m is not None
-    s_per_it = float(m.group(4))
-    if s_per_it < HANG_SECONDS_PER_ITEM:
-        return None
-    return {"s_per_it": s_per_it, "done": int(m.group(1)), "total": int(m.group(2)), "elapsed_s": _clock_s(m.group(3))}
-
-
-def _tqdm_still(m: re.Match[str] | None, _t: str) -> dict[str, Any] | None:
-    assert m is not None
-    elapsed = _clock_s(m.group(2))
-    return {"done": 0, "total": int(m.group(1)), "elapsed_s": elapsed} if elapsed >= HANG_NO_PROGRESS_S else None
-
-
-# fine class -> DESIGN.md's coarse class (a class not listed is its own coarse class)
-COARSE_CLASS = {
-    "nccl_heartbeat_stuck": "hang",
-    "nccl_cuda_failure": "nccl_error",
-    "nccl_unhandled_system_error": "nccl_error",
-    "nccl_internal_error": "nccl_error",
-    "nccl_invalid_usage": "nccl_error",
-    "nccl_remote_error": "nccl_error",
-    "nccl_shm_failure": "nccl_error",
-    "torch_distributed_error": "nccl_error",
-    "sglang_not_enough_memory": "cuda_oom",
-    "cuda_device_assert": "cuda_error",
-    "cp_shape_mismatch": "collective_shape_mismatch",
-    "ray_host_oom": "ray_actor_died",
-    "sglang_server_startup_failure": "sglang_startup_failure",
-    "sglang_scheduler_exception": "sglang_error",
-    "sglang_health_check_failed": "sglang_error",
-    "sglang_http_500": "sglang_error",
-    "sglang_http_5xx": "sglang_error",
-    "slime_flush_cache_timeout": "sglang_error",
-    "slime_http_max_retries": "sglang_error",
-    "argparse_unrecognized_arguments": "argparse_error",
-    "argparse_ambiguous_option": "argparse_error",
-    "argparse_invalid_choice": "argparse_error",
-    "argparse_missing_required": "argparse_error",
-    "megatron_cuda_device_max_connections": "assertion_error",
-    "megatron_world_size_not_divisible": "assertion_error",
-    "megatron_seq_length_multiple": "assertion_error",
-    "slime_num_rollouts_lt_global_batch": "assertion_error",
-    "slime_num_rollout_not_set": "assertion_error",
-    "slime_ci_threshold": "assertion_error",
-    "slime_grad_norm_mismatch": "assertion_error",
-    "slime_hf_validate_args_failed": "config_error",
-    "slime_ref_load_missing": "config_error",
-    "missing_path": "config_error",
-    "slime_rm_type_missing": "config_error",
-    "torch_memory_saver_missing": "environment_error",
-    "ray_placement_group_wait": "resource_wait",
-}
-
-
-def coarse_class(cls: str) -> str:
-    """DESIGN.md's coarse class of a (possibly finer) error class."""
-    return COARSE_CLASS.get(cls, cls)
-
-
-_NCCL_TIMEOUT_DETAIL = _fields(
-    op=r"OpType=(\w+)",
-    seq=r"SeqNum=(\d+)",
-    timeout_ms=r"Timeout\(ms\)=(\d+)",
-    ran_ms=r"ran for (\d+) milliseconds",
-)
-_OOM_DETAIL = _fields(
-    tried=r"Tried to allocate ([\d.]+ [KMGT]?i?B)",
-    gpu=r"GPU (\d+) has a total capacity",
-    capacity=r"total capacity of ([\d.]+ [KMGT]?i?B)",
-    free=r"of which ([\d.]+ [KMGT]?i?B) is free",
-    allocated_by_pytorch=r"(?<![\d.])([\d.]{1,20} [KMGT]?i?B) is allocated by PyTorch",
-)
-
-# Order matters only within one line (fine classes before the generic ones of their family).
-# Every trigger contains a _GATE_TOKENS word, case-insensitively (tests/test_logs.py checks it).
-_SIGNATURES: tuple[_Signature, ...] = (
-    # NCCL / torch.distributed
-    _sig("nccl_timeout", "collective operation timeout", detail=_NCCL_TIMEOUT_DETAIL),
-    _sig("nccl_heartbeat_stuck", "watchdog got stuck", "Heartbeat monitor timed out",
-         detail=_fields(stuck_s=r"stuck for (\d+) seconds")),
-    _sig("nccl_cuda_failure", "Cuda failure", "ncclUnhandledCudaError",
-         detail=_fields(reason=r"Cuda failure (?:\d+ )?'([^']*)'")),
-    _sig("nccl_unhandled_system_error", "unhandled system error", "ncclSystemError"),
-    _sig("nccl_internal_error", "ncclInternalError", "internal error - please report"),
-    _sig("nccl_invalid_usage", "NCCL error", rx=r"NCCL error.{0,300}?invalid usage"),
-    _sig("nccl_remote_error", "ncclRemoteError", "remote process exited or there was a network error"),
-    _sig("nccl_shm_failure", "Error while creating shared memory segment"),
-    _sig("nccl_error", "NCCL error", "DistBackendError", "Some NCCL operations have failed"),
-    _sig("torch_distributed_error", "after torch distributed error"),
-    _sig("nccl_warn", "NCCL WARN"),
-    # CUDA
-    _sig("cuda_oom", "out of memory", "OUT_OF_MEMORY", "cudaErrorMemoryAllocation", "OutOfMemoryError",
-         rx=r"CUDA out of memory|CUDA error: out of memory|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation"
-            r"|torch\.(?:cuda\.)?OutOfMemoryError",
-         detail=_OOM_DETAIL),
-    _sig("sglang_not_enough_memory", "Not enough memory. Please try to increase --mem-fraction-static"),
-    _sig("cuda_illegal_memory_access", "illegal memory access", "cudaErrorIllegalAddress", "CUDA_ERROR_ILLEGAL_ADDRESS"),
-    _sig("cuda_device_assert", "CUDA error: device-side assert"),
-    _sig("cuda_error", "CUDA error:", rx=r"CUDA error: (?!out of memory|an illegal memory access|device-side assert)"),
-    # shapes of collectives / CP (raised as exceptions: the word Error is on the line)
-    _sig("collective_shape_mismatch", "Error",
-         rx=r"[Mm]ismatch between collectives|output tensor size must be equal to world_size"
-            r"|scatter/gather must|same size as output size times world size"),
-    _sig("cp_shape_mismatch", "Error",
-         rx=r"log_prob length mismatch|Shape mismatch before whitening|loss_masks\.shape:"
-            r"|AssertionError: Expected \d+,? got"),
-    # Ray
-    _sig("ray_actor_died", "ActorDiedError", "The actor died unexpectedly", "RayActorError",
-         "killed while executing a task by an unexpected system error"),
-    _sig("ray_actor_unavailable", "ActorUnavailableError"),
-    _sig("ray_host_oom", "ray.exceptions.OutOfMemoryError", "node running low on memory",
-         "killed due to memory pressure"),
-    _sig("ray_task_error", "RayTaskError"),
-    _sig("ray_job_failed", "' failed", "entrypoint command failed",
-         rx=r"Job '[^']+' failed|Job entrypoint command failed", detail=_fields(exit_code=r"exit code (-?\d+)")),
-    _sig("ray_placement_group_wait", "Waiting for placement group", detail=_fields(elapsed_s=r"elapsed ([\d.]+)s")),
-    # SGLang (and slime's view of it)
-    _sig("sglang_server_startup_failure", "Initialization failed", "Server process terminated unexpectedly"),
-    _sig("sglang_scheduler_exception", "Scheduler hit an exception", "Exception in run_scheduler_process"),
-    _sig("sglang_health_check_failed", "Health check failed for rollout engine"),
-    _sig("sglang_http_500", 'HTTP/1.1" 500', rx=r'"[A-Z]+ [^"]* HTTP/1\.1" 500\b'),
-    _sig("sglang_http_5xx", 'HTTP/1.1" 5', rx=r'"[A-Z]+ [^"]* HTTP/1\.1" 5(?!00)\d\d\b'),
-    _sig("slime_flush_cache_timeout", "Timeout while flushing cache"),
-    _sig("slime_http_max_retries", "failing", rx=r"Max retries \(\d+\) reached"),
-    # argparse (slime, Megatron, SGLang and any launcher)
-    _sig("argparse_unrecognized_arguments", "error: unrecognized arguments:",
-         rx=r"error: unrecognized arguments: (.*)", detail=_group("arguments")),
-    _sig("argparse_ambiguous_option", "error: ambiguous option:",
-         rx=r"error: ambiguous option: (.*)", detail=_group("option")),
-    _sig("argparse_invalid_choice", "error: argument", rx=r"error: argument (.{0,200}?): invalid choice:",
-         detail=_group("argument")),
-    _sig("argparse_missing_required", "error: the following arguments are required:"),
-    _sig("argparse_error", ": error: ", rx=r"^[\w./\\-]{1,120}: error: "),
-    # asserts and configuration (Megatron, slime): raised as exceptions, "Error" is on the line
-    _sig("megatron_cuda_device_max_connections", "Error",
-         rx=r"requires? setting the environment variable CUDA_DEVICE_MAX_CONNECTIONS"),
-    _sig("megatron_world_size_not_divisible", "Error", rx=r"world[ _]size \(\d+\) is not divisible by"),
-    _sig("megatron_seq_length_multiple", "Error", rx=r"seq-length should be a multiple of"),
-    _sig("slime_num_rollouts_lt_global_batch", "Error", rx=r"num_rollouts \(\d+\) < global_batch_size \(\d+\)"),
-    _sig("slime_num_rollout_not_set", "Error", rx=r"num_rollout is not set"),
-    _sig("slime_ci_threshold", "AssertionError: threshold="),
-    _sig("slime_grad_norm_mismatch", "Error", rx=r"grad norm mismatch"),
-    _sig("assertion_error", "AssertionError"),
-    _sig("slime_hf_validate_args_failed", "hf_validate_args failed"),
-    _sig("slime_ref_load_missing", "Error", rx=r"ref_load\b.{0,300}?\bdoes not exist"),
-    _sig("missing_path", "Error", rx=r"(?:FileNotFoundError|AssertionError): .{0,300}?\bdoes not exist"),
-    _sig("slime_rm_type_missing", "Error", rx=r"RM type is not specified"),
-    _sig("torch_memory_saver_missing", "Cannot find torch_memory_saver"),
-    # launchers
-    _sig("launcher_failed", "[ERROR] failed (exitcode", "ChildFailedError",
-         detail=_fields(exit_code=r"exitcode: (-?\d+)")),
-    _sig("subprocess_failed", "CalledProcessError", detail=_fields(exit_code=r"exit status (-?\d+)")),
-    # Python
-    _sig("python_traceback", _TB_HEADER),
-    # hangs: a progress bar that crawls, or never moves
-    _sig("hang", "s/it]", rx=_TQDM_SLOW.pattern, detail=_tqdm_slow),
-    _sig("hang", "?it/s]", rx=_TQDM_STILL.pattern, detail=_tqdm_still),
-)
-
-# The pre-filter. A line whose lower-cased text holds none of these words is skipped unread:
-# most of a real log is noise. parse_stream looks for them across whole blocks with
-# bytes.find, feed() within each line. Every word costs one pass over the data, so the list
-# is short and its words broad; every signature trigger and record marker contains one.
-_GATE_TOKENS = (
-    "error", "fail", "except", "time", "stuck", "memory", "unexpectedly", "placement group",
-    ": {", "perf/", "cpverify-", " via ", "nccl version", "using network", "net/ib : using",
-    "nccl warn", "traceback", 'file "', "s/it]", "?it/s]", 'http/1.1" 5',
-)
-_GATE_BYTES = tuple(t.encode() for t in _GATE_TOKENS)
-# What _segment recognises before it classifies errors (each holds a gate token too).
-_RECORD_MARKERS = (
-    ": {", "perf/", "Timer ", "elapsed time per iteration", "cpverify-", " via ", "NCCL version",
-    "Using network", "NET/IB : Using", _TB_HEADER, 'File "',
-)
-
-
-def _gated(lowered: bytes | str) -> bool:
-    for token in _GATE_BYTES if isinstance(lowered, bytes) else _GATE_TOKENS:
-        if token in lowered:
-            return True
-    return False
-
-
 # ---------------------------------------------------------------------------- parsing helpers
-
-
-def _scalar(text: str) -> int | float | str:
-    if text.lstrip("-").isdigit():
-        return int(text)
-    number = _number(text)
-    return text if number is None else number
-
-
-def _number(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
-        return None
 
 
 def _numeric_items(obj: Any) -> dict[str, float]:
@@ -764,11 +573,11 @@ class LogParser:
                 if b"NCCL INFO" in line and b"\r" not in line:
                     self._nccl_info(bytes(line))
                     return
-                if not _gated(bytes(line).lower()):
+                if not gated(bytes(line).lower()):
                     return
             text = bytes(line).decode("utf-8", "replace")
         else:
-            if self._tb is None and not _gated(line.lower()):
+            if self._tb is None and not gated(line.lower()):
                 return
             text = line
         self._physical(text, lineno)
@@ -785,8 +594,12 @@ class LogParser:
             timers=list(log.timers),
             iterations=list(log.iterations),
             errors=list(log.errors),
-            nccl=NcclFacts(nccl.version, list(nccl.transports), nccl.network, nccl.cuda, list(nccl.versions), nccl.ib_link),
-            layout=None if layout is None else Layout(layout.cp, layout.dp, layout.tp, layout.pp, layout.world, list(layout.ranks)),
+            nccl=NcclFacts(
+                nccl.version, list(nccl.transports), nccl.network, nccl.cuda, list(nccl.versions), nccl.ib_link
+            ),
+            layout=None
+            if layout is None
+            else Layout(layout.cp, layout.dp, layout.tp, layout.pp, layout.world, list(layout.ranks)),
             lines=log.lines,
             checks=list(log.checks),
             bandwidth=list(log.bandwidth),
@@ -836,7 +649,7 @@ class LogParser:
             self._segment(seg, actor, lineno, repeat)
 
     def _segment(self, msg: str, actor: str | None, lineno: int, repeat: int | None) -> None:
-        if (self._tb is not None or 'File "' in msg or _TB_HEADER in msg) and self._traceback(msg, actor, lineno):
+        if (self._tb is not None or 'File "' in msg or TB_HEADER in msg) and self._traceback(msg, actor, lineno):
             return
         if ": {" in msg and self._record(msg, actor, lineno):
             return
@@ -896,22 +709,24 @@ class LogParser:
             if "name" not in kv or "status" not in kv:
                 return False
             status = kv["status"].lower()
-            value = _number(kv["value"]) if "value" in kv else None
-            bound = _number(kv["bound"]) if "bound" in kv else None
+            value = number(kv["value"]) if "value" in kv else None
+            bound = number(kv["bound"]) if "bound" in kv else None
             self._log.checks.append(CheckRecord(kv["name"], status, lineno, value, bound, kv.get("detail", "")))
             if status == "fail":
-                self._error("cp_correctness", lineno, msg, m.start(), {"check": kv["name"], "value": value, "bound": bound})
+                self._error(
+                    "cp_correctness", lineno, msg, m.start(), {"check": kv["name"], "value": value, "bound": bound}
+                )
             return True
         if "op" not in kv:
             return False
-        size = _number(kv.get("bytes", ""))
+        size = number(kv.get("bytes", ""))
         self._log.bandwidth.append(
             BandwidthRecord(
                 kv["op"],
                 lineno,
                 int(size) if size is not None and math.isfinite(size) else None,
-                _number(kv.get("busbw_gbps", "")),
-                _number(kv.get("algbw_gbps", "")),
+                number(kv.get("busbw_gbps", "")),
+                number(kv.get("algbw_gbps", "")),
                 {k: v for k, v in kv.items() if k not in ("op", "bytes", "busbw_gbps", "algbw_gbps")},
             )
         )
@@ -944,7 +759,7 @@ class LogParser:
             self._open_timers[name] = lineno
             return True
         self._open_timers.pop(name, None)
-        elapsed = _number(m.group(3) or "")
+        elapsed = number(m.group(3) or "")
         if elapsed is not None:
             self._log.timers.append(TimerRecord(name, elapsed, lineno))
         return True
@@ -957,14 +772,14 @@ class LogParser:
         metrics: dict[str, float] = {}
         for part in m.group(3).split("|"):
             name, sep, value = part.partition(":")
-            number = _number(value) if sep else None
-            if number is None:
+            field_value = number(value) if sep else None
+            if field_value is None:
                 continue
             name = name.strip()
             if name.startswith("elapsed time per iteration"):
-                elapsed_ms = number
+                elapsed_ms = field_value
             else:
-                metrics[name] = number
+                metrics[name] = field_value
         self._log.iterations.append(IterationRecord(int(m.group(1)), lineno, elapsed_ms, metrics, int(m.group(2))))
         return True
 
@@ -1021,7 +836,7 @@ class LogParser:
     # -- tracebacks ----------------------------------------------------------------------
     def _traceback(self, msg: str, actor: str | None, lineno: int) -> bool:
         """Follow a Python traceback; True when the segment was a traceback line only."""
-        if _TB_HEADER in msg:
+        if TB_HEADER in msg:
             self._start_traceback(lineno)
             return False  # the header is classified (python_traceback, or what precedes it)
         frame = _FRAME.match(msg)
@@ -1074,7 +889,7 @@ class LogParser:
     # -- errors --------------------------------------------------------------------------
     def _classify(self, msg: str, actor: str | None, lineno: int, repeat: int | None) -> None:
         seen = self._seen
-        for sig in _SIGNATURES:
+        for sig in SIGNATURES:
             if sig.cls in seen:
                 continue
             for trigger in sig.triggers:
@@ -1153,7 +968,7 @@ def _feed_block(parser: LogParser, data: bytes, lineno: int) -> int:
     """Feed the lines of `data` (whole lines, ending in a newline) that the gate lets through."""
     lowered = data.lower()
     starts = set()
-    for token in _GATE_BYTES:
+    for token in GATE_BYTES:
         hit = lowered.find(token)
         while hit != -1:
             starts.add(lowered.rfind(b"\n", 0, hit) + 1)

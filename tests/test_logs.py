@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import cpverify.logs as logs
+from cpverify._log_signatures import GATE_TOKENS, SIGNATURES
 from cpverify.errors import InputError
 from cpverify.logs import LogParser, coarse_class, normalise_transport, parse_dict, parse_file, parse_stream
 
@@ -85,8 +86,10 @@ def test_perf_side_from_keys_beats_missing_prefix_and_prefix_decides_unknown_key
 
 def test_old_total_train_time_is_normalised_to_step_time():
     parsed = parse_lines(
-        [ACTOR + "[2025-09-26 10:00:00] train_metric_utils.py:1 - perf 2: {'perf/total_train_time': 287.26, "
-         "'perf/actor_train_time': 200.0}"]
+        [
+            ACTOR + "[2025-09-26 10:00:00] train_metric_utils.py:1 - perf 2: {'perf/total_train_time': 287.26, "
+            "'perf/actor_train_time': 200.0}"
+        ]
     )
     (perf,) = parsed.perf
     assert perf.side == "train"
@@ -128,8 +131,10 @@ def test_megatron_iteration_line_new_format():
 
 def test_memory_usage_records():
     parsed = parse_lines(
-        [ACTOR + "[2026-01-02 15:29:24] memory_utils.py:41 - [Rank 1] Memory-Usage after offload: {'gpu': '1', "
-         "'total_GB': 79.11, 'free_GB': 70.0}"]
+        [
+            ACTOR + "[2026-01-02 15:29:24] memory_utils.py:41 - [Rank 1] Memory-Usage after offload: {'gpu': '1', "
+            "'total_GB': 79.11, 'free_GB': 70.0}"
+        ]
     )
     (mem,) = parsed.memory
     assert (mem.label, mem.rank, mem.metrics) == ("after offload", 1, {"total_GB": 79.11, "free_GB": 70.0})
@@ -140,8 +145,10 @@ def test_memory_usage_records():
 
 def test_dict_with_nan_and_inf_is_read_and_json_gets_null():
     parsed = parse_lines(
-        [ACTOR + "[2026-08-21 10:00:28] model.py:918 - step 0: {'train/loss': nan, 'train/grad_norm': inf, "
-         "'train/kl_loss': -inf, 'train/nan_count': 2}"]
+        [
+            ACTOR + "[2026-08-21 10:00:28] model.py:918 - step 0: {'train/loss': nan, 'train/grad_norm': inf, "
+            "'train/kl_loss': -inf, 'train/nan_count': 2}"
+        ]
     )
     m = parsed.steps[0].metrics
     assert m["train/loss"] != m["train/loss"]  # nan
@@ -205,9 +212,7 @@ def test_socket_channels_are_a_tcp_fallback_and_using_network_socket_is_not():
     assert healthy.nccl.network == "Socket" and healthy.nccl.transports == ["P2P/CUMEM"]
     assert healthy.tcp_fallback is False and healthy.nccl_transport_warning() is None
 
-    tcp = parse_lines(
-        [nccl("Using network Socket"), nccl("Channel 00/0 : 0[0] -> 1[1] [send] via NET/Socket/0")]
-    )
+    tcp = parse_lines([nccl("Using network Socket"), nccl("Channel 00/0 : 0[0] -> 1[1] [send] via NET/Socket/0")])
     assert tcp.nccl.transports == ["NET/Socket"] and tcp.tcp_fallback is True
     assert "TCP" in tcp.nccl_transport_warning()
     assert tcp.to_json()["nccl"]["tcp_fallback"] is True
@@ -238,7 +243,7 @@ def test_nccl_info_chatter_is_never_an_error():
 # ---------------------------------------------------------------------------- errors
 
 # (line as printed, the exact set of classes it must give)
-SIGNATURES = [
+ERROR_LINES = [
     (
         "[rank0]:[E1225 12:58:32.712922209 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation "
         "timeout: WorkNCCL(SeqNum=17, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600043 "
@@ -250,7 +255,10 @@ SIGNATURES = [
         "unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5",
         {"nccl_error"},
     ),
-    ("RuntimeError: NCCL error: invalid usage (run with NCCL_DEBUG=WARN for details)", {"nccl_invalid_usage", "nccl_error"}),
+    (
+        "RuntimeError: NCCL error: invalid usage (run with NCCL_DEBUG=WARN for details)",
+        {"nccl_invalid_usage", "nccl_error"},
+    ),
     (
         "h:1:2 [0] include/shm.h:28 NCCL WARN Error while creating shared memory segment /dev/shm/nccl-x (size 9)",
         {"nccl_shm_failure", "nccl_error", "nccl_warn"},
@@ -293,14 +301,22 @@ SIGNATURES = [
         "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
         {"sglang_not_enough_memory", "cuda_oom"},
     ),
-    ("[2026-08-21 10:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):",
-     {"sglang_scheduler_exception", "sglang_error", "python_traceback"}),
-    ("[2026-08-21 10:00:00] http_utils.py:1 - Max retries (3) reached, failing...", {"slime_http_max_retries", "sglang_error"}),
+    (
+        "[2026-08-21 10:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        {"sglang_scheduler_exception", "sglang_error", "python_traceback"},
+    ),
+    (
+        "[2026-08-21 10:00:00] http_utils.py:1 - Max retries (3) reached, failing...",
+        {"slime_http_max_retries", "sglang_error"},
+    ),
     (
         "train.py: error: argument --train-backend: invalid choice: 'fsdp' (choose from 'megatron')",
         {"argparse_invalid_choice", "argparse_error"},
     ),
-    ("train.py: error: the following arguments are required: --hf-checkpoint", {"argparse_missing_required", "argparse_error"}),
+    (
+        "train.py: error: the following arguments are required: --hf-checkpoint",
+        {"argparse_missing_required", "argparse_error"},
+    ),
     ("usage.py: error: too many cooks", {"argparse_error"}),
     (
         "AssertionError: Using tensor model parallelism or context parallelism require setting the environment "
@@ -351,13 +367,16 @@ SIGNATURES = [
         "0.3}",
         {"slime_ci_threshold", "assertion_error"},
     ),
-    ("RuntimeError: Cannot find torch_memory_saver dynamic library", {"torch_memory_saver_missing", "environment_error"}),
+    (
+        "RuntimeError: Cannot find torch_memory_saver dynamic library",
+        {"torch_memory_saver_missing", "environment_error"},
+    ),
     ("actor train:   0%|          | 0/16 [15:00<?, ?it/s]", {"hang"}),
     ("update weights:  6%|▋         | 1/16 [11:01<2:45:20, 661.36s/it]", {"hang"}),
 ]
 
 
-@pytest.mark.parametrize("line, expected", SIGNATURES, ids=lambda v: v if isinstance(v, str) else None)
+@pytest.mark.parametrize("line, expected", ERROR_LINES, ids=lambda v: v if isinstance(v, str) else None)
 def test_error_signatures(line, expected):
     parsed = parse_lines(["noise before", ACTOR + line])
     assert parsed.error_classes() == expected
@@ -369,10 +388,10 @@ def test_error_signatures(line, expected):
     "line",
     [
         ACTOR + STEP3.replace("train/kl_loss", "train/error_rate"),  # a metric named like an error
-        "(SGLangEngine pid=1) [2026-01-29 06:53:43] INFO:     1.2.3.4:5 - \"POST /generate HTTP/1.1\" 200 OK",
+        '(SGLangEngine pid=1) [2026-01-29 06:53:43] INFO:     1.2.3.4:5 - "POST /generate HTTP/1.1" 200 OK',
         "Rollout generation: 100%|██████████| 256/256 [29:15<00:00,  6.86s/it]",
         "Loading safetensors checkpoint shards:   0% Completed | 0/1 [00:00<?, ?it/s]",
-        "ray job submit --runtime-env-json='{\"env_vars\": {\"CUDA_DEVICE_MAX_CONNECTIONS\": \"1\"}}'",
+        'ray job submit --runtime-env-json=\'{"env_vars": {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}}\'',
         "UserWarning: When using sequence parallelism it is recommended to set the environment variable "
         "CUDA_DEVICE_MAX_CONNECTIONS to 1 for maximum speedup",
         "[2026-08-21 10:00:00] data_source.py:147 - Checkpoint /ckpt/rollout does not exist.",
@@ -497,8 +516,11 @@ def test_non_utf8_bytes_around_records(tmp_path):
     log = tmp_path / "latin1.log"
     log.write_bytes(
         b"\xff\xfe\xfa caf\xe9\n"
-        + (ACTOR + STEP3).encode()[:-1] + b"\xe9}\n"  # a stray Latin-1 byte in the dict
-        + b"\xc3\x28 " + (ACTOR + TRAIN_PERF3).encode() + b"\n"
+        + (ACTOR + STEP3).encode()[:-1]
+        + b"\xe9}\n"  # a stray Latin-1 byte in the dict
+        + b"\xc3\x28 "
+        + (ACTOR + TRAIN_PERF3).encode()
+        + b"\n"
     )
     parsed = parse_file(log)
     assert [(s.step, s.line) for s in parsed.steps] == [(3, 2)]
@@ -532,17 +554,20 @@ def test_ten_megabyte_line_through_feed_is_cut():
 
 def test_truncated_mid_line(tmp_path):
     log = tmp_path / "cut.log"
-    log.write_bytes((ACTOR + STEP3 + "\n").encode() + b"[2026-08-21] model.py:918 - step 4: {'train/loss': 0.5, 'train/gr")
+    log.write_bytes(
+        (ACTOR + STEP3 + "\n").encode() + b"[2026-08-21] model.py:918 - step 4: {'train/loss': 0.5, 'train/gr"
+    )
     parsed = parse_file(log)
     assert [(s.step, s.line, s.salvaged) for s in parsed.steps] == [(3, 1, False), (4, 2, True)]
     assert parsed.steps[1].metrics == {"train/loss": 0.5}
     assert parsed.lines == 2
 
 
-def test_two_runs_concatenated(tmp_path):
-    run = lambda cp: [f"cpverify-layout rank=0 world=2 tp=1 pp=1 cp={cp} dp={2 // cp}"] + [
-        ACTOR + STEP3.replace("step 3:", f"step {n}:") for n in range(3)
-    ]
+def test_two_runs_concatenated():
+    def run(cp: int) -> list[str]:
+        layout = f"cpverify-layout rank=0 world=2 tp=1 pp=1 cp={cp} dp={2 // cp}"
+        return [layout] + [ACTOR + STEP3.replace("step 3:", f"step {n}:") for n in range(3)]
+
     parsed = parse_lines(run(1) + run(2))
     assert [(s.step, s.line) for s in parsed.steps] == [(0, 2), (1, 3), (2, 4), (0, 6), (1, 7), (2, 8)]
     assert parsed.layout.cp == 1
@@ -551,9 +576,13 @@ def test_two_runs_concatenated(tmp_path):
 
 def test_ansi_carriage_returns_and_repeated_suffix_on_one_physical_line():
     line = (
-        ACTOR + "actor train:  50%|█████     | 2/4 [00:01<00:01,  1.9it/s]\r"
-        + ACTOR + "actor train: 100%|██████████| 4/4 [00:02<00:00,  1.9it/s]\r"
-        + ACTOR + STEP3 + " [repeated 2x across cluster]\r"
+        ACTOR
+        + "actor train:  50%|█████     | 2/4 [00:01<00:01,  1.9it/s]\r"
+        + ACTOR
+        + "actor train: 100%|██████████| 4/4 [00:02<00:00,  1.9it/s]\r"
+        + ACTOR
+        + STEP3
+        + " [repeated 2x across cluster]\r"
     )
     parsed = parse_lines(["first line", line, "[36m(MegatronTrainRayActor pid=9)[0m " + TRAIN_PERF3])
     (step,) = parsed.steps
@@ -600,13 +629,13 @@ def test_result_is_a_snapshot():
 
 
 def test_every_trigger_and_marker_contains_a_gate_token():
-    words = [t for sig in logs._SIGNATURES for t in sig.triggers] + list(logs._RECORD_MARKERS)
-    missing = [w for w in words if not any(token in w.lower() for token in logs._GATE_TOKENS)]
+    words = [t for sig in SIGNATURES for t in sig.triggers] + list(logs._RECORD_MARKERS)
+    missing = [w for w in words if not any(token in w.lower() for token in GATE_TOKENS)]
     assert missing == []
 
 
 def _synthetic_log() -> bytes:
-    lines = [line for line, _ in SIGNATURES] + [
+    lines = [line for line, _ in ERROR_LINES] + [
         ROLLOUT + ROLLOUT_PERF3,
         ACTOR + STEP3,
         ACTOR + TRAIN_PERF3,
@@ -689,7 +718,13 @@ def test_cli_json_contract_keys(tmp_path):
     assert {"steps", "perf", "timers", "iterations", "errors", "nccl", "layout"} <= set(doc)
     assert set(doc["nccl"]) >= {"version", "transports", "network"}
     assert doc["errors"] == [
-        {"class": "cuda_oom", "line": 3, "text": "RuntimeError: CUDA error: out of memory", "coarse": "cuda_oom", "detail": {}}
+        {
+            "class": "cuda_oom",
+            "line": 3,
+            "text": "RuntimeError: CUDA error: out of memory",
+            "coarse": "cuda_oom",
+            "detail": {},
+        }
     ]
     assert doc["perf"][0]["side"] == "train" and doc["steps"][0]["step"] == 3
 

@@ -305,7 +305,10 @@ def test_28_wake_up_host_memory_then_traceback():
     )
     (tb,) = parsed.tracebacks
     assert tb.line == 3
-    assert (tb.frames[1].lineno, tb.frames[1].code) == (85, "ray.get(actor_model.async_train(rollout_id, rollout_data_ref))")
+    assert (tb.frames[1].lineno, tb.frames[1].code) == (
+        85,
+        "ray.get(actor_model.async_train(rollout_id, rollout_data_ref))",
+    )
     # ray_host_oom is inferred by the commenter, never printed: not reported.
     assert parsed.error_classes() == {"python_traceback"}
 

@@ -1,0 +1,321 @@
+"""What cpverify.logs recognises as an error: signatures, their classes, and the pre-filter.
+
+Each signature names a fine error class, cheap trigger substrings and (optionally) a regex
+that must match. COARSE_CLASS maps fine classes to DESIGN.md's coarse vocabulary. GATE_TOKENS
+is the pre-filter: every trigger (and every record marker of cpverify.logs) contains one of
+its words, lower-cased, so a line without any of them can be skipped unread.
+Add a signature here with a line of the real program's output in tests/test_logs.py.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+HANG_SECONDS_PER_ITEM = 300.0  # a tqdm bar this slow per item is stuck, not slow
+HANG_NO_PROGRESS_S = 600.0  # a bar at 0/N for this long is stuck too
+TB_HEADER = "Traceback (most recent call last)"
+_TQDM_SLOW = re.compile(r"(?<!\d)(\d{1,12})/(\d{1,12}) \[((?:\d+:)?\d+:\d+)<[^,\]]*,\s*([\d.]+)s/it\]")
+_TQDM_STILL = re.compile(r"\b0/(\d+) \[((?:\d+:)?\d+:\d+)<\?, \?it/s\]")
+
+
+def number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _scalar(text: str) -> int | float | str:
+    if text.lstrip("-").isdigit():
+        return int(text)
+    value = number(text)
+    return text if value is None else value
+
+
+@dataclass(frozen=True)
+class Signature:
+    cls: str
+    triggers: tuple[str, ...]  # cheap substrings: the regex runs only when one is present
+    regex: re.Pattern[str] | None = None
+    detail: Callable[[re.Match[str] | None, str], dict[str, Any] | None] | None = None
+
+
+def _sig(cls: str, *triggers: str, rx: str | None = None, detail=None) -> Signature:
+    return Signature(cls, triggers, re.compile(rx) if rx else None, detail)
+
+
+def _fields(**patterns: str) -> Callable[[re.Match[str] | None, str], dict[str, Any]]:
+    """A detail extractor: each named regex's first group (a number where it is one)."""
+    compiled = {k: re.compile(p) for k, p in patterns.items()}
+
+    def extract(_m: re.Match[str] | None, text: str) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, rx in compiled.items():
+            found = rx.search(text)
+            if found:
+                out[key] = _scalar(found.group(1))
+        return out
+
+    return extract
+
+
+def _group(name: str) -> Callable[[re.Match[str] | None, str], dict[str, Any]]:
+    return lambda m, _t: {name: m.group(1).strip()} if m and m.group(1) else {}
+
+
+def _clock_s(text: str) -> float:
+    seconds = 0.0
+    for part in text.split(":"):
+        seconds = seconds * 60 + float(part)
+    return seconds
+
+
+def _tqdm_slow(m: re.Match[str] | None, _t: str) -> dict[str, Any] | None:
+    assert m is not None
+    s_per_it = float(m.group(4))
+    if s_per_it < HANG_SECONDS_PER_ITEM:
+        return None
+    return {"s_per_it": s_per_it, "done": int(m.group(1)), "total": int(m.group(2)), "elapsed_s": _clock_s(m.group(3))}
+
+
+def _tqdm_still(m: re.Match[str] | None, _t: str) -> dict[str, Any] | None:
+    assert m is not None
+    elapsed = _clock_s(m.group(2))
+    return {"done": 0, "total": int(m.group(1)), "elapsed_s": elapsed} if elapsed >= HANG_NO_PROGRESS_S else None
+
+
+# fine class -> DESIGN.md's coarse class (a class not listed is its own coarse class)
+COARSE_CLASS = {
+    "nccl_heartbeat_stuck": "hang",
+    "nccl_cuda_failure": "nccl_error",
+    "nccl_unhandled_system_error": "nccl_error",
+    "nccl_internal_error": "nccl_error",
+    "nccl_invalid_usage": "nccl_error",
+    "nccl_remote_error": "nccl_error",
+    "nccl_shm_failure": "nccl_error",
+    "torch_distributed_error": "nccl_error",
+    "sglang_not_enough_memory": "cuda_oom",
+    "cuda_device_assert": "cuda_error",
+    "cp_shape_mismatch": "collective_shape_mismatch",
+    "ray_host_oom": "ray_actor_died",
+    "sglang_server_startup_failure": "sglang_startup_failure",
+    "sglang_scheduler_exception": "sglang_error",
+    "sglang_health_check_failed": "sglang_error",
+    "sglang_http_500": "sglang_error",
+    "sglang_http_5xx": "sglang_error",
+    "slime_flush_cache_timeout": "sglang_error",
+    "slime_http_max_retries": "sglang_error",
+    "argparse_unrecognized_arguments": "argparse_error",
+    "argparse_ambiguous_option": "argparse_error",
+    "argparse_invalid_choice": "argparse_error",
+    "argparse_missing_required": "argparse_error",
+    "megatron_cuda_device_max_connections": "assertion_error",
+    "megatron_world_size_not_divisible": "assertion_error",
+    "megatron_seq_length_multiple": "assertion_error",
+    "slime_num_rollouts_lt_global_batch": "assertion_error",
+    "slime_num_rollout_not_set": "assertion_error",
+    "slime_ci_threshold": "assertion_error",
+    "slime_grad_norm_mismatch": "assertion_error",
+    "slime_hf_validate_args_failed": "config_error",
+    "slime_ref_load_missing": "config_error",
+    "missing_path": "config_error",
+    "slime_rm_type_missing": "config_error",
+    "torch_memory_saver_missing": "environment_error",
+    "ray_placement_group_wait": "resource_wait",
+}
+
+
+def coarse_class(cls: str) -> str:
+    """DESIGN.md's coarse class of a (possibly finer) error class."""
+    return COARSE_CLASS.get(cls, cls)
+
+
+_NCCL_TIMEOUT_DETAIL = _fields(
+    op=r"OpType=(\w+)",
+    seq=r"SeqNum=(\d+)",
+    timeout_ms=r"Timeout\(ms\)=(\d+)",
+    ran_ms=r"ran for (\d+) milliseconds",
+)
+_OOM_DETAIL = _fields(
+    tried=r"Tried to allocate ([\d.]+ [KMGT]?i?B)",
+    gpu=r"GPU (\d+) has a total capacity",
+    capacity=r"total capacity of ([\d.]+ [KMGT]?i?B)",
+    free=r"of which ([\d.]+ [KMGT]?i?B) is free",
+    allocated_by_pytorch=r"(?<![\d.])([\d.]{1,20} [KMGT]?i?B) is allocated by PyTorch",
+)
+
+# Order matters only within one line (fine classes before the generic ones of their family).
+# Every trigger contains a GATE_TOKENS word, case-insensitively (tests/test_logs.py checks it).
+SIGNATURES: tuple[Signature, ...] = (
+    # NCCL / torch.distributed
+    _sig("nccl_timeout", "collective operation timeout", detail=_NCCL_TIMEOUT_DETAIL),
+    _sig(
+        "nccl_heartbeat_stuck",
+        "watchdog got stuck",
+        "Heartbeat monitor timed out",
+        detail=_fields(stuck_s=r"stuck for (\d+) seconds"),
+    ),
+    _sig(
+        "nccl_cuda_failure",
+        "Cuda failure",
+        "ncclUnhandledCudaError",
+        detail=_fields(reason=r"Cuda failure (?:\d+ )?'([^']*)'"),
+    ),
+    _sig("nccl_unhandled_system_error", "unhandled system error", "ncclSystemError"),
+    _sig("nccl_internal_error", "ncclInternalError", "internal error - please report"),
+    _sig("nccl_invalid_usage", "NCCL error", rx=r"NCCL error.{0,300}?invalid usage"),
+    _sig("nccl_remote_error", "ncclRemoteError", "remote process exited or there was a network error"),
+    _sig("nccl_shm_failure", "Error while creating shared memory segment"),
+    _sig("nccl_error", "NCCL error", "DistBackendError", "Some NCCL operations have failed"),
+    _sig("torch_distributed_error", "after torch distributed error"),
+    _sig("nccl_warn", "NCCL WARN"),
+    # CUDA
+    _sig(
+        "cuda_oom",
+        "out of memory",
+        "OUT_OF_MEMORY",
+        "cudaErrorMemoryAllocation",
+        "OutOfMemoryError",
+        rx=r"CUDA out of memory|CUDA error: out of memory|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation"
+        r"|torch\.(?:cuda\.)?OutOfMemoryError",
+        detail=_OOM_DETAIL,
+    ),
+    _sig("sglang_not_enough_memory", "Not enough memory. Please try to increase --mem-fraction-static"),
+    _sig(
+        "cuda_illegal_memory_access", "illegal memory access", "cudaErrorIllegalAddress", "CUDA_ERROR_ILLEGAL_ADDRESS"
+    ),
+    _sig("cuda_device_assert", "CUDA error: device-side assert"),
+    _sig("cuda_error", "CUDA error:", rx=r"CUDA error: (?!out of memory|an illegal memory access|device-side assert)"),
+    # shapes of collectives / CP (raised as exceptions: the word Error is on the line)
+    _sig(
+        "collective_shape_mismatch",
+        "Error",
+        rx=r"[Mm]ismatch between collectives|output tensor size must be equal to world_size"
+        r"|scatter/gather must|same size as output size times world size",
+    ),
+    _sig(
+        "cp_shape_mismatch",
+        "Error",
+        rx=r"log_prob length mismatch|Shape mismatch before whitening|loss_masks\.shape:"
+        r"|AssertionError: Expected \d+,? got",
+    ),
+    # Ray
+    _sig(
+        "ray_actor_died",
+        "ActorDiedError",
+        "The actor died unexpectedly",
+        "RayActorError",
+        "killed while executing a task by an unexpected system error",
+    ),
+    _sig("ray_actor_unavailable", "ActorUnavailableError"),
+    _sig(
+        "ray_host_oom", "ray.exceptions.OutOfMemoryError", "node running low on memory", "killed due to memory pressure"
+    ),
+    _sig("ray_task_error", "RayTaskError"),
+    _sig(
+        "ray_job_failed",
+        "' failed",
+        "entrypoint command failed",
+        rx=r"Job '[^']+' failed|Job entrypoint command failed",
+        detail=_fields(exit_code=r"exit code (-?\d+)"),
+    ),
+    _sig("ray_placement_group_wait", "Waiting for placement group", detail=_fields(elapsed_s=r"elapsed ([\d.]+)s")),
+    # SGLang (and slime's view of it)
+    _sig("sglang_server_startup_failure", "Initialization failed", "Server process terminated unexpectedly"),
+    _sig("sglang_scheduler_exception", "Scheduler hit an exception", "Exception in run_scheduler_process"),
+    _sig("sglang_health_check_failed", "Health check failed for rollout engine"),
+    _sig("sglang_http_500", 'HTTP/1.1" 500', rx=r'"[A-Z]+ [^"]* HTTP/1\.1" 500\b'),
+    _sig("sglang_http_5xx", 'HTTP/1.1" 5', rx=r'"[A-Z]+ [^"]* HTTP/1\.1" 5(?!00)\d\d\b'),
+    _sig("slime_flush_cache_timeout", "Timeout while flushing cache"),
+    _sig("slime_http_max_retries", "failing", rx=r"Max retries \(\d+\) reached"),
+    # argparse (slime, Megatron, SGLang and any launcher)
+    _sig(
+        "argparse_unrecognized_arguments",
+        "error: unrecognized arguments:",
+        rx=r"error: unrecognized arguments: (.*)",
+        detail=_group("arguments"),
+    ),
+    _sig(
+        "argparse_ambiguous_option",
+        "error: ambiguous option:",
+        rx=r"error: ambiguous option: (.*)",
+        detail=_group("option"),
+    ),
+    _sig(
+        "argparse_invalid_choice",
+        "error: argument",
+        rx=r"error: argument (.{0,200}?): invalid choice:",
+        detail=_group("argument"),
+    ),
+    _sig("argparse_missing_required", "error: the following arguments are required:"),
+    _sig("argparse_error", ": error: ", rx=r"^[\w./\\-]{1,120}: error: "),
+    # asserts and configuration (Megatron, slime): raised as exceptions, "Error" is on the line
+    _sig(
+        "megatron_cuda_device_max_connections",
+        "Error",
+        rx=r"requires? setting the environment variable CUDA_DEVICE_MAX_CONNECTIONS",
+    ),
+    _sig("megatron_world_size_not_divisible", "Error", rx=r"world[ _]size \(\d+\) is not divisible by"),
+    _sig("megatron_seq_length_multiple", "Error", rx=r"seq-length should be a multiple of"),
+    _sig("slime_num_rollouts_lt_global_batch", "Error", rx=r"num_rollouts \(\d+\) < global_batch_size \(\d+\)"),
+    _sig("slime_num_rollout_not_set", "Error", rx=r"num_rollout is not set"),
+    _sig("slime_ci_threshold", "AssertionError: threshold="),
+    _sig("slime_grad_norm_mismatch", "Error", rx=r"grad norm mismatch"),
+    _sig("assertion_error", "AssertionError"),
+    _sig("slime_hf_validate_args_failed", "hf_validate_args failed"),
+    _sig("slime_ref_load_missing", "Error", rx=r"ref_load\b.{0,300}?\bdoes not exist"),
+    _sig("missing_path", "Error", rx=r"(?:FileNotFoundError|AssertionError): .{0,300}?\bdoes not exist"),
+    _sig("slime_rm_type_missing", "Error", rx=r"RM type is not specified"),
+    _sig("torch_memory_saver_missing", "Cannot find torch_memory_saver"),
+    # launchers
+    _sig(
+        "launcher_failed",
+        "[ERROR] failed (exitcode",
+        "ChildFailedError",
+        detail=_fields(exit_code=r"exitcode: (-?\d+)"),
+    ),
+    _sig("subprocess_failed", "CalledProcessError", detail=_fields(exit_code=r"exit status (-?\d+)")),
+    # Python
+    _sig("python_traceback", TB_HEADER),
+    # hangs: a progress bar that crawls, or never moves
+    _sig("hang", "s/it]", rx=_TQDM_SLOW.pattern, detail=_tqdm_slow),
+    _sig("hang", "?it/s]", rx=_TQDM_STILL.pattern, detail=_tqdm_still),
+)
+
+# The pre-filter. A line whose lower-cased text holds none of these words is skipped unread:
+# most of a real log is noise. parse_stream looks for them across whole blocks with
+# bytes.find, feed() within each line. Every word costs one pass over the data, so the list
+# is short and its words broad; every signature trigger and record marker contains one.
+GATE_TOKENS = (
+    "error",
+    "fail",
+    "except",
+    "time",
+    "stuck",
+    "memory",
+    "unexpectedly",
+    "placement group",
+    ": {",
+    "perf/",
+    "cpverify-",
+    " via ",
+    "nccl version",
+    "using network",
+    "net/ib : using",
+    "nccl warn",
+    "traceback",
+    'file "',
+    "s/it]",
+    "?it/s]",
+    'http/1.1" 5',
+)
+GATE_BYTES = tuple(t.encode() for t in GATE_TOKENS)
+
+
+def gated(lowered: bytes | str) -> bool:
+    for token in GATE_BYTES if isinstance(lowered, bytes) else GATE_TOKENS:
+        if token in lowered:
+            return True
+    return False
