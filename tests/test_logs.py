@@ -747,3 +747,28 @@ def test_cli_summary_shows_judged_medians(tmp_path):
     # rollouts 1..3 are counted (rollout 0 is warm-up): actor_train_time 2, 3, 4 -> median 3, n 3
     row = next(line for line in out.splitlines() if line.startswith("perf/actor_train_time"))
     assert row.split() == ["perf/actor_train_time", "3", "3"]
+
+
+def test_lines_printed_by_the_cpverify_probe_parse():
+    """The CONTRACT with cpverify.probe: its formatters' lines come back as records."""
+    from cpverify.probe._logic import format_busbw, format_check, format_layout
+
+    lines = [
+        format_layout(0, 2, 2),
+        format_layout(1, 2, 2),
+        format_check("cp_output_vs_reference", "fail", float("nan"), 0.01, 'max "rel" err\nover \\ 2 lines'),
+        format_busbw("all_reduce", 268435456, 310.2, 155.1),
+    ]
+    parsed = parse_lines([ACTOR + line for line in lines])
+    assert (parsed.layout.cp, parsed.layout.dp, parsed.layout.ranks) == (2, 1, [0, 1])
+    (check,) = parsed.checks
+    assert (check.name, check.status, check.bound, check.detail) == (
+        "cp_output_vs_reference",
+        "fail",
+        0.01,
+        'max "rel" err over \\ 2 lines',
+    )
+    assert [(e.cls, e.line) for e in parsed.errors] == [("cp_correctness", 3)]
+    assert [(b.op, b.bytes, b.busbw_gbps, b.algbw_gbps) for b in parsed.bandwidth] == [
+        ("all_reduce", 268435456, 310.2, 155.1)
+    ]
