@@ -460,10 +460,11 @@ def _numeric_items(obj: Any) -> dict[str, float]:
     for k, v in obj.items():
         if isinstance(v, bool):
             continue
+        # Interned: every record repeats the same few dozen keys; memory grows per value only.
         if isinstance(v, (int, float)):
-            out[str(k)] = float(v)
+            out[sys.intern(str(k))] = float(v)
         elif isinstance(v, str) and v in ("nan", "inf", "-inf"):
-            out[str(k)] = float(v)
+            out[sys.intern(str(k))] = float(v)
     return out
 
 
@@ -479,7 +480,7 @@ def parse_dict(text: str) -> tuple[dict[str, float], bool]:
     try:
         return _numeric_items(ast.literal_eval(candidate)), False
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return {m.group(1): float(m.group(2)) for m in _SALVAGE_PAIR.finditer(text)}, True
+        return {sys.intern(m.group(1)): float(m.group(2)) for m in _SALVAGE_PAIR.finditer(text)}, True
 
 
 def _perf_side(metrics: dict[str, float], actor: str | None) -> str:
@@ -693,7 +694,7 @@ class LogParser:
             return False
         metrics, _ = parse_dict(m.group(3))
         rank = int(m.group(1)) if m.group(1) else None
-        self._log.memory.append(MemoryRecord(m.group(2), lineno, rank, metrics))
+        self._log.memory.append(MemoryRecord(sys.intern(m.group(2)), lineno, rank, metrics))
         if "after torch distributed error" in msg:  # slime logs memory when c10d raised
             self._classify(msg, actor, lineno, None)
         return True
@@ -754,7 +755,7 @@ class LogParser:
         m = _TIMER.search(msg)
         if m is None:
             return False
-        name = m.group(1)
+        name = sys.intern(m.group(1))
         if m.group(2) == "start":
             self._open_timers[name] = lineno
             return True
