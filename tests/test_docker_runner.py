@@ -27,11 +27,13 @@ from cpverify.runners.docker import (
     LABEL_ARM,
     LABEL_MANAGED,
     LABEL_OWNER,
+    LABEL_OWNER_CONTAINER,
     LABEL_RUN,
     NVIDIA_FIX,
     BindMount,
     DockerRunner,
     connect,
+    own_container_id,
     sweep_leftovers,
 )
 
@@ -129,9 +131,9 @@ def test_silence_longer_than_the_http_timeout_does_not_break_the_stream(test_ima
     """docker-py disables the socket timeout on log streams (docker/docker-py#931); keep it so."""
     import docker
 
-    client = docker.from_env(timeout=2)
+    client = docker.from_env(timeout=1)
     runner = runner_for(client, test_image, run_id)
-    result = runner.run_arm(arm("quiet", "sh", "-c", "echo before; sleep 3.5; echo after", workdir="/work"),
+    result = runner.run_arm(arm("quiet", "sh", "-c", "echo before; sleep 2; echo after", workdir="/work"),
                             log_path=tmp_path / "q.log", limits=LIMITS)
     assert result.outcome == OK
     assert (tmp_path / "q.log").read_text() == "before\nafter\n"
@@ -232,30 +234,62 @@ def test_bad_mounts_are_refused_before_anything_runs(tmp_path):
 
 @pytest.mark.docker
 def test_sweep_removes_leftovers_of_dead_runs_only(docker_client, test_image, run_id):
+    import socket
+
     dead = subprocess.Popen(["true"])
     dead.wait()
     alive = subprocess.Popen(["sleep", "30"])
-    import socket
 
-    def leftover(owner_pid, arm_name):
-        return docker_client.containers.create(test_image, ["sleep", "30"], labels={
-            LABEL_MANAGED: "1", LABEL_RUN: run_id, LABEL_ARM: arm_name,
-            LABEL_OWNER: f"{socket.gethostname()}:{owner_pid}"})
+    def leftover(arm_name, owner, owner_container=None, start=True):
+        labels = {LABEL_MANAGED: "1", LABEL_RUN: run_id, LABEL_ARM: arm_name, LABEL_OWNER: owner}
+        if owner_container:
+            labels[LABEL_OWNER_CONTAINER] = owner_container
+        container = docker_client.containers.create(test_image, ["sleep", "30"], network_mode="none", labels=labels)
+        if start:
+            container.start()
+        return container
 
+    here = socket.gethostname()
     try:
-        crashed = leftover(dead.pid, "cp1")
-        crashed.start()
-        running_elsewhere = leftover(alive.pid, "cp2")
+        crashed = leftover("crashed", f"{here}:{dead.pid}")
+        live_here = leftover("live-here", f"{here}:{alive.pid}")
+        # cpverify itself ran in a container (Compose): its arm lives as long as that container runs.
+        owner_box = docker_client.containers.run(test_image, ["sleep", "30"], network_mode="none", detach=True,
+                                                 labels={LABEL_RUN: run_id})
+        live_in_box = leftover("live-in-box", f"{owner_box.id[:12]}:1", owner_container=owner_box.id)
+        # An owner we cannot check: a running container might be live, a stopped one is not.
+        elsewhere_running = leftover("elsewhere-running", "far-away-host:1")
+        elsewhere_stopped = leftover("elsewhere-stopped", "far-away-host:1", start=False)
+
         removed = sweep_leftovers(docker_client, run_id=run_id)
-        assert removed == [crashed.name]
-        assert [c.name for c in containers_of(docker_client, run_id)] == [running_elsewhere.name]
+        assert sorted(removed) == sorted([crashed.name, elsewhere_stopped.name])
+        kept = {c.name for c in containers_of(docker_client, run_id) if c.labels.get(LABEL_MANAGED)}
+        assert kept == {live_here.name, live_in_box.name, elsewhere_running.name}
+
         alive.kill()
         alive.wait()
-        assert sweep_leftovers(docker_client, run_id=run_id) == [running_elsewhere.name]
-        assert containers_of(docker_client, run_id) == []
+        owner_box.remove(force=True)
+        removed = sweep_leftovers(docker_client, run_id=run_id)
+        assert sorted(removed) == sorted([live_here.name, live_in_box.name])
+        assert [c.name for c in containers_of(docker_client, run_id)] == [elsewhere_running.name]
     finally:
         alive.kill()
         alive.wait()
+        for container in containers_of(docker_client, run_id):
+            container.remove(force=True)
+
+
+@pytest.mark.docker
+def test_own_container_id_is_read_from_a_real_containers_mountinfo(docker_client, test_image):
+    container = docker_client.containers.run(test_image, ["cat", "/proc/self/mountinfo"], network_mode="none",
+                                             detach=True)
+    try:
+        container.wait(timeout=30)
+        mountinfo = container.logs().decode()
+        assert own_container_id(mountinfo) == container.id
+    finally:
+        container.remove(force=True)
+    assert own_container_id("22 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw\n") is None  # a plain host
 
 
 # -- preflight ---------------------------------------------------------------------------------
@@ -291,14 +325,14 @@ def test_a_broken_log_stream_is_reattached_without_losing_or_repeating_a_line(
     docker_client, test_image, run_id, tmp_path, monkeypatch
 ):
     """A real break: with docker-py's read-timeout fix undone (the docker-py < 3 behaviour,
-    docker/docker-py#931), the stream dies during each 1.5 s silence of a 2 s-timeout client."""
+    docker/docker-py#931), the stream dies during each 1.3 s silence of a 1 s-timeout client."""
     import docker
     import docker.api.client
 
     monkeypatch.setattr(docker.api.client.APIClient, "_disable_socket_timeout", lambda self, sock: None)
     client = docker.from_env(timeout=1)
     runner = runner_for(client, test_image, run_id)
-    script = "i=0; while [ $i -lt 3 ]; do echo line-$i-a; echo line-$i-b; sleep 1.5; i=$((i+1)); done; echo end"
+    script = "i=0; while [ $i -lt 3 ]; do echo line-$i-a; echo line-$i-b; sleep 1.3; i=$((i+1)); done; echo end"
     result = runner.run_arm(arm("breaks", "sh", "-c", script, workdir="/work"),
                             log_path=tmp_path / "b.log", limits=LIMITS)
     expected = [f"line-{i}-{x}" for i in range(3) for x in "ab"] + ["end"]

@@ -10,6 +10,7 @@ crash of cpverify itself (kill -9, power loss) leaves something `sweep_leftovers
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -31,6 +32,7 @@ LABEL_MANAGED = "cpverify.managed"
 LABEL_RUN = "cpverify.run"
 LABEL_ARM = "cpverify.arm"
 LABEL_OWNER = "cpverify.owner"  # "<hostname>:<pid>" of the cpverify process that made it
+LABEL_OWNER_CONTAINER = "cpverify.owner_container"  # its container's id, when it runs in one
 LABEL_GPUS = "cpverify.gpus"
 
 # slime's documented `docker run` flags (docs and CI): RDMA needs locked memory, Megatron's
@@ -106,17 +108,23 @@ def _blocked_engine(exc: BaseException) -> EnvironmentBlocked:
 def sweep_leftovers(client, *, run_id: str | None = None) -> list[str]:
     """Remove cpverify containers left by earlier runs (crashes, kill -9); return their names.
 
-    Containers whose owner is another cpverify process still alive on this host are
-    someone's running arm (on other GPUs), not leftovers: they are kept.
+    A container is a leftover only when its owner (the cpverify process that made it)
+    is provably gone; another run's live arm, on other GPUs, is never touched:
+      * owner in a container (cpverify under Compose): that container no longer runs;
+      * owner on this host: its pid no longer runs;
+      * owner elsewhere (cannot be checked): only when the container itself has stopped.
+        A running one is kept, and named in a warning with the command that removes it.
     """
     import docker.errors
 
     labels = [f"{LABEL_MANAGED}=1"] + ([f"{LABEL_RUN}={run_id}"] if run_id else [])
     removed = []
     for container in client.containers.list(all=True, filters={"label": labels}):
-        owner = container.labels.get(LABEL_OWNER, "")
-        if _owner_alive(owner):
-            log.info("keeping %s: its owner %s is still running", container.name, owner)
+        alive = _owner_alive(client, container.labels)
+        if alive or (alive is None and container.status == "running"):
+            level = logging.INFO if alive else logging.WARNING
+            log.log(level, "keeping %s: its owner %s may still be running; if not: docker rm -f %s",
+                    container.name, container.labels.get(LABEL_OWNER, "(unknown)"), container.name)
             continue
         try:
             container.remove(force=True, v=True)
@@ -126,10 +134,23 @@ def sweep_leftovers(client, *, run_id: str | None = None) -> list[str]:
     return removed
 
 
-def _owner_alive(owner: str) -> bool:
-    host, _, pid = owner.rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit() or int(pid) == os.getpid():
-        return False
+def _owner_alive(client, labels: Mapping[str, str]) -> bool | None:
+    """Is the cpverify process that made a container still running? None: cannot tell."""
+    import docker.errors
+
+    owner_container = labels.get(LABEL_OWNER_CONTAINER)
+    if owner_container:
+        try:
+            return client.containers.get(owner_container).status == "running"
+        except docker.errors.NotFound:
+            return False
+        except docker.errors.APIError:
+            return None
+    host, _, pid = labels.get(LABEL_OWNER, "").rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return None
+    if int(pid) == os.getpid():
+        return False  # we are sweeping, so we run no arm right now
     try:
         os.kill(int(pid), 0)
     except ProcessLookupError:
@@ -137,6 +158,29 @@ def _owner_alive(owner: str) -> bool:
     except PermissionError:
         return True  # exists, belongs to another user
     return True
+
+
+_CONTAINER_MOUNT = re.compile(r"/containers/([0-9a-f]{64})/(?:hostname|hosts|resolv\.conf) ")
+
+
+@functools.lru_cache(maxsize=1)
+def _own_container() -> str | None:
+    return own_container_id()
+
+
+def own_container_id(mountinfo: str | None = None) -> str | None:
+    """The id of the Docker container this process runs in, or None on a plain host.
+
+    Docker bind-mounts /etc/hostname, /etc/hosts and /etc/resolv.conf from
+    /var/lib/docker/containers/<id>/ into every container; /proc/self/mountinfo shows it.
+    """
+    if mountinfo is None:
+        try:
+            mountinfo = Path("/proc/self/mountinfo").read_text()
+        except OSError:
+            return None
+    match = _CONTAINER_MOUNT.search(mountinfo)
+    return match.group(1) if match else None
 
 
 class DockerRunner:
@@ -272,6 +316,7 @@ class DockerRunner:
                 LABEL_ARM: arm.name,
                 LABEL_OWNER: f"{socket.gethostname()}:{os.getpid()}",
                 LABEL_GPUS: ",".join(self.gpus) if self.gpus is not None else "none",
+                **({LABEL_OWNER_CONTAINER: own} if (own := _own_container()) else {}),
             },
             shm_size=self.shm_size,
             ipc_mode="host",
