@@ -26,11 +26,11 @@ IMAGE_WORKLOAD = "/workload.sh"
 IMAGE_WORKDIR = "/work"
 
 
-class TestImageError(RuntimeError):
+class ImageBuildError(RuntimeError):
     """The test image cannot be built here; the message says how to fix that."""
 
 
-def test_image_tag() -> str:
+def image_tag() -> str:
     digest = hashlib.sha256(BUILD_RECIPE.encode())
     for path in (_busybox(), WORKLOAD):
         digest.update(path.read_bytes())
@@ -41,7 +41,7 @@ def ensure_test_image(client) -> str:
     """Return the tag of the test image, importing it first if this engine lacks it."""
     import docker.errors
 
-    tag = test_image_tag()
+    tag = image_tag()
     try:
         client.images.get(tag)
         return tag
@@ -60,7 +60,7 @@ def ensure_test_image(client) -> str:
 
 def _busybox() -> Path:
     if not BUSYBOX.is_file():
-        raise TestImageError(
+        raise ImageBuildError(
             f"{BUSYBOX} is missing: `apt-get install -y busybox-static` (.ci/run installs it)"
         )
     return BUSYBOX
@@ -102,9 +102,9 @@ def _check_runs(client, tag: str) -> None:
         out = client.containers.run(tag, ["echo", "image-ok"], remove=True, network_mode="none")
     except docker.errors.DockerException as exc:
         client.images.remove(tag, force=True)
-        raise TestImageError(
+        raise ImageBuildError(
             f"the imported test image {tag} does not run ({exc}); {BUSYBOX} must be the static "
             "build: `apt-get install -y busybox-static`"
         ) from exc
     if b"image-ok" not in out:
-        raise TestImageError(f"the test image {tag} printed {out!r} instead of 'image-ok'")
+        raise ImageBuildError(f"the test image {tag} printed {out!r} instead of 'image-ok'")
