@@ -1006,7 +1006,7 @@ def parse_file(path: str | Path) -> ParsedLog:
     except IsADirectoryError:
         raise InputError(
             f"log path {path} is a directory, not a log file",
-            fix=f"pass one log file inside it, e.g. {path / 'logs' / 'cp1.log'}",
+            fix="pass one log file inside it (a cpverify run keeps one per arm in artifacts/<run-id>/logs/)",
         ) from None
     except PermissionError:
         raise InputError(
