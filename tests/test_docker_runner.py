@@ -225,8 +225,9 @@ def test_mounts_env_and_secrets(docker_client, test_image, run_id, tmp_path, mon
 
 
 def test_bad_mounts_are_refused_before_anything_runs(tmp_path):
-    with pytest.raises(InputError, match="Docker socket"):
-        DockerRunner(image="x", run_id="r", mounts=[BindMount("/var/run/docker.sock", "/var/run/docker.sock")])
+    for dangerous in ("/var/run/docker.sock", "/var/run", "/"):
+        with pytest.raises(InputError, match="Docker socket"):
+            DockerRunner(image="x", run_id="r", mounts=[BindMount(dangerous, "/mnt")])
     with pytest.raises(InputError, match="does not exist") as raised:
         DockerRunner(image="x", run_id="r", mounts=[BindMount(tmp_path / "no-model", "/model")])
     assert "cpverify fetch" in raised.value.fix

@@ -477,10 +477,13 @@ def _checked_mount(mount: BindMount) -> BindMount:
     source = Path(mount.source).expanduser()
     if not source.is_absolute():
         source = source.resolve()
-    if str(source.resolve()) in DOCKER_SOCKETS or str(source) in DOCKER_SOCKETS:
+    resolved = source.resolve()
+    # The socket itself, or a directory holding it (/, /run, /var/run): either hands the
+    # workload the engine, and with it root on the host.
+    if any(Path(sock) == resolved or Path(sock).resolve().is_relative_to(resolved) for sock in DOCKER_SOCKETS):
         raise InputError(
-            f"refusing to mount the Docker socket ({source}) into a workload",
-            fix="remove that mount: a container holding the socket controls the host",
+            f"refusing to mount {source} into a workload: it is or contains the Docker socket",
+            fix="mount only the directories the workload needs (model, data, artifacts)",
         )
     if not source.exists():
         raise InputError(
