@@ -615,7 +615,7 @@ class LogParser:
         via = line.find(b" via ")
         if via != -1:
             # Every channel of every communicator prints one: decode each distinct one once.
-            tail = line[via:].rstrip()
+            tail = line[via : via + 200].rstrip()
             if tail in self._via_seen:
                 return
             if len(self._via_seen) < 4096:
@@ -673,19 +673,19 @@ class LogParser:
         m = _RECORD.search(msg)
         if m is None:
             return self._memory(msg, actor, lineno)
-        kind, number = m.group(1), int(m.group(2))
+        kind, index = m.group(1), int(m.group(2))
         if kind in ("rollout", "eval"):
             return True  # known dicts, not part of the contract: never mistaken for errors
         metrics, salvaged = parse_dict(m.group(3))
         if kind == "perf":
             metrics = _normalise_perf(metrics)
-            self._log.perf.append(PerfRecord(number, _perf_side(metrics, actor), lineno, metrics, salvaged))
+            self._log.perf.append(PerfRecord(index, _perf_side(metrics, actor), lineno, metrics, salvaged))
             return True
         last = self._last_step.get(kind)
-        if last is not None and number < last:
-            self._error("run_restarted", lineno, msg, m.start(), {"step": number, "after_step": last, "kind": kind})
-        self._last_step[kind] = number
-        self._log.steps.append(StepRecord(number, lineno, metrics, kind, salvaged))
+        if last is not None and index < last:
+            self._error("run_restarted", lineno, msg, m.start(), {"step": index, "after_step": last, "kind": kind})
+        self._last_step[kind] = index
+        self._log.steps.append(StepRecord(index, lineno, metrics, kind, salvaged))
         return True
 
     def _memory(self, msg: str, actor: str | None, lineno: int) -> bool:
