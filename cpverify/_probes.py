@@ -350,7 +350,8 @@ def collect_docker(host: Host) -> Fact:
         docker = None
     if docker is not None and not hasattr(docker, "from_env"):
         # A folder named docker/ on sys.path (this repository has one) imports as a namespace package.
-        sdk_reason = f"docker-py not installed ('docker' resolves to {list(getattr(docker, '__path__', []))})"
+        where = sorted(set(getattr(docker, "__path__", [])))
+        sdk_reason = f"docker-py not installed ('docker' resolves to the folder {', '.join(where) or '?'})"
         docker = None
     elif docker is None:
         sdk_reason = "docker-py not installed"

@@ -2,7 +2,8 @@
 
 Recorded data (tests/data/doctor/, from benchmarks/run_probe_device.sh on nvidia-h200-x2):
 h200x2-query-gpu.csv, h200x2-nvidia-smi.txt, h200x2-topo-m.txt (ANSI codes as nvidia-smi 580
-writes them), h200x2-nccl-info.log (NCCL_DEBUG=INFO lines of the bandwidth run).
+writes them), h200x2-nccl-info.log (NCCL_DEBUG=INFO lines of the bandwidth run); h200x4-topo-m.txt
+from nvidia-h200-x4.
 """
 
 from __future__ import annotations
@@ -66,6 +67,14 @@ def test_topology_recorded_on_h200_with_ansi_underline():
     assert topo["devices"] == ["GPU0", "GPU1"]
     assert topo["pairs"] == {"GPU0-GPU1": "NV18"}
     assert _probes.link_class("NV18") == "nvlink"
+
+
+def test_topology_recorded_on_four_h200():
+    topo = _probes.parse_topo_matrix(recorded("h200x4-topo-m.txt"))
+    assert topo["gpus"] == 4
+    assert len(topo["pairs"]) == 6 and set(topo["pairs"].values()) == {"NV18"}
+    facts = {"topology": Fact(topo)}
+    assert doctor.check_topology(facts, 4).status == "pass"
 
 
 PCIE_TOPO = """\

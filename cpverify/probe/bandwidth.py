@@ -91,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
                 dist.all_reduce(per_op, op=dist.ReduceOp.MAX)
                 if rank == 0:
                     algbw, busbw = _logic.bandwidth_gbps(op, nbytes, per_op.item(), world)
-                    print(_logic.format_busbw(op, nbytes, busbw, algbw), flush=True)
+                    sys.stdout.write(_logic.format_busbw(op, nbytes, busbw, algbw) + "\n")
+                    sys.stdout.flush()
     finally:
         dist.destroy_process_group()
     return 0

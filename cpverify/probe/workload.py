@@ -94,8 +94,16 @@ def _setup_logging() -> None:
     LOG.propagate = False
 
 
+def log_perf(step: int, metrics: dict[str, float]) -> None:
+    """slime's `perf N: {dict}` line; the dict repr is what slime prints and cpverify parses."""
+    LOG.info(f"perf {step}: {metrics}")
+
+
 def _say(line: str) -> None:
-    print(line, flush=True)
+    # One write per line: print() writes text and newline separately, and the ranks share one pipe,
+    # so their lines interleaved mid-line on 4 GPUs ("...dp=2cpverify-layout rank=3 ...").
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
 
 
 # ---------------------------------------------------------------------------------------------- torch
@@ -346,7 +354,7 @@ def timed_run(tt: _Torch) -> None:
         if tt.rank == 0:
             metrics = _logic.perf_metrics(step_s=step_s, compute_s=compute_s, tokens=a.batch * a.seq_len,
                                            cp=a.cp)
-            LOG.info(f"perf {i}: {metrics}")
+            log_perf(i, metrics)
     peak_gib = tt.slowest(tt.peak_memory_gib())[0]
     if tt.rank == 0:
         s, c = _logic.spread(steps), _logic.spread(computes)

@@ -1,0 +1,306 @@
+"""The torch-native CP probe: its pure logic (no torch), its CLI, and logs recorded on 2×H200.
+
+Recorded logs (tests/data/probe/, from benchmarks/run_probe_device.sh on nvidia-h200-x2; most
+`NCCL INFO` lines cut, the version and channel lines kept): CP=1 and CP=2 at 16K and 64K, the
+deliberate bypass (--bypass-cp) and a bandwidth run with NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1.
+The last tests launch the real workload on CPU (gloo) and skip where torch is missing.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cpverify import probe
+from cpverify.errors import InputError
+from cpverify.probe import _logic, bandwidth, workload
+
+DATA = Path(__file__).parent / "data" / "probe"
+REPO = Path(__file__).resolve().parents[1]
+# slime's metric-line header, as cpverify's parser searches for it (slime-notes: parsing hints)
+SLIME_HEADER = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\] ([\w.-]+\.py):(\d+) - ")
+
+
+def recorded_lines(name: str) -> list[str]:
+    return (DATA / name).read_text(encoding="utf-8").splitlines()
+
+
+# ------------------------------------------------------------------------------------ pure logic
+
+
+@pytest.mark.parametrize("seq_len, cp, padded", [
+    (4096, 2, 4096), (4099, 2, 4100), (4099, 4, 4104), (5, 4, 8), (7, 1, 7), (131072, 8, 131072), (1, 2, 4),
+])
+def test_padding_to_a_multiple_of_two_cp(seq_len, cp, padded):
+    assert _logic.padded_length(seq_len, cp) == padded
+    if cp > 1:
+        assert padded % (2 * cp) == 0 and 0 <= padded - seq_len < 2 * cp
+
+
+@pytest.mark.parametrize("seq_len, cp", [(0, 2), (16, 0)])
+def test_padding_rejects_nonsense(seq_len, cp):
+    with pytest.raises(ValueError):
+        _logic.padded_length(seq_len, cp)
+
+
+@pytest.mark.parametrize("op, world, factor", [
+    ("all_reduce", 2, 1.0), ("all_reduce", 4, 1.5), ("all_reduce", 8, 1.75),
+    ("all_gather", 2, 0.5), ("all_gather", 4, 0.75), ("sendrecv", 4, 1.0), ("reduce_scatter", 8, 0.875),
+])
+def test_busbw_factors_are_nccl_tests(op, world, factor):
+    assert _logic.busbw_factor(op, world) == pytest.approx(factor)
+
+
+def test_bandwidth_numbers():
+    algbw, busbw = _logic.bandwidth_gbps("all_reduce", 256 * 2**20, 1e-3, 4)
+    assert algbw == pytest.approx(268.435456)
+    assert busbw == pytest.approx(268.435456 * 1.5)
+    with pytest.raises(ValueError, match="unknown collective"):
+        _logic.busbw_factor("all_to_everyone", 2)
+    with pytest.raises(ValueError):
+        _logic.bandwidth_gbps("all_reduce", 1, 0.0, 2)
+
+
+def test_recorded_busbw_is_consistent_with_the_formulas():
+    """On the recorded socket run: busbw / algbw is each op's factor for 2 GPUs."""
+    rows = [b for b in map(_logic.parse_busbw, recorded_lines("h200x2-bw-p2p-shm-off.log")) if b]
+    assert {b["op"] for b in rows} == {"all_reduce", "all_gather", "sendrecv"}
+    for b in rows:
+        ratio = float(b["busbw_gbps"]) / float(b["algbw_gbps"])
+        assert ratio == pytest.approx(_logic.busbw_factor(b["op"], 2), rel=0.01)
+    assert any("via NET/Socket" in line for line in recorded_lines("h200x2-bw-p2p-shm-off.log"))
+
+
+def test_gate_decisions():
+    assert _logic.gate("x", 2e-3, 1e-2).status == "pass"
+    assert _logic.gate("x", 1e-2, 1e-2).status == "pass"
+    assert _logic.gate("x", 0.63, 1e-2).status == "fail"  # the bypass error measured on H200
+    assert _logic.gate("x", float("nan"), 1e-2).status == "fail"
+    assert _logic.gate("x", float("inf"), 1e-2).status == "fail"
+
+
+def test_dispatch_gate_catches_the_bypass():
+    assert _logic.dispatch_gate(patched=True, ring_calls=2).status == "pass"
+    assert _logic.dispatch_gate(patched=False, ring_calls=0).status == "fail"
+    assert _logic.dispatch_gate(patched=True, ring_calls=0).status == "fail"
+    unobservable = _logic.dispatch_gate(patched=True, ring_calls=None)
+    assert unobservable.status == "pass" and "not observable" in unobservable.detail
+    assert _logic.dispatch_gate(patched=False, ring_calls=None).status == "fail"
+
+
+def test_check_line_format_round_trips():
+    line = _logic.format_check("cp_output_vs_reference", "pass", 0.00217551, 0.01, 'padded "4100"; ok\\no')
+    assert line.startswith("cpverify-check name=cp_output_vs_reference status=pass value=0.00217551 bound=0.01 detail=")
+    parsed = _logic.parse_check(line)
+    assert parsed == {"name": "cp_output_vs_reference", "status": "pass", "value": "0.00217551", "bound": "0.01",
+                      "detail": 'padded "4100"; ok\\no'}
+    with pytest.raises(ValueError):
+        _logic.format_check("x", "maybe", 0, 0)
+
+
+def test_busbw_and_layout_line_formats():
+    assert _logic.format_busbw("all_reduce", 268435456, 296.594, 296.594) == \
+        "cpverify-busbw op=all_reduce bytes=268435456 busbw_gbps=296.59 algbw_gbps=296.59"
+    assert _logic.format_layout(1, 4, 2) == "cpverify-layout rank=1 world=4 tp=1 pp=1 cp=2 dp=2"
+    with pytest.raises(ValueError):
+        _logic.format_layout(0, 3, 2)
+
+
+def test_prose_mentioning_a_prefix_is_not_a_record():
+    prose = "cpverify probe: error: the CP correctness gate failed (see the cpverify-check lines); not timing"
+    assert _logic.parse_check(prose) is None
+    assert _logic.parse_busbw("no cpverify-busbw lines were printed") is None
+
+
+def test_perf_line_is_slime_format(capsys):
+    metrics = _logic.perf_metrics(step_s=0.0088, compute_s=0.0061, tokens=16384, cp=2)
+    assert metrics == {"perf/actor_train_time": 0.0061, "perf/train_time": 0.0088, "perf/step_time": 0.0088,
+                       "perf/tokens_per_gpu_per_sec": round(8192 / 0.0088, 1)}
+    logger = logging.getLogger("cpverify.probe.workload")
+    old_handlers = list(logger.handlers)
+    try:
+        workload._setup_logging()
+        workload.log_perf(7, metrics)
+    finally:
+        logger.handlers = old_handlers
+    line = capsys.readouterr().out.strip()
+    header = SLIME_HEADER.search(line)
+    assert header and header.group(2) == "workload.py"
+    assert _logic.parse_perf(line) == (7, metrics)
+
+
+def test_recorded_h200_logs_read_back():
+    lines = recorded_lines("h200x2-cp2-s16k.log")
+    perf = [p for p in map(_logic.parse_perf, lines) if p]
+    assert [step for step, _ in perf] == list(range(5, 35))  # 30 measured steps after 5 warm-up
+    assert all(SLIME_HEADER.search(line) for line in lines if " - perf " in line)
+    checks = {c["name"]: c["status"] for c in map(_logic.parse_check, lines) if c}
+    assert checks == {"cp_output_vs_reference": "pass", "cp_input_grads_vs_reference": "pass",
+                      "cp_ring_attention_ran": "pass"}
+    assert sum("cpverify-layout" in line for line in lines) == 2
+
+
+def test_recorded_bypass_fails_and_never_times():
+    lines = recorded_lines("h200x2-cp2-s16k-bypass.log")
+    checks = {c["name"]: c for c in map(_logic.parse_check, lines) if c}
+    assert {c["status"] for c in checks.values()} == {"fail"}
+    assert float(checks["cp_output_vs_reference"]["value"]) > 0.5
+    assert "BYPASSED" in checks["cp_ring_attention_ran"]["detail"]
+    assert not any(_logic.parse_perf(line) for line in lines)
+    assert lines[-1] == "# exit 1"
+
+
+def test_spread():
+    s = _logic.spread([4.0, 1.0, 3.0, 2.0, 5.0])
+    assert (s.median, s.q1, s.q3, s.n) == (3.0, 2.0, 4.0, 5)
+    assert s.iqr_over_median == pytest.approx(2 / 3)
+    assert _logic.spread([2.0]).median == 2.0
+    with pytest.raises(ValueError):
+        _logic.spread([])
+
+
+# ------------------------------------------------------------------------------ workload's CLI
+
+
+def test_workload_flags_the_plan_uses():
+    args = workload.build_parser().parse_args(["--cp", "2", "--seq-len", "16384", "--steps", "20", "--warmup", "5"])
+    assert (args.cp, args.seq_len, args.steps, args.warmup) == (2, 16384, 20, 5)
+    assert (args.heads, args.kv_heads, args.head_dim) == (14, 2, 64)
+    assert (args.gqa, args.sdpa_backend, args.rotate, args.bypass_cp) == ("native", "flash", "allgather", False)
+    assert args.check_seq_len == 4099 and _logic.padded_length(4099, 2) != 4099  # the gate exercises padding
+
+
+@pytest.mark.parametrize("argv, world, problem", [
+    (["--cp", "2", "--seq-len", "64"], 2, None),
+    (["--cp", "2", "--seq-len", "64"], 3, "does not divide the world size 3"),
+    (["--cp", "1", "--seq-len", "64", "--heads", "14", "--kv-heads", "4"], 1, "not a multiple"),
+    (["--cp", "1", "--seq-len", "0"], 1, "--seq-len must be >= 1"),
+    (["--cp", "1", "--seq-len", "8", "--warmup", "-1"], 1, "--warmup must be >= 0"),
+])
+def test_workload_validation(argv, world, problem):
+    found = workload._validate(workload.build_parser().parse_args(argv), world)
+    assert (found is None) if problem is None else (problem in found)
+
+
+def test_probe_modules_import_without_torch():
+    code = ("import sys, cpverify.probe, cpverify.probe.workload, cpverify.probe.bandwidth; "
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert out.stdout.strip() == "False", out.stderr
+
+
+@pytest.mark.parametrize("text, size", [("1M", 2**20), ("256M", 256 * 2**20), ("1G", 2**30), ("4096", 4096),
+                                        ("16MiB", 16 * 2**20)])
+def test_bandwidth_sizes(text, size):
+    assert bandwidth.parse_size(text) == size
+
+
+def test_bandwidth_rejects_bad_input():
+    parser = bandwidth.build_parser()
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--sizes", "lots"])
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--ops", "all_reduce,broadcast_everything"])
+    assert parser.parse_args(["--ops", "sendrecv"]).ops == ["sendrecv"]
+
+
+# ------------------------------------------------------------------------------ `cpverify probe`
+
+
+def test_arm_commands_match_the_probe_profile():
+    arms = probe.arm_commands(cp=2, seq_len=16384, steps=20, warmup=5, python="python")
+    assert arms == {
+        "cp1-s16k": ["python", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m",
+                     "cpverify.probe.workload", "--cp", "1", "--seq-len", "16384", "--steps", "20", "--warmup", "5"],
+        "cp2-s16k": ["python", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m",
+                     "cpverify.probe.workload", "--cp", "2", "--seq-len", "16384", "--steps", "20", "--warmup", "5"],
+    }
+    assert probe.arm_name(4, 4099) == "cp4-s4099"
+    bypass = probe.arm_commands(cp=2, seq_len=4096, steps=1, warmup=0, bypass_cp=True, python="python")
+    assert bypass["cp2-s4k"][-1] == "--bypass-cp" and "--bypass-cp" not in bypass["cp1-s4k"]
+
+
+def test_arm_commands_refuse_nonsense():
+    with pytest.raises(InputError, match="compares nothing"):
+        probe.arm_commands(cp=1, seq_len=16, steps=1, warmup=0)
+    with pytest.raises(InputError, match="not a multiple"):
+        probe.arm_commands(cp=2, seq_len=16, steps=1, warmup=0, nproc=3)
+
+
+def test_probe_dry_run_prints_commands(capsys):
+    assert probe.main(["--dry-run", "--cp", "2", "--seq-len", "65536", "--bandwidth"]) == 0
+    out = capsys.readouterr().out
+    assert "# bandwidth" in out and "# cp1-s64k" in out and "# cp2-s64k" in out
+    assert "-m cpverify.probe.workload --cp 2 --seq-len 65536 --steps 20 --warmup 5" in out
+
+
+def test_run_arm_streams_to_the_log(tmp_path):
+    """A real subprocess standing in for torchrun (no GPU here): lines reach the log as they come."""
+    script = ("print('cpverify-check name=a status=pass value=0.001 bound=0.01 detail=\"ok\"'); "
+              "print('[2026-01-01 00:00:00] workload.py:1 - perf 5: {\"perf/actor_train_time\": 0.5, "
+              "\"perf/step_time\": 0.6}'); print('noise'); raise SystemExit(3)")
+    result = probe._run_arm([sys.executable, "-c", script], tmp_path / "arm.log")
+    assert result["returncode"] == 3
+    assert len(result["lines"]) == 2
+    log = (tmp_path / "arm.log").read_text()
+    assert log.startswith("# ") and "noise" in log
+
+
+def test_summary_of_recorded_h200_arms():
+    summary = probe.summarize({"cp1-s16k": {"returncode": 0, "lines": recorded_lines("h200x2-cp1-s16k.log"), "log": "a"},
+                               "cp2-s16k": {"returncode": 0, "lines": recorded_lines("h200x2-cp2-s16k.log"), "log": "b"}},
+                              cp=2)
+    assert summary["ok"]
+    assert summary["arms"]["cp1-s16k"]["steps"] == 30
+    base = summary["arms"]["cp1-s16k"]["actor_train_time_median_s"]
+    cand = summary["arms"]["cp2-s16k"]["actor_train_time_median_s"]
+    assert summary["ratio_actor_train_time"] == pytest.approx(cand / base)
+    assert 0.5 < summary["ratio_actor_train_time"] < 1.5  # 0.92 measured at 16K on 2xH200
+    text = probe.render(summary)
+    assert "CP=2 / CP=1" in text and "cp_ring_attention_ran" in text
+    bypass = probe.summarize({"cp2-s16k": {"returncode": 1, "lines": recorded_lines("h200x2-cp2-s16k-bypass.log"),
+                                           "log": "c"}}, cp=2)
+    assert not bypass["ok"] and bypass["ratio_actor_train_time"] is None
+
+
+# ---------------------------------------------------------- the real workload, on CPU, with gloo
+
+
+def _torchrun_cpu(tmp_path, *args, nproc=2):
+    pytest.importorskip("torch")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+           "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc),
+           "-m", "cpverify.probe.workload", "--device", "cpu", "--check-seq-len", "131", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+
+
+def test_cpu_data_parallel_arm_passes_and_times(tmp_path):
+    out = _torchrun_cpu(tmp_path, "--cp", "1", "--seq-len", "256", "--steps", "3", "--warmup", "1")
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    assert sorted(ln for ln in lines if ln.startswith("cpverify-layout")) == [
+        "cpverify-layout rank=0 world=2 tp=1 pp=1 cp=1 dp=2", "cpverify-layout rank=1 world=2 tp=1 pp=1 cp=1 dp=2"]
+    checks = {c["name"]: c for c in map(_logic.parse_check, lines) if c}
+    assert {c["status"] for c in checks.values()} == {"pass"}
+    assert float(checks["cp_output_vs_reference"]["value"]) > 0  # bf16 vs fp32: a real, nonzero error
+    assert [step for step, _ in filter(None, map(_logic.parse_perf, lines))] == [1, 2, 3]
+
+
+def test_cpu_bypass_is_caught_before_timing(tmp_path):
+    out = _torchrun_cpu(tmp_path, "--cp", "2", "--seq-len", "256", "--steps", "3", "--warmup", "1", "--bypass-cp")
+    assert out.returncode != 0
+    lines = out.stdout.splitlines()
+    checks = {c["name"]: c for c in map(_logic.parse_check, lines) if c}
+    assert checks["cp_output_vs_reference"]["status"] == "fail"
+    assert math.isfinite(float(checks["cp_output_vs_reference"]["value"]))
+    assert checks["cp_ring_attention_ran"]["status"] == "fail"
+    assert not any(_logic.parse_perf(line) for line in lines)
+    assert "not timing a wrong computation" in out.stderr
