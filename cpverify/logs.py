@@ -552,6 +552,7 @@ class LogParser:
         self._tb: TracebackRecord | None = None
         self._tb_quiet = 0  # lines since the traceback last grew
         self._frame_awaits_code = False
+        self._code_of = FrameRecord("", 0, "")  # the frame whose source line comes next
         self._via_seen: set[bytes] = set()
 
     @property
@@ -845,9 +846,11 @@ class LogParser:
             if self._tb is None:
                 self._start_traceback(lineno)
             assert self._tb is not None
+            record = FrameRecord(frame.group(1), int(frame.group(2)), frame.group(3) or "")
             if len(self._tb.frames) < _MAX_FRAMES:
-                self._tb.frames.append(FrameRecord(frame.group(1), int(frame.group(2)), frame.group(3) or ""))
-            self._frame_awaits_code = True
+                self._tb.frames.append(record)
+            # Its source line follows; consumed even past the cap, so code is never classified.
+            self._frame_awaits_code, self._code_of = True, record
             self._tb_quiet = 0
             return True
         tb = self._tb
@@ -863,11 +866,10 @@ class LogParser:
             if any("sglang" in f.file and f.func in _SGLANG_STARTUP_FUNCS for f in tb.frames):
                 self._error("sglang_server_startup_failure", lineno, msg, 0, {"exception": exc.group(1)})
             return False  # the exception line is classified too
-        if self._frame_awaits_code and msg[:1].isspace() and tb.frames:
+        if self._frame_awaits_code and msg[:1].isspace():
             # The source line of the last frame. Web log viewers interleave noise before it
             # (timestamps, host tags), which is never indented.
-            if len(tb.frames) <= _MAX_FRAMES:
-                tb.frames[-1].code = _excerpt(stripped, 0)
+            self._code_of.code = _excerpt(stripped, 0)
             self._frame_awaits_code = False
             self._tb_quiet = 0
             return True

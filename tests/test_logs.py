@@ -616,6 +616,17 @@ def test_pathological_long_lines_do_not_backtrack():
     assert parsed.lines == len(lines) + 2
 
 
+def test_source_lines_of_a_traceback_are_never_classified():
+    frames = []
+    for n in range(logs._MAX_FRAMES + 5):  # past the frame cap too
+        frames += [f'  File "/sgl/pynccl_wrapper.py", line {n}, in NCCL_CHECK', '    raise RuntimeError(f"NCCL error")']
+    parsed = parse_lines(["Traceback (most recent call last):", *frames, "RuntimeError: NCCL error: x"])
+    assert {e.line for e in parsed.errors} == {1, len(frames) + 2}  # header, exception line
+    (tb,) = parsed.tracebacks
+    assert len(tb.frames) == logs._MAX_FRAMES and tb.frames[-1].code == 'raise RuntimeError(f"NCCL error")'
+    assert tb.exception == "RuntimeError: NCCL error: x"
+
+
 def test_result_is_a_snapshot():
     parser = LogParser()
     parser.feed(STEP3, 1)
