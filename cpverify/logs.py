@@ -45,9 +45,11 @@ are emitted, on the same line, so a reader of either vocabulary finds its class.
   sglang_server_startup_failure -> sglang_startup_failure; sglang_http_500 -> sglang_error
   argparse_unrecognized_arguments, argparse_ambiguous_option -> argparse_error
   megatron_cuda_device_max_connections, slime_num_rollouts_lt_global_batch -> assertion_error
-  ray_host_oom -> ray_actor_died; nccl_warn stays nccl_warn (many NCCL warnings are benign)
-The full table is COARSE_CLASS and SIGNATURES below. Only the first occurrence of each class
-is recorded, and a physical line is never reported twice for one class. The parser's own
+  ray_host_oom -> ray_actor_died; nccl_warn stays nccl_warn (many NCCL warnings are benign);
+  ray_actor_unavailable stays itself (Ray may retry the call)
+The full table is COARSE_CLASS and SIGNATURES in cpverify/_log_signatures.py. Only the first
+occurrence of each class is recorded, and a physical line is never reported twice for one
+class. The parser's own
 classes: cp_correctness (a failing cpverify-check), layout_mismatch (ranks report different
 layouts), run_restarted (step numbers go backwards: two runs in one log), python_traceback
 (a traceback header; the frames are in `tracebacks`). A traceback whose frames are SGLang
@@ -61,7 +63,7 @@ ended, e.g. a phase that hung), nccl.cuda/versions/ib_link/tcp_fallback, per-err
 detail (numbers such as OpType/SeqNum/Timeout(ms) of a watchdog timeout, or the allocation of
 an OOM), per-record salvaged, per-iteration total.
 
-Speed: a line is only decoded when its lower-cased bytes hold one of _GATE_TOKENS (parse_stream
+Speed: a line is only decoded when its lower-cased bytes hold one of GATE_TOKENS (parse_stream
 finds them block-wise with bytes.find); anything the parser recognises contains one. Numbers
 are in benchmarks/parse_throughput.md.
 
