@@ -63,7 +63,7 @@ class CommandResult:
 def run_command(argv: list[str], timeout: float = COMMAND_TIMEOUT_S) -> CommandResult:
     """Run a command without a shell; never raises."""
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, errors="replace")
+        proc = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=timeout, errors="replace")
     except FileNotFoundError:
         return CommandResult(tuple(argv), 127, "", "command not found")
     except subprocess.TimeoutExpired:

@@ -21,7 +21,7 @@ from pathlib import Path
 from cpverify.errors import EXIT_FAIL, EXIT_OK, EnvironmentBlocked, InputError
 from cpverify.probe import _logic
 
-__all__ = ["arm_name", "workload_argv", "bandwidth_argv", "arm_commands", "register", "main"]
+__all__ = ["arm_commands", "arm_name", "bandwidth_argv", "main", "register", "workload_argv"]
 
 
 def arm_name(cp: int, seq_len: int) -> str:
@@ -52,7 +52,7 @@ def arm_commands(*, cp: int, seq_len: int, steps: int, warmup: int, nproc: int |
     nproc = nproc or cp
     if nproc % cp:
         raise InputError(f"--nproc {nproc} is not a multiple of --cp {cp}", f"use --nproc {cp} or a multiple of it")
-    common = dict(seq_len=seq_len, steps=steps, warmup=warmup, nproc=nproc, python=python)
+    common = {"seq_len": seq_len, "steps": steps, "warmup": warmup, "nproc": nproc, "python": python}
     return {
         arm_name(1, seq_len): workload_argv(cp=1, **common),
         arm_name(cp, seq_len): workload_argv(cp=cp, extra=("--bypass-cp",) if bypass_cp else (), **common),

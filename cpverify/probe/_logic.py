@@ -11,6 +11,7 @@ The line formats are read by cpverify's log parser exactly as written here:
 from __future__ import annotations
 
 import ast
+import math
 import re
 import statistics
 from dataclasses import dataclass
@@ -90,7 +91,7 @@ class GateResult:
 
 def gate(name: str, rel_err: float, bound: float, detail: str = "") -> GateResult:
     """Pass when the relative error is finite and within the bound. NaN never passes."""
-    ok = rel_err == rel_err and rel_err <= bound  # NaN != NaN
+    ok = not math.isnan(rel_err) and rel_err <= bound
     return GateResult(name, "pass" if ok else "fail", rel_err, bound, detail)
 
 

@@ -140,7 +140,9 @@ class _Torch:
         self.last_call_patched = False  # did the last step call context_parallel's SDPA?
         if args.cp > 1:
             from torch.distributed.device_mesh import init_device_mesh
-            from torch.distributed.tensor.experimental._attention import set_rotate_method
+            from torch.distributed.tensor.experimental._attention import (
+                set_rotate_method,
+            )
 
             mesh = init_device_mesh(self.device.type, (self.world // args.cp, args.cp), mesh_dim_names=("dp", "cp"))
             self.cp_mesh = mesh["cp"]
@@ -265,7 +267,9 @@ def _count_ring_calls() -> Iterator[list[int] | None]:
 def _unshard(tt: _Torch, shards) -> list:
     if tt.cp_mesh is None:
         return list(shards)
-    from torch.distributed.tensor.experimental._attention import context_parallel_unshard
+    from torch.distributed.tensor.experimental._attention import (
+        context_parallel_unshard,
+    )
 
     return context_parallel_unshard(tt.cp_mesh, list(shards), [2] * len(shards))
 
@@ -305,7 +309,7 @@ def correctness_gate(tt: _Torch) -> bool:
             _, _, shards = tt.step(full)
             ring_calls = None if counter is None else counter[0]
         results = [t[:, :, :seq_len] for t in _unshard(tt, shards)]
-    except Exception as exc:  # report it as a failed gate on every rank, then stop
+    except Exception as exc:  # noqa: BLE001 - reported as a failed gate on every rank, then stop
         error = f"{type(exc).__name__}: {exc}"
 
     gates = []
