@@ -319,9 +319,7 @@ def _write(ctx: Context, plan, verdict) -> None:
 
 
 def _result_json(result) -> dict:
-    data = dataclasses.asdict(result)
-    data["log_path"] = str(result.log_path)
-    return data
+    return result.to_json()  # the parsed log is not state: the verdict step re-reads the log file
 
 
 def _image_tag(ctx: Context) -> str:
