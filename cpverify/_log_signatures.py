@@ -102,6 +102,10 @@ COARSE_CLASS = {
     "ray_host_oom": "ray_actor_died",
     "sglang_server_startup_failure": "sglang_startup_failure",
     "sglang_scheduler_exception": "sglang_error",
+    "sglang_child_process_failed": "sglang_error",
+    "dist_store_timeout": "hang",
+    "ray_node_died": "ray_actor_died",
+    "python_fatal_error": "crash",
     "sglang_health_check_failed": "sglang_error",
     "sglang_http_500": "sglang_error",
     "sglang_http_5xx": "sglang_error",
@@ -152,6 +156,12 @@ SIGNATURES: tuple[Signature, ...] = (
     # NCCL / torch.distributed
     _sig("nccl_timeout", "collective operation timeout", detail=_NCCL_TIMEOUT_DETAIL),
     _sig(
+        "dist_store_timeout",
+        "DistStoreError",
+        rx=r"DistStoreError: Timed out",
+        detail=_fields(waited_s=r"after (\d+) seconds", joined=r"(\d+/\d+) clients joined"),
+    ),
+    _sig(
         "nccl_heartbeat_stuck",
         "watchdog got stuck",
         "Heartbeat monitor timed out",
@@ -178,8 +188,9 @@ SIGNATURES: tuple[Signature, ...] = (
         "OUT_OF_MEMORY",
         "cudaErrorMemoryAllocation",
         "OutOfMemoryError",
-        rx=r"CUDA out of memory|CUDA error: out of memory|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation"
-        r"|torch\.(?:cuda\.)?OutOfMemoryError",
+        "CUBLAS_STATUS_ALLOC_FAILED",
+        rx=r"CUDA out of memory|CUDA (?:driver )?error: out of memory|CUDA_ERROR_OUT_OF_MEMORY"
+        r"|cudaErrorMemoryAllocation|torch\.(?:cuda\.)?OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED",
         detail=_OOM_DETAIL,
     ),
     _sig("sglang_not_enough_memory", "Not enough memory. Please try to increase --mem-fraction-static"),
@@ -187,7 +198,11 @@ SIGNATURES: tuple[Signature, ...] = (
         "cuda_illegal_memory_access", "illegal memory access", "cudaErrorIllegalAddress", "CUDA_ERROR_ILLEGAL_ADDRESS"
     ),
     _sig("cuda_device_assert", "CUDA error: device-side assert"),
-    _sig("cuda_error", "CUDA error:", rx=r"CUDA error: (?!out of memory|an illegal memory access|device-side assert)"),
+    _sig(
+        "cuda_error",
+        "CUDA error:",
+        rx=r"CUDA error: (?!out of memory|an illegal memory access|device-side assert|CUBLAS_STATUS_ALLOC_FAILED)",
+    ),
     # shapes of collectives / CP (raised as exceptions: the word Error is on the line)
     _sig(
         "collective_shape_mismatch",
@@ -214,6 +229,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "ray_host_oom", "ray.exceptions.OutOfMemoryError", "node running low on memory", "killed due to memory pressure"
     ),
     _sig("ray_task_error", "RayTaskError"),
+    _sig("ray_node_died", "NodeDiedError"),
     _sig(
         "ray_job_failed",
         "' failed",
@@ -225,6 +241,7 @@ SIGNATURES: tuple[Signature, ...] = (
     # SGLang (and slime's view of it)
     _sig("sglang_server_startup_failure", "Initialization failed", "Server process terminated unexpectedly"),
     _sig("sglang_scheduler_exception", "Scheduler hit an exception", "Exception in run_scheduler_process"),
+    _sig("sglang_child_process_failed", "It usually means the child failed"),
     _sig("sglang_health_check_failed", "Health check failed for rollout engine"),
     _sig("sglang_http_500", 'HTTP/1.1" 500', rx=r'"[A-Z]+ [^"]* HTTP/1\.1" 500\b'),
     _sig("sglang_http_5xx", 'HTTP/1.1" 5', rx=r'"[A-Z]+ [^"]* HTTP/1\.1" 5(?!00)\d\d\b'),
@@ -277,6 +294,7 @@ SIGNATURES: tuple[Signature, ...] = (
         detail=_fields(exit_code=r"exitcode: (-?\d+)"),
     ),
     _sig("subprocess_failed", "CalledProcessError", detail=_fields(exit_code=r"exit status (-?\d+)")),
+    _sig("python_fatal_error", "Fatal Python error", detail=_fields(reason=r"Fatal Python error: (.{1,80})")),
     # Python
     _sig("python_traceback", TB_HEADER),
     # hangs: a progress bar that crawls, or never moves

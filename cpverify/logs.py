@@ -426,6 +426,7 @@ _RECORD_MARKERS = (
     TB_HEADER,
     'File "',
 )
+_RANK_PREFIX = re.compile(r"^\[rank\d+\]:\s?")
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)(?:, in (.+?))?\s*$')
 _CARETS = re.compile(r"^\s*[\^~]+\s*$")
 _EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*?(?:Error|Exception|Interrupt|Exit)(?:\([\w.]*\))?)(?::\s*(.*))?$")
@@ -840,6 +841,8 @@ class LogParser:
     # -- tracebacks ----------------------------------------------------------------------
     def _traceback(self, msg: str, actor: str | None, lineno: int) -> bool:
         """Follow a Python traceback; True when the segment was a traceback line only."""
+        if msg.startswith("[rank"):  # torchrun's per-rank prefix: "[rank0]:   File ..."
+            msg = _RANK_PREFIX.sub("", msg, count=1)
         if TB_HEADER in msg:
             self._start_traceback(lineno)
             return False  # the header is classified (python_traceback, or what precedes it)

@@ -269,6 +269,24 @@ ERROR_LINES = [
         {"cuda_oom"},
     ),
     ("RuntimeError: CUDA error: out of memory", {"cuda_oom"}),
+    ("RuntimeError: CUDA driver error: out of memory", {"cuda_oom"}),
+    (
+        "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
+        {"cuda_oom"},
+    ),
+    (
+        "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.",
+        {"dist_store_timeout", "hang"},
+    ),
+    (
+        "ray.exceptions.NodeDiedError: The node with node id 3f2a has been marked dead.",
+        {"ray_node_died", "ray_actor_died"},
+    ),
+    (
+        "[2025-03-11 15:02:53] Received sigquit from a child process. It usually means the child failed.",
+        {"sglang_child_process_failed", "sglang_error"},
+    ),
+    ("Fatal Python error: Segmentation fault", {"python_fatal_error", "crash"}),
     ("RuntimeError: CUDA error: an illegal memory access was encountered", {"cuda_illegal_memory_access"}),
     ("RuntimeError: CUDA error: device-side assert triggered", {"cuda_device_assert", "cuda_error"}),
     ("RuntimeError: CUDA error: no kernel image is available for execution on the device", {"cuda_error"}),
@@ -614,6 +632,24 @@ def test_pathological_long_lines_do_not_backtrack():
     parsed = parse_stream(io.BytesIO(data))
     assert time.perf_counter() - start < 20
     assert parsed.lines == len(lines) + 2
+
+
+def test_torchrun_rank_prefixed_traceback():
+    parsed = parse_lines(
+        [
+            "[rank1]: Traceback (most recent call last):",
+            '[rank1]:   File "/root/slime/slime/backends/megatron_utils/cp_utils.py", line 216, in '
+            "slice_log_prob_with_cp",
+            "[rank1]:     assert len(log_prob) == response_length, (",
+            "[rank1]: AssertionError: log_prob length mismatch: len(log_prob)=10, response_length=12, total_length=40",
+        ]
+    )
+    (tb,) = parsed.tracebacks
+    assert [(f.func, f.lineno, f.code) for f in tb.frames] == [
+        ("slice_log_prob_with_cp", 216, "assert len(log_prob) == response_length, (")
+    ]
+    assert tb.exception_line == 4 and tb.exception.startswith("AssertionError: log_prob length mismatch")
+    assert parsed.first_error("cp_shape_mismatch").line == 4
 
 
 def test_source_lines_of_a_traceback_are_never_classified():
