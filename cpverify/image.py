@@ -144,6 +144,32 @@ def inspect_image(image: str, *, client=None) -> dict:
     return facts
 
 
+def resolve_digest(image: str, *, client=None) -> str:
+    """The registry's manifest digest of `image` without pulling it, or 'unresolved: why'.
+
+    Recorded in env.json so a verdict names the exact base, and so the lock can be pinned
+    (BASE_IMAGE_DIGEST) from a run that could reach the registry.
+    """
+    import docker.errors
+
+    client = client or _client()
+    try:
+        return client.images.get_registry_data(image).id
+    except docker.errors.DockerException as exc:
+        local = _local_digest(client, image)
+        return local or f"unresolved: {str(exc).splitlines()[0][:200]}"
+
+
+def _local_digest(client, image: str) -> str | None:
+    import docker.errors
+
+    try:
+        digests = client.images.get(image).attrs.get("RepoDigests") or []
+    except docker.errors.DockerException:
+        return None
+    return digests[0].split("@", 1)[1] if digests else None
+
+
 def compare_expected(lock: dict[str, str], versions: dict) -> list[str]:
     """Human-readable differences between the lock's EXPECT_* values and what the image holds."""
     pairs = {

@@ -151,6 +151,7 @@ def step_image(ctx: Context) -> int:
         return write_blocked(ctx, exc.problem, exc.fix)
     facts = image.inspect_image(tag)
     facts["build_args"] = build_args
+    facts["base_digest"] = lock.get("BASE_IMAGE_DIGEST") or image.resolve_digest(build_args["BASE_IMAGE"])
     facts["differences"] = image.compare_expected(lock, facts.get("versions", {}))
     for difference in facts["differences"]:
         ctx.say(f"image: warning: {difference}")

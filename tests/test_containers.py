@@ -77,6 +77,8 @@ def test_image_records_what_it_holds(cpverify_image):
     assert facts["image_id"].startswith("sha256:")
     assert facts["versions"]["cpverify"] == "0.1.0"
     assert facts["build_args"]["SLIME_COMMIT"] == ""
+    # no registry is reachable here: the digest is reported as unresolved, with the reason
+    assert facts["base_digest"].startswith("unresolved: ")
     # the stand-in base has no torch: the differences against the lock are reported, not hidden
     assert any(d.startswith("torch: expected 2.11.0") for d in facts["differences"])
 
