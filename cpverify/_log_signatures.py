@@ -16,8 +16,11 @@ from typing import Any, Callable
 HANG_SECONDS_PER_ITEM = 300.0  # a tqdm bar this slow per item is stuck, not slow
 HANG_NO_PROGRESS_S = 600.0  # a bar at 0/N for this long is stuck too
 TB_HEADER = "Traceback (most recent call last)"
-_TQDM_SLOW = re.compile(r"(?<!\d)(\d{1,12})/(\d{1,12}) \[((?:\d+:)?\d+:\d+)<[^,\]]*,\s*([\d.]+)s/it\]")
-_TQDM_STILL = re.compile(r"\b0/(\d+) \[((?:\d+:)?\d+:\d+)<\?, \?it/s\]")
+_TQDM_SLOW = re.compile(
+    r"(?<!\d)([0-9]{1,12})/([0-9]{1,12}) \[((?:[0-9]{1,6}:)?[0-9]{1,2}:[0-9]{2})<[^,\]]*,"
+    r"\s*([0-9]{1,12}(?:\.[0-9]{1,6})?)s/it\]"
+)
+_TQDM_STILL = re.compile(r"\b0/([0-9]{1,12}) \[((?:[0-9]{1,6}:)?[0-9]{1,2}:[0-9]{2})<\?, \?it/s\]")
 
 
 def number(text: str) -> float | None:
@@ -27,10 +30,18 @@ def number(text: str) -> float | None:
         return None
 
 
-def _scalar(text: str) -> int | float | str:
-    if text.lstrip("-").isdigit():
+def integer(text: str) -> int | None:
+    """The int of a captured digit string, None when it is none (`²` is a \\d, 5000 digits too many)."""
+    try:
         return int(text)
-    value = number(text)
+    except ValueError:
+        return None
+
+
+def _scalar(text: str) -> int | float | str:
+    value = integer(text)
+    if value is None:
+        value = number(text)
     return text if value is None else value
 
 

@@ -86,6 +86,7 @@ import math
 import re
 import statistics
 import sys
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -97,6 +98,7 @@ from cpverify._log_signatures import (
     TB_HEADER,
     coarse_class,
     gated,
+    integer,
     number,
 )
 from cpverify.errors import InputError
@@ -456,6 +458,13 @@ _ROLLOUT_PERF_KEY = re.compile(r"^rollout/|^perf/rollout_time$|tokens_per_gpu_pe
 # ---------------------------------------------------------------------------- parsing helpers
 
 
+def _float(v: int | float) -> float:
+    try:
+        return float(v)
+    except OverflowError:  # an int literal beyond float range
+        return math.inf if v > 0 else -math.inf
+
+
 def _numeric_items(obj: Any) -> dict[str, float]:
     if not isinstance(obj, dict):
         return {}
@@ -465,7 +474,7 @@ def _numeric_items(obj: Any) -> dict[str, float]:
             continue
         # Interned: every record repeats the same few dozen keys; memory grows per value only.
         if isinstance(v, (int, float)):
-            out[sys.intern(str(k))] = float(v)
+            out[sys.intern(str(k))] = _float(v)
         elif isinstance(v, str) and v in ("nan", "inf", "-inf"):
             out[sys.intern(str(k))] = float(v)
     return out
@@ -481,7 +490,9 @@ def parse_dict(text: str) -> tuple[dict[str, float], bool]:
     if "nan" in candidate or "inf" in candidate:
         candidate = _BARE_NONFINITE.sub(r"\1'\2'", candidate)
     try:
-        return _numeric_items(ast.literal_eval(candidate)), False
+        with warnings.catch_warnings():  # "invalid decimal literal" and friends: junk is data here
+            warnings.simplefilter("ignore")
+            return _numeric_items(ast.literal_eval(candidate)), False
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return {sys.intern(m.group(1)): float(m.group(2)) for m in _SALVAGE_PAIR.finditer(text)}, True
 
@@ -649,7 +660,7 @@ class LogParser:
             if at != -1:
                 m = _REPEATED.match(seg, at)
                 if m:
-                    repeat = int(m.group(1))
+                    repeat = integer(m.group(1))
                     seg = seg[:at].rstrip()
             self._segment(seg, actor, lineno, repeat)
 
@@ -677,8 +688,8 @@ class LogParser:
         m = _RECORD.search(msg)
         if m is None:
             return self._memory(msg, actor, lineno)
-        kind, index = m.group(1), int(m.group(2))
-        if kind in ("rollout", "eval"):
+        kind, index = m.group(1), integer(m.group(2))
+        if kind in ("rollout", "eval") or index is None:
             return True  # known dicts, not part of the contract: never mistaken for errors
         metrics, salvaged = parse_dict(m.group(3))
         if kind == "perf":
@@ -697,7 +708,7 @@ class LogParser:
         if m is None:
             return False
         metrics, _ = parse_dict(m.group(3))
-        rank = int(m.group(1)) if m.group(1) else None
+        rank = integer(m.group(1)) if m.group(1) else None
         self._log.memory.append(MemoryRecord(sys.intern(m.group(2)), lineno, rank, metrics))
         if "after torch distributed error" in msg:  # slime logs memory when c10d raised
             self._classify(msg, actor, lineno, None)
@@ -742,8 +753,7 @@ class LogParser:
             dims = {k: int(kv[k]) for k in ("cp", "dp", "tp", "pp")}
         except (KeyError, ValueError):
             return False
-        world = int(kv["world"]) if kv.get("world", "").isdigit() else None
-        rank = int(kv["rank"]) if kv.get("rank", "").isdigit() else None
+        world, rank = integer(kv.get("world", "")), integer(kv.get("rank", ""))
         current = self._log.layout
         if current is None:
             self._log.layout = Layout(**dims, world=world, ranks=[] if rank is None else [rank])
@@ -785,7 +795,10 @@ class LogParser:
                 elapsed_ms = field_value
             else:
                 metrics[name] = field_value
-        self._log.iterations.append(IterationRecord(int(m.group(1)), lineno, elapsed_ms, metrics, int(m.group(2))))
+        iteration = integer(m.group(1))
+        if iteration is None:
+            return False
+        self._log.iterations.append(IterationRecord(iteration, lineno, elapsed_ms, metrics, integer(m.group(2))))
         return True
 
     def _nccl_facts(self, msg: str) -> None:
@@ -851,7 +864,7 @@ class LogParser:
             if self._tb is None:
                 self._start_traceback(lineno)
             assert self._tb is not None
-            record = FrameRecord(frame.group(1), int(frame.group(2)), frame.group(3) or "")
+            record = FrameRecord(frame.group(1), integer(frame.group(2)) or 0, frame.group(3) or "")
             if len(self._tb.frames) < _MAX_FRAMES:
                 self._tb.frames.append(record)
             # Its source line follows; consumed even past the cap, so code is never classified.

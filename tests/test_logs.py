@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import random
 import subprocess
 import sys
 import time
@@ -661,6 +662,45 @@ def test_source_lines_of_a_traceback_are_never_classified():
     (tb,) = parsed.tracebacks
     assert len(tb.frames) == logs._MAX_FRAMES and tb.frames[-1].code == 'raise RuntimeError(f"NCCL error")'
     assert tb.exception == "RuntimeError: NCCL error: x"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "cpverify-layout rank=² world=٣ tp=1 pp=1 cp=2 dp=1",  # \d matches these; int() does not
+        '  File "/root/slime/train.py", line ' + "9" * 5000 + ", in train",  # beyond int's digit limit
+        "step " + "1" * 5000 + ": {'a': 1}",
+        "step 1: {'train/loss': 1" + "0" * 400 + "}",  # an int literal beyond float range
+        "update weights:  6%| | 1/16 [11:01<2:45:20, 1.2.3s/it]",
+        "torch.distributed.DistStoreError: Timed out after " + "9" * 5000 + " seconds",
+        "step 1: {'a': 1.2.3e}",  # would make ast warn "invalid decimal literal"
+    ],
+)
+def test_malformed_numbers_never_crash(line, recwarn):
+    parsed = parse_lines([line])
+    json.dumps(parsed.to_json(), allow_nan=False)
+    assert not [w for w in recwarn if issubclass(w.category, SyntaxWarning)]
+
+
+def test_fuzzed_real_lines_never_crash():
+    """Seeded mutations of every fixture line and every signature line (fixed seed: reproducible)."""
+    rng = random.Random(20260821)
+    corpus = [line for line, _ in ERROR_LINES] + [STEP3, TRAIN_PERF3, ROLLOUT_PERF3]
+    for path in sorted(DATA.glob("*.log")):
+        corpus += path.read_text(encoding="utf-8", errors="replace").splitlines()
+    junk = ["²", "٣", "9" * 5000, "\x00", "\r", "\x1b[3", "'", '"', "{", "}", ":", "nan", "(", "\\", "1.2.3", "𝟙"]
+    for _ in range(3000):
+        line = rng.choice(corpus)
+        for _ in range(rng.randint(1, 4)):
+            pos = rng.randrange(len(line) + 1)
+            if rng.random() < 0.6:
+                line = line[:pos] + rng.choice(junk) + line[pos:]
+            else:
+                line = line[:pos] + line[pos + rng.randint(0, 10) :]
+        parser = LogParser()
+        parser.feed(line, 1)
+        parser.feed(line.encode("utf-8", "replace"), 2)
+        json.dumps(parser.result().to_json(), allow_nan=False)
 
 
 def test_result_is_a_snapshot():
