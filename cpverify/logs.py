@@ -581,6 +581,7 @@ class LogParser:
 
     # -- input -----------------------------------------------------------------------
     def feed(self, line: str | bytes, lineno: int) -> None:
+        """One physical line (str or bytes, newline optional) and its 1-based number in the file."""
         self.mark_read(lineno)
         if len(line) > MAX_LINE_BYTES:
             line = line[:MAX_LINE_BYTES]
