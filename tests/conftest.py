@@ -28,10 +28,25 @@ def _docker_problem() -> str | None:
     return None
 
 
+def _ray_problem() -> str | None:
+    """None when Ray with its Jobs API and `ray` CLI is installed (the tests start their own head)."""
+    import shutil
+
+    try:
+        import ray.job_submission  # noqa: F401  (the dashboard's Jobs SDK: ray[default])
+        import ray.util.state  # noqa: F401
+    except ImportError as exc:
+        return f"Ray's Jobs SDK is not importable ({exc}); fix: pip install 'ray[default]'"
+    if shutil.which("ray") is None:
+        return "the `ray` command is not on PATH; fix: pip install 'ray[default]' into this environment"
+    return None
+
+
 # marker -> (environment variable that makes it required, probe returning a problem or None).
 # Add an engine by adding a line here (and its marker in pyproject.toml).
 ENGINES: dict[str, tuple[str, Callable[[], str | None]]] = {
     "docker": ("CPVERIFY_REQUIRE_DOCKER", _docker_problem),
+    "ray": ("CPVERIFY_REQUIRE_RAY", _ray_problem),
 }
 _probed: dict[str, str | None] = {}
 
