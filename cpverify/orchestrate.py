@@ -243,6 +243,9 @@ def step_arms(ctx: Context, which: str) -> int:
     if ctx.state.get("blocked"):
         ctx.say(f"{which}: skipped, the run is blocked: {ctx.state['blocked']['reason']}")
         return EXIT_OK
+    if ctx.runner == "local" and ctx.args.gpus and ctx.args.gpus != "none":
+        # the local runner inherits this process's environment: pin the arms to the plan's GPUs
+        os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, plan.gpus))
     runner = _make_runner(ctx)
     if ctx.runner == "docker":
         from cpverify.runners.docker import sweep_leftovers

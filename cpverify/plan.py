@@ -200,10 +200,12 @@ def _slime_arm(profile: Profile, cp: int, model_dir: str, data_path: str, slime_
 
 def _probe_arm(profile: Profile, cp: int, seq_len: int) -> Arm:
     argv = (
-        "python", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(profile.gpus),
+        # python3, not `python`: the interpreter that holds torch on slime's image and GPU hosts
+        "python3", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(profile.gpus),
         "-m", "cpverify.probe.workload",
         PROBE_CP_FLAG, str(cp), "--seq-len", str(seq_len),
         "--steps", str(profile.steps), "--warmup", str(profile.warmup_steps),
+        *profile.probe_args,
     )
     return Arm(_probe_name(cp, seq_len), cp, argv, profile.env, ".", seq_len=seq_len)
 

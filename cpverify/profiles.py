@@ -161,8 +161,13 @@ def _long_train_args() -> tuple[str, ...]:
 LONG_TRAIN_ARGS = _long_train_args()
 
 PROBE_ENV = (
+    # NVLink multicast off: on shared hosts a crash inside it can take the GPUs out of service
     ("NCCL_NVLS_ENABLE", "0"),
+    ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
+    ("NVSHMEM_DISABLE_NVLS", "1"),
+    # version and per-channel transport lines for the verdict, without the full INFO flood
     ("NCCL_DEBUG", "INFO"),
+    ("NCCL_DEBUG_SUBSYS", "INIT,P2P,NET"),
     ("PYTHONUNBUFFERED", "1"),
 )
 
@@ -193,6 +198,7 @@ class Profile:
     env: tuple[tuple[str, str], ...] = ()
     seq_lens: tuple[int, ...] = ()  # probe only: one arm per (cp, seq_len)
     steps: int = 0  # probe only: timed steps per arm
+    probe_args: tuple[str, ...] = ()  # probe only: extra workload flags for every arm (e.g. --bypass-cp, --gqa repeat)
 
     def __post_init__(self) -> None:
         problems = _problems(self)
@@ -394,7 +400,7 @@ def _convert(key: str, value: Any, current: Any) -> Any:
             if isinstance(value, str):
                 import shlex
 
-                value = value.replace(",", " ").split() if key != "train_args" else shlex.split(value)
+                value = shlex.split(value) if key in ("train_args", "probe_args") else value.replace(",", " ").split()
             item_type = int if key in ("cp_sizes", "seq_lens") else str
             return tuple(item_type(v) for v in value)
         if isinstance(current, bool):
