@@ -34,6 +34,7 @@ ALIASES = {"arms": ("cp1", "cp2"), "all": STEPS}
 RUNNERS = ("docker", "local", "ray")
 CONTAINER_CACHE = "/cache"
 CONTAINER_SLIME = "/slime-under-test"
+CONTAINER_SLIME_CANDIDATE = "/slime-candidate"  # A/B: the second revision, mounted beside the first
 CONTAINER_WORK = "/artifacts"
 
 
@@ -84,11 +85,26 @@ def _workload_paths(ctx: Context) -> dict[str, str]:
     else:
         model = _model_snapshot(cache, p.model_repo, p.model_revision)
     data = cache / "data" / p.dataset_path().name
-    if ctx.args.slime_dir:
+    revisions = _revisions(ctx)
+    if revisions:
+        slime = CONTAINER_SLIME if in_container else str(revisions[0].host_dir)
+    elif ctx.args.slime_dir:
         slime = CONTAINER_SLIME if in_container else str(Path(ctx.args.slime_dir).resolve())
     else:
         slime = "/root/slime"
     return {"model_dir": str(model), "data_path": str(data), "slime_dir": slime}
+
+
+def _revisions(ctx: Context):
+    """(base, candidate or None) slime revisions from --slime-ref/--slime-ref-candidate/--slime-dir-candidate,
+    or None when the run uses --slime-dir (or the image's slime) as it is. Refs are exported once per run."""
+    from cpverify.ab import revisions
+
+    a = ctx.args
+    return revisions(slime_dir=a.slime_dir, slime_ref=getattr(a, "slime_ref", None),
+                     slime_ref_candidate=getattr(a, "slime_ref_candidate", None),
+                     slime_dir_candidate=getattr(a, "slime_dir_candidate", None),
+                     export_root=ctx.run_dir.root / "slime", local=ctx.runner != "ray")
 
 
 def build_run_plan(ctx: Context):
@@ -97,7 +113,18 @@ def build_run_plan(ctx: Context):
     gpus = None
     if ctx.args.gpus and ctx.args.gpus != "none":
         gpus = parse_gpus(ctx.args.gpus)
-    return build_plan(ctx.profile, run_id=ctx.run_dir.run_id, gpus=gpus, **_workload_paths(ctx))
+    paths = _workload_paths(ctx)
+    revisions = _revisions(ctx)
+    if revisions and revisions[1] is not None:
+        from cpverify.ab import build_ab_plan
+
+        base, candidate = revisions
+        candidate_dir = CONTAINER_SLIME_CANDIDATE if ctx.runner == "docker" else str(candidate.host_dir)
+        return build_ab_plan(ctx.profile, run_id=ctx.run_dir.run_id, gpus=gpus, model_dir=paths["model_dir"],
+                             data_path=paths["data_path"], base_dir=paths["slime_dir"], base_label=base.label,
+                             candidate_dir=candidate_dir, candidate_label=candidate.label)
+    return build_plan(ctx.profile, run_id=ctx.run_dir.run_id, gpus=gpus,
+                      slime_ref=revisions[0].label if revisions else None, **paths)
 
 
 # -- steps ------------------------------------------------------------------------------------
@@ -205,7 +232,10 @@ def step_compileall(ctx: Context) -> int:
         code = result.exit_code if result.exit_code is not None else -1
         output = log_path.read_text(errors="replace") if log_path.exists() else result.reason
     else:
-        proc = subprocess.run(command, cwd=paths["slime_dir"], capture_output=True, text=True)
+        from cpverify.runners._env import workload_env
+
+        env, _dropped = workload_env({}, base=os.environ)  # tokens are for fetch only
+        proc = subprocess.run(command, cwd=paths["slime_dir"], capture_output=True, text=True, env=env)
         code, output = proc.returncode, proc.stdout + proc.stderr
     ctx.state["compileall"] = {"exit_code": code, "output": output[-4000:]}
     ctx.save()
@@ -252,6 +282,12 @@ def step_arms(ctx: Context, which: str) -> int:
 
         for name in sweep_leftovers(runner.preflight()):
             ctx.say(f"removed leftover container {name} of an earlier, interrupted run")
+    elif ctx.runner == "local":
+        from cpverify.runners.local import sweep_leftovers as sweep_processes
+
+        for what in sweep_processes():
+            ctx.say(f"killed leftover process {what} of an earlier, interrupted run")
+    ctx.state.pop("interrupted", None)
     results = ctx.state.setdefault("arms", {})
     with GpuLock(plan.gpus, run_id=ctx.run_dir.run_id):
         for arm in arms:
@@ -261,7 +297,9 @@ def step_arms(ctx: Context, which: str) -> int:
                 result = runner.run_arm(arm, log_path=ctx.run_dir.log_path(arm.name), limits=ctx.profile.limits())
             except ArmInterrupted as interrupted:
                 results[arm.name] = _result_json(interrupted.result)
+                ctx.state["interrupted"] = arm.name
                 ctx.save()
+                _verdict_after_interrupt(ctx)
                 raise
             results[arm.name] = _result_json(result)
             ctx.save()
@@ -270,9 +308,18 @@ def step_arms(ctx: Context, which: str) -> int:
     return EXIT_OK
 
 
+def _verdict_after_interrupt(ctx: Context) -> None:
+    """Ctrl-C or SIGTERM stopped an arm: still leave a verdict that says so (it takes a moment;
+    another Ctrl-C skips it), then exit 130."""
+    try:
+        step_verdict(ctx)
+    except (KeyboardInterrupt, CpverifyError) as exc:
+        ctx.say(f"verdict not written after the interruption: {exc or 'interrupted again'}")
+
+
 def step_verdict(ctx: Context) -> int:
     from cpverify.logs import ParsedLog, parse_file
-    from cpverify.runners.base import BLOCKED, ArmResult
+    from cpverify.runners.base import BLOCKED, INTERRUPTED, ArmResult
     from cpverify.verdict import ArmEvidence, Thresholds, decide
 
     plan = build_run_plan(ctx)
@@ -289,12 +336,21 @@ def step_verdict(ctx: Context) -> int:
             result = ArmResult(**{**recorded, "log_path": Path(recorded["log_path"])})
         elif blocked:
             result = ArmResult(arm.name, BLOCKED, None, log_path, 0.0, reason=blocked["reason"], fix=blocked["fix"])
+        elif ctx.state.get("interrupted"):
+            result = ArmResult(arm.name, INTERRUPTED, None, log_path, 0.0,
+                               reason=f"not run: the run was interrupted during arm {ctx.state['interrupted']}",
+                               fix="rerun when ready (a new run id starts with fresh logs)")
         else:
             result = ArmResult(arm.name, BLOCKED, None, log_path, 0.0, reason="the arm was never run",
                                fix=f"run `cpverify run --only {'cp1' if arm.cp == p.baseline_cp else 'cp2'}` first "
                                    "(or `nox -s verify_cp`)")
         evidence.append(ArmEvidence(arm.name, arm.cp, parsed, result))
     verdict = decide(evidence, comparisons=list(plan.comparisons), thresholds=thresholds)
+    from cpverify import ab
+
+    design = ab.design(plan)
+    if design is not None:  # two slime revisions: is the candidate's CP overhead smaller?
+        verdict.ab = ab.analyze(verdict, design)
     _write(ctx, plan, verdict)
     return verdict.exit_code
 
@@ -317,7 +373,8 @@ def _write(ctx: Context, plan, verdict) -> None:
     for key in ("doctor", "image", "model", "data", "compileall", "lint"):
         if key in ctx.state:
             env[key] = ctx.state[key]
-    report.write_report(ctx.run_dir, verdict, env=env, commands_sh=plan.commands_sh(), redact=not ctx.args.no_redact)
+    report.write_report(ctx.run_dir, verdict, env=env, commands_sh=plan.commands_sh(), redact=not ctx.args.no_redact,
+                        plan_arms=plan.arms)
     print(report.render_summary(verdict))
     ctx.say(f"verdict: {verdict.status} -> {ctx.run_dir.verdict_md}")
 
@@ -340,7 +397,12 @@ def _docker_mounts(ctx: Context) -> list:
     mounts = [BindMount(ctx.cache, CONTAINER_CACHE)]
     if ctx.args.model_dir:
         mounts.append(BindMount(Path(ctx.args.model_dir).resolve(), f"{CONTAINER_CACHE}/model"))
-    if ctx.args.slime_dir:
+    revisions = _revisions(ctx)
+    if revisions:  # exported refs or two checkouts: each at its own path, both read-only
+        mounts.append(BindMount(revisions[0].host_dir, CONTAINER_SLIME))
+        if revisions[1] is not None:
+            mounts.append(BindMount(revisions[1].host_dir, CONTAINER_SLIME_CANDIDATE))
+    elif ctx.args.slime_dir:
         mounts.append(BindMount(Path(ctx.args.slime_dir).resolve(), CONTAINER_SLIME))
     work = ctx.run_dir.root.resolve() / "work"
     work.mkdir(parents=True, exist_ok=True)
@@ -360,8 +422,10 @@ def _make_runner(ctx: Context):
     if ctx.runner == "ray":
         from cpverify.runners.ray import RayRunner
 
-        return RayRunner(address=ctx.args.ray_address, run_id=ctx.run_dir.run_id, gpus=len(build_run_plan(ctx).gpus),
-                         on_progress=progress)
+        # slime's train.py reserves its GPUs through placement groups; the probe's torchrun needs them itself
+        gpus = 0 if ctx.args.gpus == "none" else len(build_run_plan(ctx).gpus)
+        return RayRunner(address=ctx.args.ray_address, run_id=ctx.run_dir.run_id, gpus=gpus,
+                         reserve_gpus=ctx.kind != "slime", on_progress=progress)
     from cpverify.runners.local import LocalRunner
 
     return LocalRunner(on_progress=progress)
@@ -415,11 +479,31 @@ def selected_steps(only: str | None) -> list[str]:
     return sorted(chosen, key=STEPS.index)
 
 
+def matrix_assignments(args) -> list[str]:
+    """--cp 1,2,4 and --seq-len 8K,32K,128K as profile overrides (after --set, so they win)."""
+    out = []
+    for flag, field_name, text in (("--cp", "cp_sizes", getattr(args, "cp", None)),
+                                   ("--seq-len", "seq_lens", getattr(args, "seq_len", None))):
+        if not text:
+            continue
+        try:
+            sizes = [int(w[:-1]) * 1024 if w[-1] in "kK" else int(w) for w in text.replace(",", " ").split()]
+        except ValueError:
+            raise InputError(f"{flag} {text!r} is not a list of whole numbers",
+                             f"write e.g. {flag} {'1,2,4' if flag == '--cp' else '8K,32K,128K'}") from None
+        out.append(f"{field_name}={','.join(map(str, sizes))}")
+    return out
+
+
 def run(args) -> int:
     from cpverify.artifacts import RunDir
     from cpverify.profiles import resolve_profile
 
-    profile = resolve_profile(args.profile, toml=args.config, assignments=args.assignments)
+    profile = resolve_profile(args.profile, toml=args.config, assignments=[*args.assignments, *matrix_assignments(args)])
+    if getattr(args, "seq_len", None) and profile.kind != "probe":
+        raise InputError(f"--seq-len applies to the probe profile, not {profile.name!r}",
+                         "for slime, the response length sets the sequence length: use --profile long, or "
+                         "--set train_args=... with --rollout-max-response-len")
     if args.runner == "ray" and not args.ray_address:
         raise InputError("--runner ray needs --ray-address", "pass the dashboard address, e.g. --ray-address http://HEAD:8265")
     run_dir = RunDir.create(base=args.out, run_id=args.run_id)
@@ -455,6 +539,16 @@ def register(subparsers) -> None:
     p.add_argument("--model-dir", help="use this model directory instead of fetching (verified the same way)")
     p.add_argument("--slime-dir", default=os.environ.get("CPVERIFY_SLIME_DIR") or None,
                    help="your slime checkout: mounted read-only (docker) or run in place (local)")
+    p.add_argument("--cp", metavar="SIZES", help="CP sizes, e.g. 1,2,4: every size runs on the same GPUs and is "
+                                                 "compared with the profile's baseline (CP=1)")
+    p.add_argument("--seq-len", metavar="LENGTHS", help="probe sequence lengths, e.g. 8K,32K,128K (one arm per CP "
+                                                        "and length)")
+    p.add_argument("--slime-ref", metavar="REF", help="run this commit of the --slime-dir clone (exported with git "
+                                                      "archive); with --slime-ref-candidate, the A/B base")
+    p.add_argument("--slime-ref-candidate", metavar="REF",
+                   help="A/B: the candidate commit of the --slime-dir clone (e.g. HEAD); both revisions run at every CP")
+    p.add_argument("--slime-dir-candidate", metavar="DIR",
+                   help="A/B: a second slime checkout (e.g. your patched clone) against --slime-dir")
     p.add_argument("--image", help="image tag to build or (without --build) to use as it is")
     p.add_argument("--build", action="store_true", help="with --image: build it even though a tag is given")
     p.add_argument("--base-image", help="override BASE_IMAGE of docker/versions.lock")

@@ -8,7 +8,7 @@ import io
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -120,15 +120,50 @@ def _numerics_table(verdict: Verdict) -> str:
                          f"within {verdict.thresholds.numerics_tolerance:g}"])
 
 
+def _ratio_cell(estimate: dict) -> str:
+    if estimate.get("ratio") is None:
+        return "–"
+    ci = estimate.get("ci")
+    return f"{estimate['ratio']:.2f}× [{ci[0]:.2f}–{ci[1]:.2f}]" if ci else f"{estimate['ratio']:.2f}× [no CI]"
+
+
+def _ab_section(ab: dict) -> list[str]:
+    """The A/B of two slime revisions: each revision's CP overhead and their ratio, per metric."""
+    base, cand, cp1 = ab["base"]["label"], ab["candidate"]["label"], ab["baseline_cp"]
+    conf = f"{ab['confidence']:.0%} CI"
+    rows = []
+    for row in ab["rows"]:
+        primary = row["metric"] == ab["metric"]
+        metric = short_metric(row["metric"])
+        rows.append([f"CP={row['cp']}/CP={cp1}", f"**{metric}**" if primary else metric,
+                     _ratio_cell(row["base_overhead"]), _ratio_cell(row["candidate_overhead"]),
+                     _ratio_cell(row["ratio_of_ratios"]), _ratio_cell(row["baseline_cp_change"]),
+                     row["conclusion"]])
+    table = _table(rows, ["CP", "metric", f"base overhead [{conf}]", f"candidate overhead [{conf}]",
+                          f"candidate / base [{conf}]", f"CP={cp1} candidate / base", "candidate overhead is"])
+    return [f"### A/B of slime revisions: candidate `{cand}` vs base `{base}`", "",
+            f"**Candidate CP overhead: {ab['conclusion']}** — {ab['summary']}", "", table, "",
+            f"_Overhead = median CP=N / median CP={cp1} within one revision; candidate / base < 1 means the "
+            f"candidate's CP costs less. Intervals: {ab['method']}._", ""]
+
+
 def render_markdown(verdict: Verdict, *, env: dict | None = None, commands: str | None = None,
-                    scrub: Callable[[str], str] | None = None) -> str:
+                    scrub: Callable[[str], str] | None = None, plots: list[tuple[str, str]] | None = None,
+                    plot_note: str = "") -> str:
     """verdict.md. `scrub`, when given, redacts the verdict's own text; env and commands are
     rendered as passed (redact them with redact_json/redact_text first, so that a field-aware
-    rule -- a version string kept in env.json -- is not undone by the plain-text one here)."""
+    rule -- a version string kept in env.json -- is not undone by the plain-text one here).
+    `plots`: (title, file name) of the PNGs written next to verdict.md, linked in a Plots section."""
     parts = [f"## cpverify verdict: {verdict.status}", "", f"**{verdict.status}** — {verdict.summary}", ""]
+    if verdict.ab:
+        parts += _ab_section(verdict.ab)
     parts += [f"### Timings per arm (median over rollouts ≥ {verdict.thresholds.warmup})", "", _timings_table(verdict),
               "", "### Comparisons", "", _comparisons_table(verdict), "", "### Arms", "", _arms_table(verdict), "",
               "### Checks", "", _checks_table(verdict), ""]
+    if plots or plot_note:
+        parts += ["### Plots", ""]
+        parts += [f"![{title}]({file})" for title, file in plots or []] if plots else [f"_{plot_note}_"]
+        parts.append("")
     if verdict.numerics:
         gate = "gated" if verdict.thresholds.deterministic else "reported only; the runs were not deterministic"
         parts += [f"### Numerics (first common step; {gate})", "", _numerics_table(verdict), ""]
@@ -175,6 +210,8 @@ def render_summary(verdict: Verdict) -> str:
     if rows:
         lines += [tabulate(rows, headers=["comparison", "metric", "ratio", "CI", "n"], tablefmt="simple",
                            disable_numparse=True), ""]
+    if verdict.ab:
+        lines += [f"A/B: candidate CP overhead {verdict.ab['conclusion']} — {verdict.ab['summary']}", ""]
     lines += [f"rule: {short_rule(verdict.thresholds)}", ""]
     for check in verdict.checks:
         if check.status in ("fail", "warn"):
@@ -219,9 +256,11 @@ def render_plot(verdict: Verdict) -> bytes | None:
 
 
 def write_report(run_dir: RunDir | str | Path, verdict: Verdict, *, env: dict | None, commands_sh: str | None,
-                 redact: bool = True, extra_secrets: tuple[str, ...] = (), plot: bool = True) -> dict[str, Path]:
-    """Write verdict.md, verdict.json, commands.sh, env.json (and plot.png when matplotlib is there)
-    atomically; returns file name -> path."""
+                 redact: bool = True, extra_secrets: tuple[str, ...] = (), plot: bool = True,
+                 plan_arms: Sequence | None = None) -> dict[str, Path]:
+    """Write verdict.md, verdict.json, commands.sh, env.json (and plot.png plus the cpverify.plots
+    PNGs when matplotlib is there) atomically; returns file name -> path. `plan_arms` (the plan's
+    Arm objects) tell the plots each arm's sequence length and revision."""
     run_dir = run_dir if isinstance(run_dir, RunDir) else RunDir(Path(run_dir))
     env = env or {}
     commands = commands_sh or "#!/usr/bin/env bash\n# No commands were recorded for this verdict.\n"
@@ -229,7 +268,11 @@ def write_report(run_dir: RunDir | str | Path, verdict: Verdict, *, env: dict | 
         env = redact_json(env, extra_secrets=extra_secrets)
         commands = redact_text(commands, extra_secrets=extra_secrets)
     scrub = Redactor(extra_secrets) if redact else None
-    markdown = render_markdown(verdict, env=env, commands=commands, scrub=scrub)
+    from cpverify import plots as plotting
+
+    rendered, plot_note = plotting.render(verdict, plan_arms) if plot else ([], "")
+    markdown = render_markdown(verdict, env=env, commands=commands, scrub=scrub,
+                               plots=[(p.title, p.file) for p, _ in rendered], plot_note=plot_note)
     data = render_json(verdict)
     if redact:
         data = redact_json(data, extra_secrets=extra_secrets)
@@ -241,6 +284,8 @@ def write_report(run_dir: RunDir | str | Path, verdict: Verdict, *, env: dict | 
     png = render_plot(verdict) if plot else None
     if png:
         written["plot.png"] = atomic_write_bytes(run_dir.plot_png, png)
+    for figure, image in rendered:
+        written[figure.file] = atomic_write_bytes(run_dir.root / figure.file, image)
     written["verdict.json"] = atomic_write_json(run_dir.verdict_json, data)
     written["verdict.md"] = atomic_write_text(run_dir.verdict_md, markdown)
     return written

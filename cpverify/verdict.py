@@ -241,6 +241,7 @@ class Verdict:
     numerics: list[dict]
     errors: list[dict]
     labels: dict[str, str] = field(default_factory=dict)  # arm name -> "CP=2" (or the name)
+    ab: dict | None = None  # A/B of two slime revisions (cpverify.ab.analyze), when the plan had one
 
     @property
     def headline(self) -> str:
@@ -271,6 +272,7 @@ class Verdict:
             "checks": [c.to_json() for c in self.checks],
             "numerics": self.numerics,
             "errors": self.errors,
+            **({"ab": self.ab} if self.ab is not None else {}),
         }
 
 

@@ -109,7 +109,8 @@ def test_write_report_writes_the_bundle(tmp_path):
     pytest.importorskip("matplotlib")
     run_dir = RunDir.create(tmp_path / "run")
     paths = report.write_report(run_dir, _verdict(), env={"python": "3.11"}, commands_sh="#!/bin/sh\necho ok\n")
-    assert set(paths) == {"verdict.md", "verdict.json", "commands.sh", "env.json", "plot.png"}
+    assert set(paths) == {"verdict.md", "verdict.json", "commands.sh", "env.json", "plot.png", "steps.png",
+                          "phases.png"}
     assert all(p.parent == run_dir.root for p in paths.values())
     jsonschema.validate(json.loads(paths["verdict.json"].read_text()), SCHEMA)
     assert json.loads(paths["env.json"].read_text()) == {"python": "3.11"}
@@ -118,8 +119,9 @@ def test_write_report_writes_the_bundle(tmp_path):
     assert stat.S_IMODE(paths["verdict.md"].stat().st_mode) == 0o644
     assert paths["verdict.md"].read_text().startswith("## cpverify verdict: PASS")
     assert paths["plot.png"].read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
-    assert sorted(p.name for p in run_dir.root.iterdir()) == ["commands.sh", "env.json", "logs", "plot.png",
-                                                              "verdict.json", "verdict.md"]  # no temp files left
+    assert sorted(p.name for p in run_dir.root.iterdir()) == ["commands.sh", "env.json", "logs", "phases.png",
+                                                              "plot.png", "steps.png", "verdict.json",
+                                                              "verdict.md"]  # no temp files left
 
 
 def test_plot_is_optional_and_needs_data(tmp_path):

@@ -1,0 +1,247 @@
+"""Plots written next to verdict.md and linked from it (PNG):
+
+  steps.png    the primary metric and perf/step_time per counted rollout, one line per arm
+  phases.png   median log_probs / ref_log_probs / actor_train per arm, IQR as error bars
+  cp.png       sweeps: median time vs CP, one line per sequence length (and revision), each
+               with its ideal t(smallest CP) x smallest CP / CP: perfect splitting of the work
+  seq.png      sweeps: median time vs sequence length, one line per CP
+
+matplotlib's object API on the Agg canvas: no pyplot, so no global backend or state, and it
+works headless and inside other programs. matplotlib is imported only here and only when
+plotting; without it `render()` returns no images and a note that the report prints.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+PHASES = ("perf/log_probs_time", "perf/ref_log_probs_time", "perf/actor_train_time")
+STEP_TIME = "perf/step_time"
+MISSING_NOTE = "Plots skipped: matplotlib is not installed (`pip install matplotlib`, or `pip install 'cpverify[plot]'`)."
+_SEQ_SUFFIX = re.compile(r"-s(\d+)(k?)$")
+
+
+@dataclass(frozen=True)
+class ArmInfo:
+    """What an arm varied: its CP, its sequence length (probe sweeps), its slime revision (A/B)."""
+
+    name: str
+    cp: int
+    seq_len: int | None = None
+    revision: str | None = None
+
+
+@dataclass
+class Plot:
+    file: str  # file name next to verdict.md
+    title: str  # alt text and caption in verdict.md
+    figure: Any  # the matplotlib Figure (tests inspect it)
+
+
+def arm_infos(verdict, plan_arms: Sequence | None = None) -> dict[str, ArmInfo]:
+    """Per arm name: from the plan's arms when given, else read from the verdict (names like cp2-s16k)."""
+    planned = {arm.name: arm for arm in plan_arms or ()}
+    infos = {}
+    for summary in verdict.arms:
+        arm = planned.get(summary.name)
+        if arm is not None:
+            infos[summary.name] = ArmInfo(summary.name, arm.cp, getattr(arm, "seq_len", None),
+                                          getattr(arm, "slime_ref", None))
+            continue
+        seq_len = None
+        match = _SEQ_SUFFIX.search(summary.name)
+        if match:
+            seq_len = int(match.group(1)) * (1024 if match.group(2) else 1)
+        role = summary.name.split("-", 1)[0] if summary.name.startswith(("base-", "cand-")) else None
+        infos[summary.name] = ArmInfo(summary.name, summary.cp_requested, seq_len, role)
+    return infos
+
+
+def _new_figure(width: float, height: float, cols: int = 1):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=110)
+    FigureCanvasAgg(fig)  # Agg explicitly: PNG without a display, whatever the default backend
+    axes = [fig.add_subplot(1, cols, i + 1) for i in range(cols)]
+    return fig, axes
+
+
+def _label(verdict, name: str) -> str:
+    label = verdict.labels.get(name, name)
+    return label if label == name else f"{label} ({name})"
+
+
+def _short(metric: str) -> str:
+    short = metric.removeprefix("perf/").removesuffix("_time")
+    return "step time" if short == "step" else short  # a bare "step" reads as a step number
+
+
+def step_times(verdict):
+    """Primary metric and step_time per counted rollout, one line per arm; None without data."""
+    primary = verdict.thresholds.primary_metric
+    metrics = [primary] + ([STEP_TIME] if STEP_TIME != primary and any(a.samples.get(STEP_TIME) for a in verdict.arms)
+                           else [])
+    if not any(a.values.get(primary) for a in verdict.arms):
+        return None
+    fig, axes = _new_figure(5.5 * len(metrics), 3.8, cols=len(metrics))
+    for ax, metric in zip(axes, metrics):
+        for arm in verdict.arms:
+            values = arm.values.get(metric) if metric == primary else arm.samples.get(metric)
+            if not values:
+                continue
+            # step_time is listed per counted rollout too; when a value is missing the ids are unknown
+            xs = arm.counted_rollouts if len(arm.counted_rollouts) == len(values) else \
+                list(range(verdict.thresholds.warmup, verdict.thresholds.warmup + len(values)))
+            ax.plot(xs, values, marker="o", markersize=3, linewidth=1.2, label=_label(verdict, arm.name))
+        ax.set_xlabel(f"rollout (counted: >= {verdict.thresholds.warmup})")
+        ax.set_ylabel(f"{_short(metric)} [s]")
+        ax.set_title(f"{_short(metric)} per rollout", fontsize=10)
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def phase_medians(verdict, infos: dict[str, ArmInfo]):
+    """Grouped bars: per arm, the median of each phase (log_probs, ref_log_probs, actor_train)."""
+    phases = [p for p in PHASES if any(p in a.metrics for a in verdict.arms)]
+    arms = [a for a in verdict.arms if any(p in a.metrics for p in phases)]
+    if not phases or not arms:
+        return None
+    fig, (ax,) = _new_figure(max(6.0, 0.9 * len(arms) * len(phases) + 2), 4.0)
+    width = 0.8 / len(phases)
+    for i, phase in enumerate(phases):
+        xs, heights, low, high = [], [], [], []
+        for j, arm in enumerate(arms):
+            s = arm.metrics.get(phase)
+            if s is None:
+                continue
+            xs.append(j + (i - (len(phases) - 1) / 2) * width)
+            heights.append(s.median)
+            low.append(s.median - s.q1)
+            high.append(s.q3 - s.median)
+        ax.bar(xs, heights, width, yerr=[low, high], capsize=2, label=_short(phase))
+    ax.set_xticks(range(len(arms)), [f"{a.name}\nCP={infos[a.name].cp}" for a in arms], fontsize=7)
+    ax.set_xlabel("arm")
+    ax.set_ylabel("median per rollout [s] (bars: IQR)")
+    ax.set_title("per-phase medians by arm", fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _series(verdict, infos: dict[str, ArmInfo], key) -> dict[Any, list[tuple[float, float, int]]]:
+    """Median primary time per arm, grouped by key(info): {group: [(x, median, cp), ...]}."""
+    metric = verdict.thresholds.primary_metric
+    groups: dict[Any, list[tuple[float, float, int]]] = {}
+    for arm in verdict.arms:
+        summary = arm.metrics.get(metric)
+        info = infos[arm.name]
+        if summary is None or summary.median <= 0:
+            continue
+        group, x = key(info)
+        if x is None:
+            continue
+        groups.setdefault(group, []).append((x, summary.median, info.cp))
+    return {g: sorted(points) for g, points in groups.items()}
+
+
+def _size(n: int) -> str:
+    return f"{n // 1024}K" if n % 1024 == 0 else str(n)
+
+
+def time_vs_cp(verdict, infos: dict[str, ArmInfo]):
+    """Median time against CP, one line per (revision, sequence length), with the ideal 1/CP line."""
+    groups = _series(verdict, infos, lambda i: ((i.revision, i.seq_len), i.cp))
+    groups = {g: pts for g, pts in groups.items() if len({cp for _, _, cp in pts}) >= 2}
+    cps = {cp for pts in groups.values() for _, _, cp in pts}
+    seq_lens = {seq_len for _, seq_len in groups}
+    if len(cps) < 3 and len(seq_lens) < 2:  # a plain CP=1 vs CP=2 run: the tables say it all
+        return None
+    metric = _short(verdict.thresholds.primary_metric)
+    fig, (ax,) = _new_figure(6.5, 4.2)
+    cps = sorted(cps)
+    for (revision, seq_len), points in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1] or 0)):
+        name = " ".join(part for part in (revision, f"seq {_size(seq_len)}" if seq_len else None) if part) or metric
+        xs = [cp for cp, _, _ in points]
+        (line,) = ax.plot(xs, [t for _, t, _ in points], marker="o", label=name)
+        first_cp, first_t = xs[0], points[0][1]
+        ax.plot(xs, [first_t * first_cp / cp for cp in xs], linestyle="--", linewidth=1, color=line.get_color(),
+                alpha=0.7, label=f"ideal {name}: t(CP={first_cp})·{first_cp}/CP")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(cps, [str(cp) for cp in cps])
+    ax.set_xlabel("context-parallel size (CP)")
+    ax.set_ylabel(f"median {metric} [s]")
+    ax.set_title(f"{metric} vs CP (dashed: ideal 1/CP)", fontsize=10)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def time_vs_seq_len(verdict, infos: dict[str, ArmInfo]):
+    """Median time against sequence length, one line per (revision, CP), ideal t(CP=1)/CP dashed."""
+    groups = _series(verdict, infos, lambda i: ((i.revision, i.cp), i.seq_len))
+    groups = {g: pts for g, pts in groups.items() if len(pts) >= 2}
+    if not groups:
+        return None
+    metric = _short(verdict.thresholds.primary_metric)
+    fig, (ax,) = _new_figure(6.5, 4.2)
+    lowest = {}
+    for (revision, cp), points in groups.items():
+        if revision not in lowest or cp < lowest[revision][0]:
+            lowest[revision] = (cp, {x: t for x, t, _ in points})
+    seq_lens = sorted({x for pts in groups.values() for x, _, _ in pts})
+    for (revision, cp), points in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+        name = " ".join(part for part in (revision, f"CP={cp}") if part)
+        (line,) = ax.plot([x for x, _, _ in points], [t for _, t, _ in points], marker="o", label=name)
+        base_cp, base = lowest[revision]
+        if cp != base_cp:
+            xs = [x for x, _, _ in points if x in base]
+            ax.plot(xs, [base[x] * base_cp / cp for x in xs], linestyle="--", linewidth=1, color=line.get_color(),
+                    alpha=0.7, label=f"ideal {name}: t(CP={base_cp})·{base_cp}/{cp}")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(seq_lens, [_size(s) for s in seq_lens])
+    ax.set_xlabel("sequence length [tokens]")
+    ax.set_ylabel(f"median {metric} [s]")
+    ax.set_title(f"{metric} vs sequence length (dashed: ideal 1/CP)", fontsize=10)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def figures(verdict, plan_arms: Sequence | None = None) -> list[Plot]:
+    """Every plot that has data, as matplotlib Figures. Raises ImportError without matplotlib."""
+    infos = arm_infos(verdict, plan_arms)
+    candidates = [
+        ("steps.png", "step times per rollout", step_times(verdict)),
+        ("phases.png", "per-phase medians by arm", phase_medians(verdict, infos)),
+        ("cp.png", "time vs CP with the ideal 1/CP", time_vs_cp(verdict, infos)),
+        ("seq.png", "time vs sequence length", time_vs_seq_len(verdict, infos)),
+    ]
+    return [Plot(file, title, fig) for file, title, fig in candidates if fig is not None]
+
+
+def png(figure) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def render(verdict, plan_arms: Sequence | None = None) -> tuple[list[tuple[Plot, bytes]], str]:
+    """([(plot, PNG bytes)], note): no plots and a note when matplotlib is missing; never raises for that."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return [], MISSING_NOTE
+    return [(plot, png(plot.figure)) for plot in figures(verdict, plan_arms)], ""
