@@ -193,6 +193,31 @@ class Redactor:
         return _IPV6.sub(_redact_ipv6, text)
 
 
+class LineScrubber:
+    """Credentials out of raw log lines as they stream to disk: known secret values and token shapes.
+
+    Cheap enough for every line a workload prints (a literal search per known secret plus one
+    regex pass), and deliberately narrower than Redactor: host names, IPs and paths stay in the
+    log, which is the evidence (which node failed?), while a token must never reach the disk at
+    all -- a log is written before anyone decides whether to share it.
+    """
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        values = {s for s in (*secrets, *_environment_secrets()) if s and len(s) >= 6}
+        # Longest first, so a secret that contains another is removed whole.
+        self._literals = sorted((s.encode() for s in values), key=len, reverse=True)
+
+    def __call__(self, raw: bytes) -> bytes:
+        for secret in self._literals:
+            if secret in raw:
+                raw = raw.replace(secret, _SECRET_BYTES)
+        return _TOKENS_BYTES.sub(_TOKEN_BYTES, raw)
+
+
+_TOKENS_BYTES = re.compile(_TOKENS.pattern.encode())
+_TOKEN_BYTES, _SECRET_BYTES = TOKEN.encode(), SECRET.encode()
+
+
 def redact_text(text: str, *, extra_secrets: Iterable[str] = (), keep_versions: bool = False) -> str:
     """Return `text` with credentials, home paths, user/host names and IP addresses replaced.
 

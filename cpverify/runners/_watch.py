@@ -6,7 +6,8 @@ A runner starts its workload, hands the watcher an iterator over the workload's 
 code, or None while it runs). The watcher then
 
   * reads the output in a background thread and appends every line to the log file the
-    moment it arrives (unbuffered: a crash, a kill or Ctrl-C loses nothing printed so far);
+    moment it arrives (unbuffered: a crash, a kill or Ctrl-C loses nothing printed so far),
+    with credentials scrubbed first (a token must never reach the disk);
   * feeds each line to the streaming parser, so the orchestrator gets the ParsedLog
     without reading the file again;
   * enforces the Limits from the main thread: overall deadline, hang (no output at all),
@@ -16,12 +17,19 @@ code, or None while it runs). The watcher then
 
 Ctrl-C arrives in the main thread as KeyboardInterrupt; the watcher stops the workload,
 drains, closes the log and raises ArmInterrupted (a KeyboardInterrupt) carrying the
-partial ArmResult. Runners release their own resources in `finally`.
+partial ArmResult. A second Ctrl-C while the workload is being stopped makes the runner
+kill it at once instead of waiting out its grace period. Runners release their own
+resources in `finally`.
+
+A log that cannot be written (disk full, read-only) stops the workload at once: a run
+nobody can read afterwards would only hold the GPUs. The watcher then raises
+ArtifactWriteError naming the file and the fix.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import signal
 import threading
@@ -32,6 +40,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Union
 
 from cpverify.errors import ArtifactWriteError
+from cpverify.redact import LineScrubber
 from cpverify.runners.base import (
     DEADLINE,
     FAILED,
@@ -68,6 +77,15 @@ FIXES = {
     FATAL: "see the error line quoted in the reason and the lines before it in the log",
     FAILED: "read the last lines of the log: the workload's own error is usually there",
     INTERRUPTED: "re-run when ready; the partial log is kept",
+}
+
+# What a death by signal usually means, for the reason text (exit code 128 + signal number).
+SIGNAL_MEANINGS = {
+    "SIGKILL": "killed from outside; without a Ctrl-C or a limit of ours, usually the kernel's OOM killer "
+               "(`dmesg | grep -i oom`; for a container `docker inspect` shows OOMKilled)",
+    "SIGSEGV": "a crash in native code (a CUDA, NCCL or C-extension bug)",
+    "SIGABRT": "an abort, usually a failed C++ check in torch, NCCL or CUDA",
+    "SIGBUS": "a bus error, often a full /dev/shm (give the container --shm-size=16g or --ipc=host)",
 }
 
 
@@ -134,7 +152,10 @@ class LogWatcher:
         drain_s: float = 5.0,
         poll_s: float = 0.1,
         clock: Callable[[], float] = time.monotonic,
+        secrets: Iterable[str] = (),
     ) -> None:
+        """`secrets`: values to scrub from every line (see runners._env.secret_values); token
+        shapes (hf_..., ghp_..., ...) and this process's secret-named variables always are."""
         if parser is None:
             from cpverify.logs import LogParser
 
@@ -147,10 +168,12 @@ class LogWatcher:
         self.drain_s = drain_s
         self.poll_s = poll_s
         self._clock = clock
+        self._scrub = LineScrubber(secrets)
 
         self._lock = threading.Lock()  # guards the file, the parser and the counters below
         self._source_done = threading.Event()
         self._source_error: BaseException | None = None
+        self._write_error: OSError | None = None
         self._file = None
         self._closed = False
         self._line_base = 0  # lines already in the file (append mode): keeps `lineno` file-true
@@ -199,12 +222,16 @@ class LogWatcher:
             self._finish(reader)
         except KeyboardInterrupt as exc:
             why = f"terminated ({exc.args[0]})" if isinstance(exc, Terminated) else "interrupted (Ctrl-C)"
-            interrupted = _Trigger(INTERRUPTED, why)
             try:
-                stop()
+                try:
+                    stop()
+                except KeyboardInterrupt:  # the second Ctrl-C: the runner killed it at once
+                    why += "; stopped at once by a second interrupt"
             finally:
                 self._finish(reader)
-            raise ArmInterrupted(self._result(interrupted, poll_exit())) from None
+            raise ArmInterrupted(self._result(_Trigger(INTERRUPTED, why), poll_exit())) from None
+        if self._write_error is not None:
+            raise self._write_failure()
         return self._result(trigger, exit_code)
 
     def _watch_until_done(self, stop, poll_exit) -> tuple[_Trigger | None, int | None]:
@@ -254,10 +281,15 @@ class LogWatcher:
             self._source_done.set()
 
     def _emit(self, raw: bytes) -> None:
+        raw = self._scrub(raw)
         with self._lock:
-            if self._closed:
+            if self._closed or self._write_error is not None:
                 return
-            self._file.write(raw)  # unbuffered file: one write per line reaches the disk now
+            try:
+                _write_all(self._file, raw)  # unbuffered file: the line reaches the disk now
+            except OSError as exc:  # disk full, read-only, quota: the main thread stops the workload
+                self._write_error = exc
+                return
             self._lines += 1
             if self._first_line_at is None:
                 self._first_line_at = self._clock()
@@ -274,6 +306,8 @@ class LogWatcher:
 
     def _check(self, now: float) -> _Trigger | None:
         limits = self.limits
+        if self._write_error is not None:
+            return _Trigger(FAILED, "the log cannot be written")  # watch() raises ArtifactWriteError
         with self._lock:
             parsed = self.parser.result()
             self._scan(parsed, now)
@@ -375,6 +409,16 @@ class LogWatcher:
             parsed = self.parser.result()
             self._scan(parsed, self._clock())
 
+    def _write_failure(self) -> ArtifactWriteError:
+        from cpverify.artifacts import _fix_for
+
+        exc = self._write_error
+        return ArtifactWriteError(
+            f"could not write the log {self.log_path}: {exc.strerror or exc}; the workload was stopped "
+            f"({self._lines} lines are on disk)",
+            _fix_for(exc, self.log_path),
+        )
+
     def _result(self, trigger: _Trigger | None, exit_code: int | None) -> ArmResult:
         duration = self._clock() - self._start
         fatal = self._first_fatal
@@ -382,7 +426,7 @@ class LogWatcher:
             outcome, reason, error_class = trigger.outcome, trigger.reason, trigger.error_class
         else:
             outcome = OK if exit_code == 0 else FAILED
-            reason = "" if exit_code == 0 else f"exited with code {exit_code}"
+            reason = "" if exit_code == 0 else exit_text(exit_code)
             error_class = fatal.cls if fatal is not None else ""
             if fatal is not None:
                 reason += f"{'; ' if reason else ''}{fatal.cls} at line {fatal.line}: {fatal.text.strip()[:300]}"
@@ -400,6 +444,30 @@ class LogWatcher:
             error_class=error_class,
             parsed=self.parsed,
         )
+
+
+def exit_text(code: int | None) -> str:
+    """`exited with code 139 (SIGSEGV: a crash in native code ...)`: what an exit code means."""
+    text = f"exited with code {code}"
+    if code is not None and 128 < code <= 128 + 64:
+        try:
+            name = signal.Signals(code - 128).name
+        except ValueError:
+            return text
+        meaning = SIGNAL_MEANINGS.get(name)
+        text += f" (killed by {name}" + (f": {meaning})" if meaning else ")")
+    return text
+
+
+def _write_all(file, data: bytes) -> None:
+    # A raw file's write() may write only part of the data (the last bytes before the disk
+    # fills); the next write then raises the error that says why.
+    view = memoryview(data)
+    while view:
+        written = file.write(view)
+        if not written:  # never spin on a file that takes nothing and names no error
+            raise OSError(errno.EIO, "the log file accepted no more bytes")
+        view = view[written:]
 
 
 def _count_lines(path: Path) -> int:

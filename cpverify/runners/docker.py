@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cpverify.errors import EnvironmentBlocked, InputError
-from cpverify.runners._env import workload_env
+from cpverify.runners._env import secret_values, workload_env
 from cpverify.runners._watch import LogWatcher, ProgressCallback, terminate_as_interrupt
 from cpverify.runners.base import BLOCKED, INTERRUPTED, ArmInterrupted, ArmResult, Limits
 
@@ -269,7 +269,7 @@ class DockerRunner:
                 return _blocked(arm.name, log_path, started, *self._start_failure(arm, exc))
             watcher = LogWatcher(
                 log_path, limits, arm_name=arm.name, on_progress=self.on_progress,
-                drain_s=self.drain_s, poll_s=self.poll_s,
+                drain_s=self.drain_s, poll_s=self.poll_s, secrets=secret_values(arm.env, arm.argv, os.environ),
             )
             state = _ContainerState(container, self.kill_wait_s)
             return watcher.watch(state.stream(), stop=state.kill, poll_exit=state.exit_code)

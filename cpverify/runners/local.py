@@ -9,6 +9,12 @@ The workload runs in its own session and process group, so that
     group that can be signalled and checked as a unit, so nothing is left behind.
 A grandchild that calls setsid() itself escapes the group; that is a limit of process
 groups (only cgroups see everything) and is why the Docker runner is the default.
+
+If cpverify itself dies without cleaning up (kill -9, OOM killer), its workload runs on,
+holding the GPUs. Like the Docker runner's container labels, every workload process carries
+its owner in the environment (CPVERIFY_WORKLOAD_OWNER=<pid>:<start time>, inherited by
+everything it starts, whatever its process group); `sweep_leftovers()` kills the processes
+whose owner is gone, and `cpverify run` calls it before it takes the GPUs.
 """
 
 from __future__ import annotations
@@ -21,9 +27,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from cpverify.runners._env import workload_env
+from cpverify.runners._env import secret_values, workload_env
 from cpverify.runners._watch import LogWatcher, ProgressCallback, terminate_as_interrupt
 from cpverify.runners.base import BLOCKED, ArmResult, Limits
+
+OWNER_ENV = "CPVERIFY_WORKLOAD_OWNER"
 
 
 class LocalRunner:
@@ -45,6 +53,7 @@ class LocalRunner:
     def run_arm(self, arm, *, log_path: Path, limits: Limits) -> ArmResult:
         log_path = Path(log_path)
         env, _dropped = workload_env(arm.env, base=os.environ)
+        env[OWNER_ENV] = _owner_tag(os.getpid())
         argv = [str(a) for a in arm.argv]
         blocked = _preflight(arm.name, argv, arm.workdir, env, log_path)
         if blocked is not None:
@@ -70,7 +79,7 @@ class LocalRunner:
         try:
             watcher = LogWatcher(
                 log_path, limits, arm_name=arm.name, on_progress=self.on_progress,
-                drain_s=self.drain_s, poll_s=self.poll_s,
+                drain_s=self.drain_s, poll_s=self.poll_s, secrets=secret_values(arm.env, argv, os.environ),
             )
             with terminate_as_interrupt():
                 return watcher.watch(_chunks(proc.stdout), stop=group.stop, poll_exit=group.poll)
@@ -100,15 +109,22 @@ class _ProcessGroup:
         return 128 - code if code < 0 else code
 
     def stop(self) -> None:
-        """SIGTERM the whole group; SIGKILL what is still there after the grace period."""
+        """SIGTERM the whole group; SIGKILL what is still there after the grace period.
+
+        A Ctrl-C during the grace period means "now": SIGKILL at once, then re-raise.
+        """
         self._signal(signal.SIGTERM)
         give_up = time.monotonic() + self.term_grace_s
         try:
-            self.proc.wait(timeout=self.term_grace_s)
-        except subprocess.TimeoutExpired:
-            pass
-        while group_members(self.pgid) and time.monotonic() < give_up:
-            time.sleep(0.05)  # the leader is gone, its children may still be flushing
+            try:
+                self.proc.wait(timeout=self.term_grace_s)
+            except subprocess.TimeoutExpired:
+                pass
+            while group_members(self.pgid) and time.monotonic() < give_up:
+                time.sleep(0.05)  # the leader is gone, its children may still be flushing
+        except KeyboardInterrupt:
+            self._signal(signal.SIGKILL)
+            raise
         self._signal(signal.SIGKILL)
         self.proc.wait()
 
@@ -155,6 +171,58 @@ def group_members(pgid: int) -> list[int]:
         if pgrp == pgid and state not in ("Z", "X"):
             members.append(int(entry.name))
     return members
+
+
+def _start_time(pid: int) -> str | None:
+    """The kernel's start time of `pid` (clock ticks after boot), None if it is gone or a zombie.
+
+    A pid alone is not an identity: after a kill -9 the number is free for another process.
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2 :].split()
+    return None if fields[0] in ("Z", "X") else fields[19]
+
+
+def _owner_tag(pid: int) -> str:
+    return f"{pid}:{_start_time(pid) or '?'}"
+
+
+def sweep_leftovers() -> list[str]:
+    """SIGKILL workload processes whose cpverify is gone; return what was killed ("pid N (cmd)").
+
+    Found by the owner tag in /proc/<pid>/environ (readable for our own processes), so a
+    child that left the workload's process group is found too. Processes of a cpverify
+    that still runs (another run, on other GPUs) are never touched.
+    """
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return []
+    own = os.getpid()
+    killed = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == own:
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue  # another user's process, or gone
+        prefix = f"{OWNER_ENV}=".encode()
+        tag = next((v[len(prefix) :].decode() for v in environ.split(b"\0") if v.startswith(prefix)), None)
+        if tag is None:
+            continue
+        owner, _, started = tag.partition(":")
+        if owner.isdigit() and _start_time(int(owner)) == started:
+            continue  # its cpverify still runs
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+            os.kill(int(entry.name), signal.SIGKILL)
+        except OSError:  # exited meanwhile
+            continue
+        killed.append(f"pid {entry.name} ({command[:80]})")
+    return killed
 
 
 def _chunks(pipe) -> Iterator[bytes]:

@@ -9,6 +9,15 @@ Behaviour is steered by environment variables, never by cpverify itself:
   FAKE_SLIME_FAULT       none | nccl_timeout | hang | silent_hang | oom | exit137 | segfault | no_steps
   FAKE_SLIME_STEP_S      wall seconds between rollouts (default 0.05)
   FAKE_SLIME_IGNORE_CP   1 = behave like a misspelled CP flag: report cp=1 whatever was asked
+Fault-injection tests (tests/faults) add:
+  FAKE_SLIME_LEDGER      a directory: after printing each line, append "N<TAB>line" to
+                         cp<N>.ledger there, so a test knows exactly which lines were emitted
+                         before a fault and can check that the log on disk holds every one
+  FAKE_SLIME_IGNORE_TERM 1 = ignore SIGTERM (a workload that only SIGKILL stops)
+  FAKE_SLIME_PRINT_ENV   1 = print the environment and the arguments first, as Ray's runtime-env
+                         dump and Megatron's argument listing do (where leaked secrets would show)
+  FAKE_SLIME_SHM_BYTES   reserve this many bytes in /dev/shm at start-up, as NCCL's shared-memory
+                         transport does; print NCCL's real error and exit 1 when it does not fit
 """
 
 import argparse
@@ -32,20 +41,55 @@ fault = os.environ.get("FAKE_SLIME_FAULT", "none")
 pause = float(os.environ.get("FAKE_SLIME_STEP_S", "0.05"))
 rng = random.Random(1234 + cp)
 pid = os.getpid()
+ledger_dir = os.environ.get("FAKE_SLIME_LEDGER")
+ledger = open(os.path.join(ledger_dir, f"cp{args.context_parallel_size}.ledger"), "a") if ledger_dir else None
+emitted = 0
+
+if os.environ.get("FAKE_SLIME_IGNORE_TERM") == "1":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+def say(text):
+    """Print one line; then (never before) record it in the ledger, so the ledger lags the output."""
+    global emitted
+    print(text, flush=True)
+    if ledger is not None:
+        emitted += 1
+        ledger.write(f"{emitted}\t{text}\n")
+        ledger.flush()
 
 
 def log(actor, filename, lineno, message):
     stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-    print(f"({actor} pid={pid}) [{stamp}] {filename}:{lineno} - {message}", flush=True)
+    say(f"({actor} pid={pid}) [{stamp}] {filename}:{lineno} - {message}")
 
 
-print(f"({'MegatronTrainRayActor'} pid={pid}) NCCL INFO NCCL version 2.28.9+cuda12.9", flush=True)
+if os.environ.get("FAKE_SLIME_PRINT_ENV") == "1":
+    say(f"(MegatronTrainRayActor pid={pid}) runtime_env env_vars: {dict(sorted(os.environ.items()))}")
+    say(f"(MegatronTrainRayActor pid={pid}) arguments: {' '.join(sys.argv[1:])}")
+shm_bytes = int(os.environ.get("FAKE_SLIME_SHM_BYTES", "0"))
+if shm_bytes:
+    segment = f"/dev/shm/nccl-fake-{pid}"
+    fd = os.open(segment, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        os.posix_fallocate(fd, 0, shm_bytes)  # what NCCL's shmOpen does
+    except OSError:
+        say(f"host:{pid}:{pid} [0] misc/shmutils.cc:87 NCCL WARN Error: failed to extend {segment} to {shm_bytes} bytes")
+        say(f"host:{pid}:{pid} [0] misc/shmutils.cc:129 NCCL WARN Error while creating shared memory segment {segment} (size {shm_bytes})")
+        say(f"torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error "
+            f"(run with NCCL_DEBUG=INFO for details), NCCL version 2.28.9")
+        sys.exit(1)
+    finally:
+        os.close(fd)
+        os.unlink(segment)
+
+say(f"({'MegatronTrainRayActor'} pid={pid}) NCCL INFO NCCL version 2.28.9+cuda12.9")
 for rank in range(world):
-    print(f"(MegatronTrainRayActor pid={pid + rank}) cpverify-layout rank={rank} world={world} tp=1 pp=1 cp={cp} dp={world // cp}", flush=True)
-print(f"(MegatronTrainRayActor pid={pid}) host:{pid}:{pid} [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM", flush=True)
+    say(f"(MegatronTrainRayActor pid={pid + rank}) cpverify-layout rank={rank} world={world} tp=1 pp=1 cp={cp} dp={world // cp}")
+say(f"(MegatronTrainRayActor pid={pid}) host:{pid}:{pid} [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM")
 
 if args.num_rollout is None:
-    print("AssertionError: num_epoch is not set, but num_rollout is not set, please set --num-rollout or --num-epoch", flush=True)
+    say("AssertionError: num_epoch is not set, but num_rollout is not set, please set --num-rollout or --num-epoch")
     sys.exit(1)
 if fault == "no_steps":
     sys.exit(0)
@@ -68,10 +112,10 @@ for rollout in range(args.num_rollout):
     log("MegatronTrainRayActor", "timer.py", 24, "Timer actor_train start")
     time.sleep(pause)
     if fault == "nccl_timeout" and rollout == 2:
-        print(f"(MegatronTrainRayActor pid={pid}) [rank0]:[E1225 12:58:32.712922209 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=17284, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600031 milliseconds before timing out.", flush=True)
+        say(f"(MegatronTrainRayActor pid={pid}) [rank0]:[E1225 12:58:32.712922209 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=17284, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600031 milliseconds before timing out.")
         time.sleep(3600)
     if fault == "oom" and rollout == 2:
-        print(f"(MegatronTrainRayActor pid={pid}) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 58.15 GiB. GPU 0 has a total capacity of 139.81 GiB of which 47.69 GiB is free.", flush=True)
+        say(f"(MegatronTrainRayActor pid={pid}) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 58.15 GiB. GPU 0 has a total capacity of 139.81 GiB of which 47.69 GiB is free.")
         sys.exit(1)
     if fault == "exit137" and rollout == 2:
         os.kill(pid, signal.SIGKILL)
