@@ -76,6 +76,24 @@ def _label(verdict, name: str) -> str:
     return label if label == name else f"{label} ({name})"
 
 
+def _y_scale(ax, values: Sequence[float]) -> None:
+    """Linear from zero (gaps read as ratios), unless the values span more than 20x (a sequence-length
+    sweep): then logarithmic, or the short sequences would lie flat on the axis."""
+    positive = [v for v in values if v > 0]
+    if positive and max(positive) / min(positive) > 20:
+        ax.set_yscale("log")
+    else:
+        ax.set_ylim(bottom=0)
+
+
+def _legend(ax, entries: int) -> None:
+    # many arms: outside the plot, to the right, so no line hides behind it (png() keeps it in the image)
+    if entries > 5:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    else:
+        ax.legend(fontsize=7)
+
+
 def _short(metric: str) -> str:
     short = metric.removeprefix("perf/").removesuffix("_time")
     return "step time" if short == "step" else short  # a bare "step" reads as a step number
@@ -90,6 +108,7 @@ def step_times(verdict):
         return None
     fig, axes = _new_figure(5.5 * len(metrics), 3.8, cols=len(metrics))
     for ax, metric in zip(axes, metrics):
+        plotted: list[float] = []
         for arm in verdict.arms:
             values = arm.values.get(metric) if metric == primary else arm.samples.get(metric)
             if not values:
@@ -98,12 +117,13 @@ def step_times(verdict):
             xs = arm.counted_rollouts if len(arm.counted_rollouts) == len(values) else \
                 list(range(verdict.thresholds.warmup, verdict.thresholds.warmup + len(values)))
             ax.plot(xs, values, marker="o", markersize=3, linewidth=1.2, label=_label(verdict, arm.name))
+            plotted.extend(values)
         ax.set_xlabel(f"rollout (counted: >= {verdict.thresholds.warmup})")
         ax.set_ylabel(f"{_short(metric)} [s]")
         ax.set_title(f"{_short(metric)} per rollout", fontsize=10)
-        ax.set_ylim(bottom=0)
+        _y_scale(ax, plotted)
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7)
+    _legend(axes[-1], len(verdict.arms))
     fig.tight_layout()
     return fig
 
@@ -116,6 +136,7 @@ def phase_medians(verdict, infos: dict[str, ArmInfo]):
         return None
     fig, (ax,) = _new_figure(max(6.0, 0.9 * len(arms) * len(phases) + 2), 4.0)
     width = 0.8 / len(phases)
+    medians: list[float] = []
     for i, phase in enumerate(phases):
         xs, heights, low, high = [], [], [], []
         for j, arm in enumerate(arms):
@@ -127,10 +148,12 @@ def phase_medians(verdict, infos: dict[str, ArmInfo]):
             low.append(s.median - s.q1)
             high.append(s.q3 - s.median)
         ax.bar(xs, heights, width, yerr=[low, high], capsize=2, label=_short(phase))
+        medians.extend(heights)
     ax.set_xticks(range(len(arms)), [f"{a.name}\nCP={infos[a.name].cp}" for a in arms], fontsize=7)
     ax.set_xlabel("arm")
     ax.set_ylabel("median per rollout [s] (bars: IQR)")
     ax.set_title("per-phase medians by arm", fontsize=10)
+    _y_scale(ax, medians)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -166,7 +189,7 @@ def time_vs_cp(verdict, infos: dict[str, ArmInfo]):
     if len(cps) < 3 and len(seq_lens) < 2:  # a plain CP=1 vs CP=2 run: the tables say it all
         return None
     metric = _short(verdict.thresholds.primary_metric)
-    fig, (ax,) = _new_figure(6.5, 4.2)
+    fig, (ax,) = _new_figure(8.0, 4.2)
     cps = sorted(cps)
     for (revision, seq_len), points in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1] or 0)):
         name = " ".join(part for part in (revision, f"seq {_size(seq_len)}" if seq_len else None) if part) or metric
@@ -182,7 +205,7 @@ def time_vs_cp(verdict, infos: dict[str, ArmInfo]):
     ax.set_ylabel(f"median {metric} [s]")
     ax.set_title(f"{metric} vs CP (dashed: ideal 1/CP)", fontsize=10)
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7)
+    _legend(ax, len(ax.get_lines()))
     fig.tight_layout()
     return fig
 
@@ -194,7 +217,7 @@ def time_vs_seq_len(verdict, infos: dict[str, ArmInfo]):
     if not groups:
         return None
     metric = _short(verdict.thresholds.primary_metric)
-    fig, (ax,) = _new_figure(6.5, 4.2)
+    fig, (ax,) = _new_figure(8.0, 4.2)
     lowest = {}
     for (revision, cp), points in groups.items():
         if revision not in lowest or cp < lowest[revision][0]:
@@ -215,7 +238,7 @@ def time_vs_seq_len(verdict, infos: dict[str, ArmInfo]):
     ax.set_ylabel(f"median {metric} [s]")
     ax.set_title(f"{metric} vs sequence length (dashed: ideal 1/CP)", fontsize=10)
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7)
+    _legend(ax, len(ax.get_lines()))
     fig.tight_layout()
     return fig
 
@@ -234,7 +257,7 @@ def figures(verdict, plan_arms: Sequence | None = None) -> list[Plot]:
 
 def png(figure) -> bytes:
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
+    figure.savefig(buffer, format="png", bbox_inches="tight")  # "tight": keeps a legend placed outside
     return buffer.getvalue()
 
 

@@ -1,0 +1,151 @@
+"""Plots: rendered from verdicts of real-format logs, inspected as Figures, read back as PNGs.
+
+The sweep's logs are written in the probe workload's real line format (the recorded H200
+logs in tests/data/probe show it); their timings follow a known law (time ~ seq^2 / CP x
+an overhead), so the plotted points and the ideal lines can be checked exactly.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("matplotlib")
+from matplotlib.image import imread  # noqa: E402
+
+from cpverify import plots, report  # noqa: E402
+from cpverify.artifacts import RunDir  # noqa: E402
+from cpverify.logs import parse_file  # noqa: E402
+from cpverify.plan import build_plan  # noqa: E402
+from cpverify.profiles import get_profile, with_overrides  # noqa: E402
+from cpverify.verdict import ArmEvidence, Thresholds, decide  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+PROBE_LOGS = HERE / "data" / "probe"
+OVERHEAD = {1: 1.0, 2: 1.15, 4: 1.4}
+
+
+def probe_log(path: Path, *, cp: int, seq_len: int, steps: int = 12, warmup: int = 3) -> Path:
+    """A probe arm's log in the workload's format: layout lines, then `perf N: {...}` per measured step."""
+    attention = 0.05 * (seq_len / 16384) ** 2 / cp * OVERHEAD[cp]
+    lines = [f"cpverify-layout rank={r} world=4 tp=1 pp=1 cp={cp} dp={4 // cp}" for r in range(4)]
+    for i in range(warmup, warmup + steps):
+        t = attention * (1 + 0.01 * ((i * 7) % 5 - 2))  # +-2%, deterministic
+        lines.append(f"[2026-11-22 13:39:12] workload.py:348 - perf {i}: {{'perf/actor_train_time': {t:.6f}, "
+                     f"'perf/train_time': {t * 1.2:.6f}, 'perf/step_time': {t * 1.2:.6f}, "
+                     f"'perf/tokens_per_gpu_per_sec': {seq_len / t / 4:.1f}}}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture
+def sweep(tmp_path):
+    """A CP {1,2,4} x seq {8K,32K,128K} probe sweep: (verdict, plan)."""
+    profile = with_overrides(get_profile("probe"), gpus=4, cp_sizes=(1, 2, 4), seq_lens=(8192, 32768, 131072))
+    plan = build_plan(profile, run_id="sweep")
+    evidence = [ArmEvidence(arm.name, arm.cp, parse_file(probe_log(tmp_path / f"{arm.name}.log", cp=arm.cp,
+                                                                        seq_len=arm.seq_len)))
+                for arm in plan.arms]
+    thresholds = Thresholds(pass_ratio=profile.pass_ratio, warmup=profile.warmup_steps,
+                            min_counted_steps=profile.min_counted_steps)
+    return decide(evidence, comparisons=list(plan.comparisons), thresholds=thresholds), plan
+
+
+def medians(verdict):
+    return {a.name: a.metrics["perf/actor_train_time"].median for a in verdict.arms}
+
+
+def test_sweep_figures_show_time_vs_cp_with_the_ideal_line(sweep):
+    verdict, plan = sweep
+    figures = {p.file: p for p in plots.figures(verdict, plan.arms)}
+    assert set(figures) == {"steps.png", "phases.png", "cp.png", "seq.png"}
+
+    (ax,) = figures["cp.png"].figure.axes
+    assert ax.get_xlabel() == "context-parallel size (CP)" and ax.get_ylabel() == "median actor_train [s]"
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    med = medians(verdict)
+    for size in ("8K", "32K", "128K"):
+        data, ideal = lines[f"seq {size}"], lines[f"ideal seq {size}: t(CP=1)·1/CP"]
+        k = size.lower()
+        assert list(data.get_xdata()) == [1, 2, 4]
+        assert list(data.get_ydata()) == [med[f"cp{cp}-s{k}"] for cp in (1, 2, 4)]
+        assert list(ideal.get_ydata()) == pytest.approx([med[f"cp1-s{k}"] / cp for cp in (1, 2, 4)])
+        assert ideal.get_linestyle() == "--"
+    # the measured CP=4 point sits above the ideal by the overhead the logs were made with
+    assert lines["seq 32K"].get_ydata()[2] / lines["ideal seq 32K: t(CP=1)·1/CP"].get_ydata()[2] == \
+        pytest.approx(OVERHEAD[4], rel=0.03)
+
+    (ax,) = figures["seq.png"].figure.axes
+    assert ax.get_xlabel() == "sequence length [tokens]"
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert {"CP=1", "CP=2", "CP=4", "ideal CP=2: t(CP=1)·1/2", "ideal CP=4: t(CP=1)·1/4"} == set(lines)
+    assert list(lines["CP=4"].get_xdata()) == [8192, 32768, 131072]
+
+
+def test_step_and_phase_figures(sweep):
+    verdict, plan = sweep
+    figures = {p.file: p for p in plots.figures(verdict, plan.arms)}
+    primary, step = figures["steps.png"].figure.axes
+    assert primary.get_ylabel() == "actor_train [s]" and step.get_ylabel() == "step time [s]"
+    assert len(primary.get_lines()) == len(plan.arms) == 9
+    first = next(line for line in primary.get_lines() if line.get_label() == "cp1-s8k")
+    assert list(first.get_xdata()) == list(range(3, 15))  # the counted steps: warm-up excluded
+    (bars,) = figures["phases.png"].figure.axes
+    assert [t.get_text() for t in bars.get_legend().get_texts()] == ["actor_train"]  # the probe has one phase
+    assert len(bars.patches) == 9
+    heights = sorted(round(p.get_height(), 9) for p in bars.patches)
+    assert heights == sorted(round(m, 9) for m in medians(verdict).values())
+
+
+def test_slime_phases_and_no_sweep_plots_for_a_plain_cp1_cp2_run(tmp_path):
+    from helpers.slime_log import synthetic_arm
+
+    evidence = [ArmEvidence(f"cp{cp}", cp, parse_file(synthetic_arm(cp=cp, actor_train_time=t, seed=cp)
+                                                       .write(tmp_path / f"cp{cp}.log")))
+                for cp, t in ((1, 1.0), (2, 1.1))]
+    verdict = decide(evidence, comparisons=[("cp1", "cp2")])
+    figures = {p.file: p for p in plots.figures(verdict)}
+    assert set(figures) == {"steps.png", "phases.png"}  # two points make no curve: the tables say it
+    (ax,) = figures["phases.png"].figure.axes
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["log_probs", "ref_log_probs", "actor_train"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["cp1\nCP=1", "cp2\nCP=2"]
+
+
+def test_arm_info_falls_back_to_the_names_of_recorded_probe_logs():
+    names = ("cp1-s16k", "cp2-s16k", "cp2-s64k")
+    evidence = [ArmEvidence(n, int(n[2]), parse_file(PROBE_LOGS / f"h200x2-{n}.log")) for n in names]
+    verdict = decide(evidence, comparisons=[("cp1-s16k", "cp2-s16k")], thresholds=Thresholds(warmup=5))
+    infos = plots.arm_infos(verdict)
+    assert [(i.cp, i.seq_len) for i in infos.values()] == [(1, 16384), (2, 16384), (2, 65536)]
+    figures = {p.file: p for p in plots.figures(verdict)}
+    (ax,) = figures["seq.png"].figure.axes  # only CP=2 has two lengths
+    assert [line.get_label() for line in ax.get_lines()] == ["CP=2"]
+    assert "cp.png" not in figures
+
+
+def test_report_writes_pngs_next_to_verdict_md_and_links_them(sweep, tmp_path):
+    verdict, plan = sweep
+    run_dir = RunDir.create(tmp_path / "run")
+    written = report.write_report(run_dir, verdict, env={}, commands_sh=None, plan_arms=plan.arms)
+    md = written["verdict.md"].read_text()
+    for name in ("steps.png", "phases.png", "cp.png", "seq.png"):
+        path = written[name]
+        assert path.parent == run_dir.root and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        image = imread(path)
+        assert image.ndim == 3 and 300 < image.shape[0] < 2000 and 500 < image.shape[1] < 4000
+        assert image.std() > 0.05  # something is drawn
+        assert f"]({name})" in md
+    assert "![time vs CP with the ideal 1/CP](cp.png)" in md
+
+
+def test_missing_matplotlib_skips_plots_with_a_note(sweep, tmp_path, monkeypatch):
+    verdict, plan = sweep
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` now raises ImportError
+    assert plots.render(verdict, plan.arms) == ([], plots.MISSING_NOTE)
+    written = report.write_report(tmp_path, verdict, env={}, commands_sh=None, plan_arms=plan.arms)
+    assert set(written) == {"verdict.md", "verdict.json", "commands.sh", "env.json"}
+    assert "Plots skipped: matplotlib is not installed" in written["verdict.md"].read_text()
