@@ -426,6 +426,10 @@ def _arm_checks(ev: ArmEvidence, t: Thresholds) -> tuple[ArmSummary, list[Check]
     if n < t.min_counted_steps:
         if not parsed.perf and parsed.steps:
             detail += "; the log has step lines but no train-side perf lines"
+        elif not parsed.steps and not any(r.side == "train" for r in parsed.perf):
+            code = ev.result.exit_code if ev.result else None
+            ended = f" and exited with code {code}" if code is not None else ""
+            detail += f"; the arm printed no training step at all{ended}"
         checks.append(Check("counted_steps", "fail", f"{detail}; need >= {t.min_counted_steps}",
                             f"run at least {t.warmup + t.min_counted_steps} rollouts (--num-rollout); "
                             + FIX_MORE_ROLLOUTS, ev.name, INCONCLUSIVE))

@@ -7,6 +7,7 @@ Behaviour is steered by environment variables, never by cpverify itself:
   FAKE_SLIME_BASE_S      actor_train_time at CP=1 (default 1.0)
   FAKE_SLIME_CP_FACTOR   multiplier of actor_train_time when --context-parallel-size > 1 (default 1.05)
   FAKE_SLIME_FAULT       none | nccl_timeout | hang | silent_hang | oom | exit137 | segfault | no_steps
+                         (exit137 kills itself, which PID 1 of a container cannot: kill it from outside there)
   FAKE_SLIME_STEP_S      wall seconds between rollouts (default 0.05)
   FAKE_SLIME_IGNORE_CP   1 = behave like a misspelled CP flag: report cp=1 whatever was asked
 Fault-injection tests (tests/faults) add:
@@ -120,7 +121,11 @@ for rollout in range(args.num_rollout):
     if fault == "exit137" and rollout == 2:
         os.kill(pid, signal.SIGKILL)
     if fault == "segfault" and rollout == 2:
-        os.kill(pid, signal.SIGSEGV)
+        # A real invalid read, not kill(SIGSEGV): as PID 1 of a container a process ignores the
+        # signals it sends itself, but not a fault.
+        import ctypes
+
+        ctypes.string_at(0)
     log("MegatronTrainRayActor", "timer.py", 32, f"Timer actor_train end (elapsed: {actor_train:.1f}s)")
     log("MegatronTrainRayActor", "model.py", 918,
         f"step {rollout}: {{'train/loss': -6.05e-09, 'train/pg_loss': -6.05e-09, 'train/entropy_loss': 0.1844, "
