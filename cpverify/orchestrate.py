@@ -136,6 +136,12 @@ def step_doctor(ctx: Context) -> int:
     ctx.state["doctor"] = report
     ctx.save()
     print(doctor.render(report), file=sys.stderr)
+    absent = _absent_gpus(ctx, report)
+    if absent:
+        return write_blocked(ctx, f"doctor: GPU {', '.join(absent)} of the plan does not exist on this host "
+                                  f"(it has GPUs {', '.join(_host_gpus(report))})",
+                             "pass --gpus with indices that `nvidia-smi -L` lists (or a count), or a profile "
+                             "with fewer gpus")
     if report["status"] != "blocked":
         return EXIT_OK
     failed = [c for c in report["checks"] if c["required"] and c["status"] == "fail"]
@@ -145,6 +151,20 @@ def step_doctor(ctx: Context) -> int:
     reason = "; ".join(f"{c['name']}: {c['value']} (need {c['need']})" for c in failed)
     fix = " / ".join(dict.fromkeys(c["fix"] for c in failed if c["fix"]))
     return write_blocked(ctx, f"doctor: {reason}", fix)
+
+
+def _host_gpus(report: dict) -> list[str]:
+    gpus = ((report["facts"].get("gpus") or {}).get("value") or {}).get("gpus") or []
+    return [str(g["index"]) for g in gpus]
+
+
+def _absent_gpus(ctx: Context, report: dict) -> list[str]:
+    """GPU indices the plan would use that the doctor did not find (only when it found some:
+    no GPU at all is the gpu_count check's finding)."""
+    host = _host_gpus(report)
+    if not host or ctx.args.gpus == "none":
+        return []
+    return [str(g) for g in build_run_plan(ctx).gpus if str(g) not in host]
 
 
 def step_image(ctx: Context) -> int:
