@@ -56,6 +56,11 @@ def _tool_python(session: nox.Session) -> str:
 
 def _step(session: nox.Session, step: str) -> None:
     python = _tool_python(session)
+    if {"-h", "--help"} & set(session.posargs):
+        # `nox -s verify_cp -- --help`: show the options once, run nothing
+        if step == "doctor":
+            session.run(python, "-m", "cpverify", "run", "--help", external=True, silent=False)
+        session.skip("--help given: nothing was run")
     session.run(python, "-m", "cpverify", "run", "--only", step, "--run-id", RUN_ID, *session.posargs,
                 external=True, env={"CPVERIFY_RUN_ID": RUN_ID})
 
@@ -111,7 +116,11 @@ def verdict(session: nox.Session) -> None:
 @nox.session(venv_backend="none", requires=["verdict"])
 def verify_cp(session: nox.Session) -> None:
     """Everything above, in order; prints where the verdict is."""
-    session.log(f"verdict: {ROOT / 'artifacts' / RUN_ID / 'verdict.md'}")
+    args = list(session.posargs)
+    out = Path(args[args.index("--out") + 1]) if "--out" in args[:-1] else ROOT / "artifacts"
+    verdict_md = out / RUN_ID / "verdict.md"
+    if verdict_md.exists():
+        session.log(f"verdict: {verdict_md}")
 
 
 @nox.session
