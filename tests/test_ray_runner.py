@@ -339,3 +339,39 @@ def test_the_probe_runs_this_cpverify_on_the_node(ray_head, ray_run_id, tmp_path
                            arm("probe", "python3", "-m", "cpverify", "parse", str(sample), "--json", workdir="."))
     assert result.outcome == OK, log_path.read_text()[-2000:]
     assert '"step": 3' in log_path.read_text()
+
+
+@pytest.mark.ray
+def test_a_job_that_never_gets_its_resources_is_stopped_and_says_so(ray_head, ray_run_id, tmp_path, monkeypatch):
+    """64 CPUs for the entrypoint on a 2-CPU head: Ray keeps the job PENDING; the hang limit ends it."""
+    runner = RayRunner(address=ray_head, run_id=ray_run_id, stop_wait_s=30)
+    plain = runner.job_spec
+    monkeypatch.setattr(runner, "job_spec", lambda a: {**plain(a), "entrypoint_num_cpus": 64})
+    result = runner.run_arm(arm("pending", "echo", "never", workdir="/tmp"), log_path=tmp_path / "pending.log",
+                            limits=Limits(deadline_s=60, hang_s=4, stall_s=60))
+    assert result.outcome == HANG and "never started" in result.reason and "PENDING" in result.reason
+    assert "ray status" in result.fix
+    # Ray cannot stop a job whose supervisor is not scheduled yet; such a job holds nothing, and the
+    # reason says so rather than the runner waiting out its stop limit
+    assert result.duration_s < 30
+    if job_status(ray_head, submission_id(ray_run_id, "pending")) == "PENDING":
+        assert "RAY_JOB_START_TIMEOUT_SECONDS" in result.reason
+
+
+@pytest.mark.ray
+def test_cpverify_run_with_the_ray_runner(ray_head, tmp_path, monkeypatch):
+    """The orchestrator end to end on the Ray runner: fake slime at CP=1 and CP=2, one verdict."""
+    from cpverify.cli import main
+
+    monkeypatch.setenv("CPVERIFY_LOCK_DIR", str(tmp_path))
+    run_id = f"pytest-{uuid.uuid4().hex[:10]}"
+    code = main(["run", "--profile", "smoke", "--runner", "ray", "--ray-address", ray_head, "--gpus", "none",
+                 "--slime-dir", str(FAKE_SLIME), "--only", "lint,cp1,cp2,verdict", "--out", str(tmp_path),
+                 "--run-id", run_id])
+    verdict = json.loads((tmp_path / run_id / "verdict.json").read_text())
+    assert code == 0 and verdict["status"] == "PASS", verdict["headline"]
+    assert [a["cp_effective"] for a in verdict["arms"]] == [1, 2]
+    for name in ("cp1", "cp2"):
+        assert job_status(ray_head, submission_id(run_id, name)) == "SUCCEEDED"
+        assert f"Running entrypoint for job {submission_id(run_id, name)}" in (tmp_path / run_id / "logs" /
+                                                                                f"{name}.log").read_text()

@@ -55,7 +55,17 @@ from cpverify.errors import EnvironmentBlocked, InputError
 from cpverify.redact import is_secret_name
 from cpverify.runners._env import workload_env
 from cpverify.runners._watch import LogWatcher, ProgressCallback, terminate_as_interrupt
-from cpverify.runners.base import BLOCKED, FAILED, INTERRUPTED, ArmInterrupted, ArmResult, Limits
+from cpverify.runners.base import (
+    BLOCKED,
+    DEADLINE,
+    FAILED,
+    HANG,
+    INTERRUPTED,
+    STALLED,
+    ArmInterrupted,
+    ArmResult,
+    Limits,
+)
 
 log = logging.getLogger(__name__)
 
@@ -312,10 +322,10 @@ class RayRunner:
             # Ctrl-C while submitting: the job may exist although the call never returned.
             if job is None and trying is not None:
                 _stop_quietly(client, trying, self.stop_wait_s)
+            when = "while submitting the Ray job" if job is None else "again while the Ray job was being stopped"
             raise ArmInterrupted(ArmResult(
                 arm=arm.name, outcome=INTERRUPTED, exit_code=None, log_path=log_path,
-                duration_s=time.monotonic() - started, reason="interrupted while submitting the Ray job",
-                fix="re-run when ready",
+                duration_s=time.monotonic() - started, reason=f"interrupted {when}", fix="re-run when ready",
             )) from None
         finally:
             if job is not None:
@@ -333,6 +343,7 @@ class _RayJob:
         self.stop_wait_s = stop_wait_s
         self.stream_grace_s = stream_grace_s
         self.info = None  # the last JobInfo read
+        self.started = False  # seen RUNNING (or past it): Ray found the resources and ran the entrypoint
         self.stopped_by_us = False
         self.missing_workdir = ""
         self._checked_at = float("-inf")
@@ -349,6 +360,9 @@ class _RayJob:
             self.info = self.client.get_job_info(self.job_id)
         except Exception as exc:  # a dashboard hiccup: keep the last answer, the limits still run
             log.warning("could not read the status of Ray job %s: %s", self.job_id, _short(exc))
+        if self.info is not None and (_status_text(self.info) in ("RUNNING", "SUCCEEDED", "FAILED")
+                                      or getattr(self.info, "driver_node_id", None)):
+            self.started = True
         return self.info
 
     @property
@@ -371,15 +385,23 @@ class _RayJob:
         return _exit_code(self.info)
 
     def stop(self) -> None:
-        """stop_job, then wait until Ray reports the job terminal (bounded by stop_wait_s)."""
+        """stop_job, then wait until Ray reports the job terminal (bounded by stop_wait_s).
+
+        A job still PENDING cannot be stopped at once: Ray delivers the stop to the job's
+        supervisor actor, which is not scheduled yet (it then stops the job as soon as it
+        starts, or Ray fails the job after RAY_JOB_START_TIMEOUT_SECONDS, 900 s by default).
+        Such a job holds no resources, so waiting the full stop_wait_s would buy nothing.
+        """
         self.stopped_by_us = True
-        _stop_quietly(self.client, self.job_id, self.stop_wait_s)
+        self._refresh()
+        wait = self.stop_wait_s if self.started else min(self.stop_wait_s, 5.0)
+        _stop_quietly(self.client, self.job_id, wait, quiet=not self.started)
         self._refresh()
 
     def close(self) -> None:
         """Whatever happened, leave no job running, and let the reader thread go."""
         try:
-            if _status_text(self._refresh()) not in TERMINAL:
+            if _status_text(self._refresh()) not in TERMINAL and not self.stopped_by_us:
                 self.stop()
         finally:
             self._abandon.set()
@@ -392,6 +414,14 @@ class _RayJob:
             return replace(result, outcome=BLOCKED, reason=f"{self.missing_workdir} (Ray job {self.job_id})",
                            fix="point --slime-dir at the checkout as the Ray nodes see it (an absolute path that "
                                "exists on the node that runs the job)")
+        if result.outcome in (HANG, STALLED, DEADLINE) and not self.started:
+            pending = status not in TERMINAL
+            return replace(result, reason=f"{result.reason}; Ray job {self.job_id} never started: it stayed PENDING, "
+                                          "waiting for resources" + (
+                                              " (it holds none; Ray stops it once it is scheduled, or fails it after "
+                                              "RAY_JOB_START_TIMEOUT_SECONDS)" if pending else ""),
+                           fix="free the cluster (`ray status`, `ray job list`: another job may hold the GPUs or "
+                               f"CPUs), or ask for fewer resources; `ray job stop {self.job_id}` if it is still listed")
         if result.outcome != FAILED:
             return result
         if error_type in _SETUP_FAILURES:
@@ -442,7 +472,7 @@ class _RayJob:
                                     self.job_id, failures, _short(exc))
                         break
                     log.warning("following Ray job %s broke (%s); attaching again", self.job_id, _short(exc))
-                    time.sleep(min(2.0 * failures, 5.0))
+                    time.sleep(min(1.0 * failures, 3.0))
             # Whatever ended the stream, the file on disk must hold the whole log.
             yield from self._poll_rest(delivered)
         finally:
@@ -550,7 +580,7 @@ def _exit_code(info) -> int:
     return _EXIT_STOPPED if status == "STOPPED" else 1
 
 
-def _stop_quietly(client, job_id: str, wait_s: float) -> bool:
+def _stop_quietly(client, job_id: str, wait_s: float, *, quiet: bool = False) -> bool:
     """stop_job and wait for a terminal status; True when Ray reports one in time."""
     try:
         client.stop_job(job_id)
@@ -562,7 +592,9 @@ def _stop_quietly(client, job_id: str, wait_s: float) -> bool:
         if status in TERMINAL:
             return True
         if time.monotonic() > give_up:
-            log.warning("Ray job %s is still %s after stop; stop it by hand: `ray job stop %s`", job_id, status, job_id)
+            if not quiet:
+                log.warning("Ray job %s is still %s after stop; stop it by hand: `ray job stop %s`",
+                            job_id, status, job_id)
             return False
         time.sleep(0.2)
 
