@@ -255,7 +255,7 @@ def step_compileall(ctx: Context) -> int:
         from cpverify.runners._env import workload_env
 
         env, _dropped = workload_env({}, base=os.environ)  # tokens are for fetch only
-        proc = subprocess.run(command, cwd=paths["slime_dir"], capture_output=True, text=True, env=env)
+        proc = subprocess.run(command, cwd=paths["slime_dir"], capture_output=True, text=True, env=env, check=False)
         code, output = proc.returncode, proc.stdout + proc.stderr
     ctx.state["compileall"] = {"exit_code": code, "output": output[-4000:]}
     ctx.save()

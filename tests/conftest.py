@@ -8,11 +8,17 @@ CI must never go green by skipping what it was meant to check.
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # ------------------------------------------------------------------ engines behind markers
 
@@ -100,6 +106,26 @@ def test_image(docker_client) -> str:
     from docker_env import ensure_test_image
 
     return ensure_test_image(docker_client)
+
+
+@pytest.fixture(scope="session")
+def cpverify_image(docker_client, tmp_path_factory):
+    """docker/Dockerfile built by `cpverify run --only image` on the stand-in slime base, once per
+    session: (tag, the image facts the run recorded). Tests using it must be marked `docker`."""
+    import pyimage
+
+    base = pyimage.ensure_slime_base(docker_client)
+    wheels = pyimage.container_wheels(tmp_path_factory.mktemp("wheels"))
+    out = tmp_path_factory.mktemp("image-run")
+    proc = subprocess.run(
+        [sys.executable, "-m", "cpverify", "run", "--runner", "docker", "--gpus", "none", "--only", "image",
+         "--image", pyimage.CPVERIFY_IMAGE, "--build", "--base-image", base, "--slime-commit", "",
+         "--wheel-dir", str(wheels), "--out", str(out), "--run-id", "image"],
+        capture_output=True, text=True, cwd=ROOT, timeout=900, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    state = json.loads((out / "image" / "state.json").read_text())
+    return pyimage.CPVERIFY_IMAGE, state["image"]
 
 
 TEST_RUN_PREFIX = "pytest-"

@@ -20,6 +20,7 @@ from pathlib import Path
 
 PYTHON_BASE = "cpverify-test-python:bookworm"
 SLIME_BASE = "cpverify-test-slimebase:latest"
+CPVERIFY_IMAGE = "cpverify-slime:test"  # docker/Dockerfile on SLIME_BASE (conftest's cpverify_image)
 HERE = Path(__file__).resolve().parent
 MIRROR = os.environ.get("CPVERIFY_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 

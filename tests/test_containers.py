@@ -17,34 +17,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from hfcache import make_model_cache
+from pyimage import CPVERIFY_IMAGE as IMAGE
 
 from cpverify.profiles import get_profile
-from hfcache import make_model_cache
 
 pytestmark = pytest.mark.docker
 
 ROOT = Path(__file__).resolve().parent.parent
 PROFILE = get_profile("smoke")
-IMAGE = "cpverify-slime:test"
 
-
-@pytest.fixture(scope="session")
-def cpverify_image(docker_client, tmp_path_factory):
-    """docker/Dockerfile built by `cpverify run --only image` on the stand-in slime base."""
-    import pyimage
-
-    base = pyimage.ensure_slime_base(docker_client)
-    wheels = pyimage.container_wheels(tmp_path_factory.mktemp("wheels"))
-    out = tmp_path_factory.mktemp("image-run")
-    proc = subprocess.run(
-        [sys.executable, "-m", "cpverify", "run", "--runner", "docker", "--gpus", "none", "--only", "image",
-         "--image", IMAGE, "--build", "--base-image", base, "--slime-commit", "", "--wheel-dir", str(wheels),
-         "--out", str(out), "--run-id", "image"],
-        capture_output=True, text=True, cwd=ROOT, timeout=900,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    state = json.loads((out / "image" / "state.json").read_text())
-    return IMAGE, state["image"]
+# cpverify_image (the pinned Dockerfile built on the stand-in base) is a session fixture in conftest.py.
 
 
 @pytest.fixture

@@ -246,6 +246,7 @@ class DockerRunner:
         started = time.monotonic()
         kwargs = self.create_kwargs(arm)
         container = None
+        interrupted = watching = False
         try:
             try:
                 container = client.containers.create(**kwargs)
@@ -272,8 +273,10 @@ class DockerRunner:
                 drain_s=self.drain_s, poll_s=self.poll_s, secrets=secret_values(arm.env, arm.argv, os.environ),
             )
             state = _ContainerState(container, self.kill_wait_s)
+            watching = True
             return watcher.watch(state.stream(), stop=state.kill, poll_exit=state.exit_code)
         except KeyboardInterrupt as exc:
+            interrupted = True
             if isinstance(exc, ArmInterrupted):
                 raise
             # Ctrl-C before the watcher ran (during create or start). The daemon may have
@@ -282,12 +285,13 @@ class DockerRunner:
                 self._remove_named(client, kwargs["name"])
             raise ArmInterrupted(ArmResult(
                 arm=arm.name, outcome=INTERRUPTED, exit_code=None, log_path=log_path,
-                duration_s=time.monotonic() - started, reason="interrupted while starting the container",
+                duration_s=time.monotonic() - started,
+                reason="interrupted (Ctrl-C)" if watching else "interrupted while starting the container",
                 fix="re-run when ready",
             )) from None
         finally:
             if container is not None:
-                self._remove(container)
+                self._remove(container, interrupted=interrupted)
 
     def _remove_named(self, client, name: str) -> None:
         import docker.errors
@@ -354,15 +358,17 @@ class DockerRunner:
             )
         return f"the container did not start: {text}", "fix what Docker names above, then run again"
 
-    def _remove(self, container) -> None:
+    def _remove(self, container, *, interrupted: bool = False) -> None:
         import docker.errors
 
         try:
             container.remove(force=True, v=True)
         except KeyboardInterrupt:
-            # A second Ctrl-C while cleaning up: finish the removal, then honour it.
+            # A second Ctrl-C while cleaning up: finish the removal, then honour it -- unless the
+            # arm is already ending on an interrupt, whose result must still reach the verdict.
             self._remove(container)
-            raise
+            if not interrupted:
+                raise
         except docker.errors.NotFound:
             pass
         except docker.errors.APIError as exc:
