@@ -53,7 +53,7 @@ from pathlib import Path
 
 from cpverify.errors import EnvironmentBlocked, InputError
 from cpverify.redact import is_secret_name
-from cpverify.runners._env import workload_env
+from cpverify.runners._env import secret_values, workload_env
 from cpverify.runners._watch import LogWatcher, ProgressCallback, terminate_as_interrupt
 from cpverify.runners.base import (
     BLOCKED,
@@ -78,7 +78,7 @@ _SETUP_FAILURES = (
 # The entrypoint prints this (and exits 2) when the arm's workdir is missing on the node.
 _NO_WORKDIR = "cpverify-ray: no working directory"
 _EXIT_STOPPED = 143  # a stopped job has no exit code; shell convention for SIGTERM
-_REATTACH_ATTEMPTS = 5
+_REATTACH_ATTEMPTS = 3  # then poll instead: as complete, only less efficient
 _MAX_ATTEMPT_IDS = 100
 
 RAY_FIX = (
@@ -313,8 +313,11 @@ class RayRunner:
                                 "use a new run id (--run-id), or delete old jobs with `ray job delete`")
             job = _RayJob(client, trying, status_every_s=self.status_every_s, stop_wait_s=self.stop_wait_s,
                           stream_grace_s=self.drain_s)
+            # Values of secret-named variables and flags never reach the log file (slime's Megatron
+            # prints its arguments; this machine's own tokens may be the cluster's too).
             watcher = LogWatcher(log_path, limits, arm_name=arm.name, on_progress=self.on_progress,
-                                 drain_s=self.drain_s, poll_s=self.poll_s)
+                                 drain_s=self.drain_s, poll_s=self.poll_s,
+                                 secrets=secret_values(arm.env, arm.argv, os.environ))
             return job.explain(watcher.watch(job.stream(), stop=job.stop, poll_exit=job.exit_code))
         except KeyboardInterrupt as exc:
             if isinstance(exc, ArmInterrupted):
@@ -472,7 +475,7 @@ class _RayJob:
                                     self.job_id, failures, _short(exc))
                         break
                     log.warning("following Ray job %s broke (%s); attaching again", self.job_id, _short(exc))
-                    time.sleep(min(1.0 * failures, 3.0))
+                    time.sleep(0.5 * failures)
             # Whatever ended the stream, the file on disk must hold the whole log.
             yield from self._poll_rest(delivered)
         finally:
