@@ -387,14 +387,17 @@ def write_blocked(ctx: Context, reason: str, fix: str) -> int:
 
 def _write(ctx: Context, plan, verdict) -> None:
     from cpverify import report
+    from cpverify.runners._env import secret_values
 
     env = {"cpverify_run": ctx.run_dir.run_id, "profile": dataclasses.asdict(ctx.profile),
            "runner": ctx.runner, "gpus": list(plan.gpus)}
     for key in ("doctor", "image", "model", "data", "compileall", "lint"):
         if key in ctx.state:
             env[key] = ctx.state[key]
+    # Secret flag values (--wandb-key V) sit in env.json's copy of the profile as plain list items.
+    secrets = tuple(sorted({value for arm in plan.arms for value in secret_values(arm.env, arm.argv)}))
     report.write_report(ctx.run_dir, verdict, env=env, commands_sh=plan.commands_sh(), redact=not ctx.args.no_redact,
-                        plan_arms=plan.arms)
+                        extra_secrets=secrets, plan_arms=plan.arms)
     print(report.render_summary(verdict))
     ctx.say(f"verdict: {verdict.status} -> {ctx.run_dir.verdict_md}")
 

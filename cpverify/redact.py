@@ -43,7 +43,8 @@ _URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@"
 # NAME=value, NAME: value, "name": "value", --name value, --name=value where NAME looks secret.
 # Names are found first and only secret-looking ones consume their value, so a harmless
 # name can never swallow the secret pair that follows it ("export HF_TOKEN=...").
-_NAME = re.compile(r"""(?<![\w-])(?P<quote>["']?)(?P<name>(?:--)?[A-Za-z_][\w.-]*)(?P=quote)""")
+# A name right after `$` or `${` is a shell reference (commands.sh's ": "${HF_TOKEN:?...}""), not a pair.
+_NAME = re.compile(r"""(?<![\w$-])(?<!\$\{)(?P<quote>["']?)(?P<name>(?:--)?[A-Za-z_][\w.-]*)(?P=quote)""")
 _VALUE = re.compile(r"""(?P<sep>[ \t]*[=:][ \t]*|[ \t]+)(?P<value>"[^"\n]*"|'[^'\n]*'|[^\s,;'"}\])]+)""")
 _SECRET_WORDS = {"token", "secret", "password", "passwd", "pwd", "passphrase", "credential", "credentials",
                  "apikey", "auth", "authorization", "cookie", "signature"}
@@ -128,8 +129,8 @@ def _redact_pairs(text: str) -> str:
         # A bare-space separator only counts for CLI flags (--hf-token VALUE), not prose ("token was").
         if not sep.strip() and not match.group("name").startswith("--"):
             continue
-        if value.startswith(("--", "<redacted")) or value in ("Bearer", "Basic"):
-            continue  # no value here, already hidden, or a scheme whose credential _BEARER hid
+        if value.startswith(("--", "<redacted")) or value in ("Bearer", "Basic") or value.strip("\"'").startswith("$"):
+            continue  # no value here, already hidden, a scheme whose credential _BEARER hid, or a $REFERENCE
         quote = value[0] if value[:1] in ("'", '"') else ""
         out.append(text[pos:found.start("value")])
         out.append(f"{quote}{SECRET}{quote}")
@@ -161,15 +162,19 @@ class Redactor:
     """Redaction rules bound to this machine and process, built once and applied to many texts.
 
     The machine's identity and the environment's secret values are looked up at construction,
-    so copying a million-line log costs one lookup, not one per line.
+    so copying a million-line log costs one lookup, not one per line. `identity=False` (the
+    user's --no-redact) keeps host and user names, home paths and IPs; credentials go always.
     """
 
-    def __init__(self, extra_secrets: Iterable[str] = ()) -> None:
+    def __init__(self, extra_secrets: Iterable[str] = (), *, identity: bool = True) -> None:
         literals = {s for s in (*extra_secrets, *_environment_secrets()) if s and len(s) >= 4}
         # Longest first, so a secret that contains another is removed whole.
         self._literals = sorted(literals, key=len, reverse=True)
         hosts, user, home = _machine_identity()
         self._identity: list[tuple[re.Pattern[str], str]] = []
+        self._addresses = identity
+        if not identity:
+            return
         if home:
             self._identity.append((re.compile(rf"{re.escape(home)}(?![\w.-])"), "~"))
         self._identity.append((_HOME, "~"))
@@ -188,6 +193,8 @@ class Redactor:
         text = _redact_pairs(text)
         for pattern, placeholder in self._identity:
             text = pattern.sub(placeholder, text)
+        if not self._addresses:
+            return text
         if not keep_versions:
             text = _IPV4.sub(_redact_ipv4, text)
         return _IPV6.sub(_redact_ipv6, text)
@@ -218,19 +225,20 @@ _TOKENS_BYTES = re.compile(_TOKENS.pattern.encode())
 _TOKEN_BYTES, _SECRET_BYTES = TOKEN.encode(), SECRET.encode()
 
 
-def redact_text(text: str, *, extra_secrets: Iterable[str] = (), keep_versions: bool = False) -> str:
+def redact_text(text: str, *, extra_secrets: Iterable[str] = (), keep_versions: bool = False,
+                identity: bool = True) -> str:
     """Return `text` with credentials, home paths, user/host names and IP addresses replaced.
 
     `extra_secrets` are literal strings to remove wherever they occur (values the caller knows
     are secret). `keep_versions` skips IPv4 matching, for fields known to hold a version
     (cuDNN 9.10.2.21 is shaped like an address). For many texts, build one Redactor instead.
     """
-    return Redactor(extra_secrets)(text, keep_versions=keep_versions)
+    return Redactor(extra_secrets, identity=identity)(text, keep_versions=keep_versions)
 
 
-def redact_json(obj: Any, *, extra_secrets: Iterable[str] = ()) -> Any:
+def redact_json(obj: Any, *, extra_secrets: Iterable[str] = (), identity: bool = True) -> Any:
     """A redacted deep copy of a JSON-like value: secret-named fields lose their value entirely."""
-    scrub = Redactor(extra_secrets)
+    scrub = Redactor(extra_secrets, identity=identity)
 
     def walk(value: Any, key: str | None) -> Any:
         if isinstance(value, dict):

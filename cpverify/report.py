@@ -264,18 +264,16 @@ def write_report(run_dir: RunDir | str | Path, verdict: Verdict, *, env: dict | 
     run_dir = run_dir if isinstance(run_dir, RunDir) else RunDir(Path(run_dir))
     env = env or {}
     commands = commands_sh or "#!/usr/bin/env bash\n# No commands were recorded for this verdict.\n"
-    if redact:
-        env = redact_json(env, extra_secrets=extra_secrets)
-        commands = redact_text(commands, extra_secrets=extra_secrets)
-    scrub = Redactor(extra_secrets) if redact else None
+    # `redact=False` (--no-redact) keeps host names, paths and IPs; credentials never survive.
+    env = redact_json(env, extra_secrets=extra_secrets, identity=redact)
+    commands = redact_text(commands, extra_secrets=extra_secrets, identity=redact)
+    scrub = Redactor(extra_secrets, identity=redact)
     from cpverify import plots as plotting
 
     rendered, plot_note = plotting.render(verdict, plan_arms) if plot else ([], "")
     markdown = render_markdown(verdict, env=env, commands=commands, scrub=scrub,
                                plots=[(p.title, p.file) for p, _ in rendered], plot_note=plot_note)
-    data = render_json(verdict)
-    if redact:
-        data = redact_json(data, extra_secrets=extra_secrets)
+    data = redact_json(render_json(verdict), extra_secrets=extra_secrets, identity=redact)
     # env and commands first: verdict.md is the file users look for, written once the rest exists.
     written = {
         "env.json": atomic_write_json(run_dir.env_json, _finite(env)),

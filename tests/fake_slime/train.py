@@ -7,6 +7,7 @@ Behaviour is steered by environment variables, never by cpverify itself:
   FAKE_SLIME_BASE_S      actor_train_time at CP=1 (default 1.0)
   FAKE_SLIME_CP_FACTOR   multiplier of actor_train_time when --context-parallel-size > 1 (default 1.05)
   FAKE_SLIME_FAULT       none | nccl_timeout | hang | silent_hang | oom | exit137 | segfault | no_steps
+                         | nccl_network (a lost peer: NCCL's lines name this host, a peer IP and a home path)
                          (exit137 kills itself, which PID 1 of a container cannot: kill it from outside there)
   FAKE_SLIME_STEP_S      wall seconds between rollouts (default 0.05)
   FAKE_SLIME_IGNORE_CP   1 = behave like a misspelled CP flag: report cp=1 whatever was asked
@@ -25,6 +26,7 @@ import argparse
 import os
 import random
 import signal
+import socket
 import sys
 import time
 
@@ -115,6 +117,14 @@ for rollout in range(args.num_rollout):
     if fault == "nccl_timeout" and rollout == 2:
         say(f"(MegatronTrainRayActor pid={pid}) [rank0]:[E1225 12:58:32.712922209 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=17284, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600031 milliseconds before timing out.")
         time.sleep(3600)
+    if fault == "nccl_network" and rollout == 2:
+        host = socket.gethostname()  # NCCL prefixes its lines with <host>:<pid>:<tid>
+        say(f"{host}:{pid}:{pid + 7} [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to "
+            f"10.23.4.56<45931> failed : Software caused connection abort")
+        say(f"(MegatronTrainRayActor pid={pid}) torch.distributed.DistBackendError: NCCL error in: "
+            f"/home/alice/src/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, remote process "
+            f"exited or there was a network error, NCCL version 2.28.9")
+        sys.exit(1)
     if fault == "oom" and rollout == 2:
         say(f"(MegatronTrainRayActor pid={pid}) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 58.15 GiB. GPU 0 has a total capacity of 139.81 GiB of which 47.69 GiB is free.")
         sys.exit(1)

@@ -7,6 +7,7 @@ import subprocess
 import uuid
 
 import pytest
+
 from faults.harness import Workspace
 
 

@@ -21,10 +21,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from faults.harness import FAKE_SLIME, PROFILE, ROOT
 from hfcache import QWEN_CONFIG, make_model_cache
 
 from cpverify.profiles import SMOKE_TRAIN_ARGS
+from faults.harness import PROFILE, ROOT
 
 SNAPSHOT = Path("hf") / f"models--{PROFILE.model_repo.replace('/', '--')}" / "snapshots" / PROFILE.model_revision
 SHARED_FILES = {"verdict.md", "verdict.json", "env.json", "commands.sh"}
@@ -76,8 +76,7 @@ def test_a_100_mb_line_is_refused_without_being_read(local_ws, rid):
     path = local_ws.root / "huge.jsonl"
     with open(path, "wb") as f:
         f.write(b'{"messages": [{"role": "user", "content": "')
-        for _ in range(100):
-            f.write(b"a" * (1 << 20))
+        f.writelines(b"a" * (1 << 20) for _ in range(100))
         f.write(b'"}]}\n')
     # VmHWM: this process's own peak (getrusage's maxrss would include the parent's, from before exec)
     probe = ("import re, sys\nfrom cpverify.cli import main\ncode = main(sys.argv[1:])\n"

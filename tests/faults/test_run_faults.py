@@ -14,9 +14,9 @@ import signal
 import time
 
 import pytest
-from faults.harness import wait_until_dead
 
 from cpverify.profiles import SMOKE_TRAIN_ARGS
+from faults.harness import wait_until_dead
 
 # Where silent_hang stops: 4 start-up lines, then 5 lines per rollout for rollouts 0 and 1.
 LINES_BEFORE_THE_HANG = 14
