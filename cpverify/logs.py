@@ -981,9 +981,20 @@ def parse_stream(stream: IO[bytes]) -> ParsedLog:
         lineno = _feed_block(parser, data, lineno)
     if carry:
         lineno += 1
-        parser.feed(carry, lineno)
+        parser.feed(_without_cut_pair(carry), lineno)
     parser.mark_read(lineno)
     return parser.result()
+
+
+def _without_cut_pair(line: bytes) -> bytes:
+    """A file's last line without a newline was usually cut (a killed writer, a full disk,
+    `head -c`). If it holds an unclosed dict, its last `'key': value` may be cut inside the
+    number (1.0348 -> 1.0) and salvaged as a wrong value: keep only pairs a comma closed."""
+    body = line.rstrip()
+    if b"{" not in body or body.endswith(b"}"):
+        return line
+    comma = body.rfind(b",")
+    return body[: comma + 1] if comma > body.find(b"{") else body[: body.find(b"{") + 1]
 
 
 def _feed_block(parser: LogParser, data: bytes, lineno: int) -> int:

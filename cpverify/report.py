@@ -178,7 +178,28 @@ def render_markdown(verdict: Verdict, *, env: dict | None = None, commands: str 
     if commands:
         parts += [_details("Exact commands", _fenced(commands, "bash")), ""]
     parts.append(f"<sub>cpverify {__version__} · verdict schema {verdict.to_json()['schema_version']}</sub>")
-    return "\n".join(parts) + "\n"
+    return _text_not_html("\n".join(parts)) + "\n"
+
+
+_FENCE = re.compile(r"^(`{3,})")
+_OWN_HTML_LINE = re.compile(r"^(?:<details><summary>[^<>]*</summary>|</details>|<sub>[^<>]*</sub>)$")
+
+
+def _text_not_html(markdown: str) -> str:
+    """Outside code fences, `<` and `>` from a log line (`</details>`, `<img src=...>`) or from a
+    redaction placeholder (`<host>`, which GitHub would drop as an unknown tag) must show as text;
+    only this module's own <details>/<sub> lines stay HTML."""
+    out, fence = [], None
+    for line in markdown.split("\n"):
+        opening = _FENCE.match(line)
+        if fence is not None:
+            fence = None if line.strip() == fence else fence
+        elif opening:
+            fence = opening.group(1)
+        elif not _OWN_HTML_LINE.match(line):
+            line = line.replace("<", "&lt;").replace(">", "&gt;")
+        out.append(line)
+    return "\n".join(out)
 
 
 def _finite(value: Any) -> Any:
