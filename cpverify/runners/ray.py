@@ -296,6 +296,9 @@ class RayRunner:
                 try:
                     client.submit_job(submission_id=trying, **spec)
                     break
+                except OSError as exc:  # requests' errors are OSErrors: the dashboard went away since preflight
+                    return _blocked(arm.name, log_path, started,
+                                    f"the Ray dashboard at {self.address} stopped answering: {_short(exc)}", RAY_FIX)
                 except RuntimeError as exc:
                     if "already exists" not in str(exc):
                         return _blocked(arm.name, log_path, started, f"Ray refused the job: {_short(exc)}",
@@ -357,7 +360,7 @@ class _RayJob:
     # -- status -------------------------------------------------------------------------------
 
     def _refresh(self):
-        if self.info is not None and self.info.status in TERMINAL:
+        if _status_text(self.info) in TERMINAL:
             return self.info  # terminal is final: no more requests
         try:
             self.info = self.client.get_job_info(self.job_id)
