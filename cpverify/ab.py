@@ -259,7 +259,7 @@ def _row(verdict, d: Design, cp: int, metric: str) -> dict:
     arms = {a.name: a for a in verdict.arms}
     b1, bn = arms[d.base[d.baseline_cp]].samples.get(metric, []), arms[d.base[cp]].samples.get(metric, [])
     c1, cn = arms[d.candidate[d.baseline_cp]].samples.get(metric, []), arms[d.candidate[cp]].samples.get(metric, [])
-    options = dict(min_n=t.min_counted_steps, confidence=t.confidence, resamples=t.resamples, seed=t.seed)
+    options = {"min_n": t.min_counted_steps, "confidence": t.confidence, "resamples": t.resamples, "seed": t.seed}
     base_overhead = stats.compare(b1, bn, **options)
     cand_overhead = stats.compare(c1, cn, **options)
     cp1_change = stats.compare(b1, c1, **options)  # does the candidate change the CP=1 baseline itself?

@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("matplotlib")
-from matplotlib.image import imread  # noqa: E402
+from matplotlib.image import imread
 
-from cpverify import plots, report  # noqa: E402
-from cpverify.artifacts import RunDir  # noqa: E402
-from cpverify.logs import parse_file  # noqa: E402
-from cpverify.plan import build_plan  # noqa: E402
-from cpverify.profiles import get_profile, with_overrides  # noqa: E402
-from cpverify.verdict import ArmEvidence, Thresholds, decide  # noqa: E402
+from cpverify import plots, report
+from cpverify.artifacts import RunDir
+from cpverify.logs import parse_file
+from cpverify.plan import build_plan
+from cpverify.profiles import get_profile, with_overrides
+from cpverify.verdict import ArmEvidence, Thresholds, decide
 
 HERE = Path(__file__).resolve().parent
 PROBE_LOGS = HERE / "data" / "probe"

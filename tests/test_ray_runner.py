@@ -55,14 +55,14 @@ def ray_head():
     """
     port, dashboard, client, agent = _free_ports(4)
     temp = tempfile.mkdtemp(prefix="cpvray-", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
-    out = open(Path(temp) / "head.out", "wb")
-    head = subprocess.Popen(
-        ["ray", "start", "--head", "--block", "--num-cpus", "2", "--disable-usage-stats", "--include-dashboard", "true",
-         "--dashboard-host", "127.0.0.1", "--port", str(port), "--dashboard-port", str(dashboard),
-         "--ray-client-server-port", str(client), "--dashboard-agent-listen-port", str(agent), "--temp-dir", temp],
-        stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-        env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
-    )
+    with open(Path(temp) / "head.out", "wb") as out:
+        head = subprocess.Popen(
+            ["ray", "start", "--head", "--block", "--num-cpus", "2", "--disable-usage-stats", "--include-dashboard",
+             "true", "--dashboard-host", "127.0.0.1", "--port", str(port), "--dashboard-port", str(dashboard),
+             "--ray-client-server-port", str(client), "--dashboard-agent-listen-port", str(agent), "--temp-dir", temp],
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
+        )
     address = f"http://127.0.0.1:{dashboard}"
     try:
         from ray.util.state import list_nodes
@@ -85,7 +85,6 @@ def ray_head():
             except subprocess.TimeoutExpired:
                 os.killpg(head.pid, signal.SIGKILL)
                 head.wait(10)
-        out.close()
         shutil.rmtree(temp, ignore_errors=True)
 
 

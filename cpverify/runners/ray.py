@@ -49,6 +49,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import replace
+from itertools import pairwise
 from pathlib import Path
 
 from cpverify.errors import EnvironmentBlocked, InputError
@@ -205,7 +206,7 @@ def entrypoint(arm) -> tuple[str, dict[str, str]]:
 
 def _runs_cpverify(argv) -> bool:
     words = [str(a) for a in argv]
-    return any(prev == "-m" and (word == "cpverify" or word.startswith("cpverify.")) for prev, word in zip(words, words[1:]))
+    return any(prev == "-m" and (word == "cpverify" or word.startswith("cpverify.")) for prev, word in pairwise(words))
 
 
 class RayRunner:
