@@ -63,6 +63,10 @@ _GENERIC_USERS = {"root", "ubuntu", "user", "admin", "runner", "ray", "docker", 
                   "dev", "work", "app", "jovyan", "builder", "ci", "nobody"}
 
 
+# The shell's working directories: "pwd" is a password word (DB_PWD), but these two are paths.
+_SHELL_DIRS = {"pwd", "oldpwd"}
+
+
 def _name_words(name: str) -> list[str]:
     name = name.strip("\"'-")
     name = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)  # apiKey -> api_Key
@@ -72,6 +76,8 @@ def _name_words(name: str) -> list[str]:
 @functools.lru_cache(maxsize=4096)  # names repeat on every line of a log
 def is_secret_name(name: str) -> bool:
     """Does a variable/flag/field name look like it holds a credential?"""
+    if name.strip("\"'-").lower() in _SHELL_DIRS:
+        return False
     words = _name_words(name)
     if not words:
         return False

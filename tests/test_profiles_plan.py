@@ -147,7 +147,7 @@ def test_probe_plan_has_one_arm_per_cp_and_seq_len():
     assert plan.comparisons == (("cp1-s16k", "cp2-s16k"), ("cp1-s64k", "cp2-s64k"))
     arm = plan.arm("cp2-s64k")
     assert arm.argv == tuple(
-        "python -m torch.distributed.run --standalone --nproc-per-node 2 -m cpverify.probe.workload "
+        "python3 -m torch.distributed.run --standalone --nproc-per-node 2 -m cpverify.probe.workload "
         "--cp 2 --seq-len 65536 --steps 20 --warmup 3".split()
     )
     assert arm.seq_len == 65536 and arm_diff(plan.arm("cp1-s64k"), arm) == ["--cp: 1 -> 2"]

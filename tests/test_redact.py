@@ -178,3 +178,12 @@ def test_cli_copies_logs_redacted(tmp_path, this_machine, monkeypatch):
     assert HF not in copied and "172.17.0.3" not in copied and "e54db9740f9d" not in copied
     assert copied.count("\n") == len(cp1.lines)  # line numbers in the verdict still point at the same lines
     assert "NCCL version 2.28.9+cuda12.9" in copied
+
+
+def test_shell_working_directories_are_not_secrets():
+    """PWD holds a path, not a password: logs must keep `PWD=/work/main` readable."""
+    from cpverify.redact import is_secret_name, redact_text
+
+    assert not is_secret_name("PWD") and not is_secret_name("OLDPWD")
+    assert is_secret_name("DB_PWD") and is_secret_name("MYSQL_PWD")
+    assert redact_text("PWD=/opt/slime") == "PWD=/opt/slime"
