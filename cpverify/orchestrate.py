@@ -136,6 +136,11 @@ def step_doctor(ctx: Context) -> int:
     ctx.state["doctor"] = report
     ctx.save()
     print(doctor.render(report), file=sys.stderr)
+    if ctx.runner == "ray":
+        # the arms run on the cluster, not here: this host's facts are recorded, the Ray
+        # preflight checks the cluster's GPUs before anything is submitted
+        ctx.say("doctor: facts of this host recorded; the Ray runner checks the cluster's GPUs itself")
+        return EXIT_OK
     absent = _absent_gpus(ctx, report)
     if absent:
         return write_blocked(ctx, f"doctor: GPU {', '.join(absent)} of the plan does not exist on this host "
