@@ -24,6 +24,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -319,7 +320,7 @@ def step_arms(ctx: Context, which: str) -> int:
             ctx.say(f"{arm.name}: starting on GPUs {','.join(map(str, plan.gpus)) or 'none'} "
                     f"with the {ctx.runner} runner; log {ctx.run_dir.log_path(arm.name)}")
             try:
-                result = runner.run_arm(arm, log_path=ctx.run_dir.log_path(arm.name), limits=ctx.profile.limits())
+                result = runner.run_arm(arm, log_path=_fresh_log(ctx, arm.name), limits=ctx.profile.limits())
             except ArmInterrupted as interrupted:
                 results[arm.name] = _result_json(interrupted.result)
                 ctx.state["interrupted"] = arm.name
@@ -405,6 +406,17 @@ def _write(ctx: Context, plan, verdict) -> None:
                         extra_secrets=secrets, plan_arms=plan.arms)
     print(report.render_summary(verdict))
     ctx.say(f"verdict: {verdict.status} -> {ctx.run_dir.verdict_md}")
+
+
+def _fresh_log(ctx: Context, arm: str) -> Path:
+    """The arm's log path, empty: an earlier attempt's log is kept beside it, never appended to
+    (two runs in one file would make the verdict INCONCLUSIVE)."""
+    log_path = ctx.run_dir.log_path(arm)
+    if log_path.exists():
+        kept = log_path.with_name(f"{arm}.before-{time.strftime('%Y%m%d-%H%M%S')}.log")
+        log_path.rename(kept)
+        ctx.say(f"{arm}: the earlier attempt's log is kept as {kept.name}")
+    return log_path
 
 
 def _result_json(result) -> dict:
@@ -539,7 +551,10 @@ def run(args) -> int:
     state_file = run_dir.root / "state.json"
     if state_file.exists():
         ctx.state = json.loads(state_file.read_text())
-    for step in selected_steps(args.only):
+    steps = selected_steps(args.only)
+    if steps != ["verdict"]:
+        ctx.state.pop("blocked", None)  # a new attempt: whatever blocked an earlier one is checked again
+    for step in steps:
         code = STEP_FUNCTIONS[step](ctx)
         if code != EXIT_OK:
             return code

@@ -131,3 +131,24 @@ def test_compile_error_in_the_slime_under_test_stops_the_run(workspace, tmp_path
          "--only", "compileall"], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 2
     assert "cp_utils.py" in proc.stderr and "nothing was run on a GPU" in proc.stderr
+
+
+def test_rerunning_an_arm_keeps_the_earlier_log_and_starts_a_fresh_one(workspace):
+    for _ in range(2):
+        proc, run_dir = run_cpverify(workspace, "--only", "fetch,cp1,cp2,verdict")
+        assert proc.returncode == 0, proc.stderr
+    assert "the earlier attempt's log is kept as cp1.before-" in proc.stderr
+    assert len(list((run_dir / "logs").glob("cp1.before-*.log"))) == 1
+    assert verdict_of(run_dir)["status"] == "PASS"  # not "two runs in one log"
+
+
+def test_a_new_attempt_rechecks_what_blocked_the_last_one(workspace):
+    cmd = [sys.executable, "-m", "cpverify", "run", "--runner", "local", "--gpus", "0,7", "--slime-dir", str(FAKE_SLIME),
+           "--cache", str(workspace / "cache"), "--out", str(workspace / "artifacts"), "--run-id", "t1", "--only", "doctor"]
+    blocked = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    assert blocked.returncode == 4, blocked.stderr  # this host has no GPU 7 (nor any GPU)
+    state = json.loads((workspace / "artifacts" / "t1" / "state.json").read_text())
+    assert "GPU" in state["blocked"]["reason"]
+    proc, run_dir = run_cpverify(workspace, "--only", "fetch,cp1,cp2,verdict")
+    assert proc.returncode == 0, proc.stderr
+    assert verdict_of(run_dir)["status"] == "PASS"
