@@ -20,10 +20,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from cpverify import _probes
 from cpverify._probes import Fact, Host
+from cpverify._versions import parse_version
 from cpverify.errors import EXIT_BLOCKED, EXIT_OK, ArtifactWriteError, InputError
 
 SCHEMA_VERSION = 1
@@ -71,15 +72,6 @@ def gather_facts(host: Host | None = None, *, nccl_log: Path | None = None) -> d
 # ------------------------------------------------------------------------------------------- checks
 
 
-def _version(text: str | None) -> Version | None:
-    if not text:
-        return None
-    try:
-        return Version(text.split("+")[0])
-    except InvalidVersion:
-        return None
-
-
 def _gpu_list(facts: dict[str, Fact]) -> list[dict] | None:
     fact = facts["gpus"]
     return None if fact.error else fact.value["gpus"]
@@ -109,7 +101,7 @@ def check_compute_capability(facts, cp) -> Check:
     if not gpus or any(c is None for c in caps):
         return _unknown("compute_capability", need, facts["gpus"], fix, True)
     low = [f"GPU{g['index']} {g['compute_capability']}" for g in gpus
-           if _version(g["compute_capability"]) < Version(MIN_COMPUTE_CAPABILITY)]
+           if parse_version(g["compute_capability"]) < Version(MIN_COMPUTE_CAPABILITY)]
     return Check("compute_capability", "fail" if low else "pass", ", ".join(low) or ", ".join(sorted(set(caps))),
                  need, fix, True)
 
@@ -132,7 +124,7 @@ def check_driver(facts, cp) -> Check:
     if not gpus:
         return _unknown("driver_version", need, facts["gpus"], fix)
     versions = sorted({g["driver_version"] for g in gpus})
-    low = [v for v in versions if (_version(v) or Version("0")) < Version(MIN_DRIVER)]
+    low = [v for v in versions if (parse_version(v) or Version("0")) < Version(MIN_DRIVER)]
     return Check("driver_version", "warn" if low else "pass", ", ".join(versions), need, fix)
 
 
@@ -156,7 +148,7 @@ def check_cuda(facts, cp) -> Check:
         value, source = gpus.value["cuda_driver_version"], "driver"
     else:
         return _unknown("cuda_version", need, torch if torch.error else gpus, fix)
-    ok = (_version(value) or Version("0")) >= Version(MIN_CUDA)
+    ok = (parse_version(value) or Version("0")) >= Version(MIN_CUDA)
     return Check("cuda_version", "pass" if ok else "warn", f"{value} ({source})", need, fix)
 
 
@@ -167,7 +159,7 @@ def check_nccl(facts, cp) -> Check:
     found = [(v, s) for v, s in ((log.value, "log"), ((torch.value or {}).get("nccl"), "torch")) if v]
     if not found:
         return _unknown("nccl_version", need, torch, fix)
-    low = [f"{v} ({s})" for v, s in found if (_version(v) or Version("0")) < Version(MIN_NCCL)]
+    low = [f"{v} ({s})" for v, s in found if (parse_version(v) or Version("0")) < Version(MIN_NCCL)]
     return Check("nccl_version", "warn" if low else "pass", ", ".join(low or [f"{v} ({s})" for v, s in found]),
                  need, fix)
 

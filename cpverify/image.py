@@ -45,6 +45,11 @@ print("CPVERIFY_VERSIONS " + json.dumps(out))
 
 def read_lock(path: Path = LOCK_FILE) -> dict[str, str]:
     """KEY=VALUE lines; '#' comments; empty values are kept (they mean 'not set')."""
+    if not Path(path).is_file():
+        raise InputError(
+            f"{path} not found: building the image needs a cpverify checkout (docker/Dockerfile and its lock)",
+            "run from a clone of the cpverify repository, or pass --image TAG of an image you already built",
+        )
     values: dict[str, str] = {}
     for n, raw in enumerate(Path(path).read_text().splitlines(), 1):
         line = raw.strip()

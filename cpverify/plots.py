@@ -198,16 +198,8 @@ def time_vs_cp(verdict, infos: dict[str, ArmInfo]):
         first_cp, first_t = xs[0], points[0][1]
         ax.plot(xs, [first_t * first_cp / cp for cp in xs], linestyle="--", linewidth=1, color=line.get_color(),
                 alpha=0.7, label=f"ideal {name}: t(CP={first_cp})·{first_cp}/CP")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xticks(cps, [str(cp) for cp in cps])
-    ax.set_xlabel("context-parallel size (CP)")
-    ax.set_ylabel(f"median {metric} [s]")
-    ax.set_title(f"{metric} vs CP (dashed: ideal 1/CP)", fontsize=10)
-    ax.grid(alpha=0.3, which="both")
-    _legend(ax, len(ax.get_lines()))
-    fig.tight_layout()
-    return fig
+    return _finish_scaling(fig, ax, cps, [str(cp) for cp in cps], "context-parallel size (CP)", metric,
+                           f"{metric} vs CP (dashed: ideal 1/CP)")
 
 
 def time_vs_seq_len(verdict, infos: dict[str, ArmInfo]):
@@ -231,12 +223,18 @@ def time_vs_seq_len(verdict, infos: dict[str, ArmInfo]):
             xs = [x for x, _, _ in points if x in base]
             ax.plot(xs, [base[x] * base_cp / cp for x in xs], linestyle="--", linewidth=1, color=line.get_color(),
                     alpha=0.7, label=f"ideal {name}: t(CP={base_cp})·{base_cp}/{cp}")
+    return _finish_scaling(fig, ax, seq_lens, [_size(s) for s in seq_lens], "sequence length [tokens]", metric,
+                           f"{metric} vs sequence length (dashed: ideal 1/CP)")
+
+
+def _finish_scaling(fig, ax, ticks, tick_labels, xlabel: str, metric: str, title: str):
+    """Both scaling plots: log-log axes (ideal 1/CP is then a straight line), labelled ticks, legend."""
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_xticks(seq_lens, [_size(s) for s in seq_lens])
-    ax.set_xlabel("sequence length [tokens]")
+    ax.set_xticks(ticks, tick_labels)
+    ax.set_xlabel(xlabel)
     ax.set_ylabel(f"median {metric} [s]")
-    ax.set_title(f"{metric} vs sequence length (dashed: ideal 1/CP)", fontsize=10)
+    ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3, which="both")
     _legend(ax, len(ax.get_lines()))
     fig.tight_layout()

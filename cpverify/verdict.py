@@ -19,9 +19,10 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from cpverify import stats
+from cpverify._versions import parse_version
 from cpverify.errors import EXIT_BLOCKED, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK, InputError
 from cpverify.logs import ParsedLog
 from cpverify.runners.base import ArmResult
@@ -451,7 +452,7 @@ def _arm_checks(ev: ArmEvidence, t: Thresholds) -> tuple[ArmSummary, list[Check]
     if len(set(parsed.nccl.versions)) > 1:
         checks.append(Check("nccl_version", "warn", f"several NCCL versions in one run: "
                             f"{', '.join(parsed.nccl.versions)}", "use one image for every process", ev.name))
-    version = _nccl_version(nccl["version"])
+    version = parse_version(nccl["version"])
     if version is not None and version < MIN_NCCL:
         checks.append(Check("nccl_version", "warn", f"NCCL {nccl['version']} is older than {MIN_NCCL}",
                             FIX_OLD_STACK, ev.name))
@@ -471,15 +472,6 @@ def _errors_by_class(errors: Sequence) -> dict[str, list]:
         if not finer_on_same_line:
             groups.setdefault(e.cls, []).append(e)
     return groups
-
-
-def _nccl_version(text: str | None) -> Version | None:
-    if not text:
-        return None
-    try:
-        return Version(text.split("+")[0])
-    except InvalidVersion:
-        return None
 
 
 # -- per comparison ---------------------------------------------------------------------------

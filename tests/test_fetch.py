@@ -110,3 +110,4 @@ def test_fetch_cli_offline_prints_the_snapshot(offline, tmp_path, capsys):
     assert code == 0
     assert out["files_checked"] == 4 and out["revision"] == PROFILE.model_revision
     assert out["data"].endswith("cp_smoke.jsonl")
+
