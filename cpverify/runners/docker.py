@@ -348,8 +348,8 @@ class DockerRunner:
             return (
                 f"the Docker daemon may not set the container's ulimits {self.ulimits}: {text}",
                 "let dockerd raise them (systemd: `LimitMEMLOCK=infinity` in docker.service, then "
-                "`systemctl restart docker`; rootless Docker cannot), or run this runner with "
-                "smaller ulimits (NCCL over RDMA needs memlock unlimited)",
+                "`systemctl restart docker`; rootless Docker cannot), or pass `cpverify run --no-ulimits` "
+                "(single-node NVLink runs do not need them; NCCL over RDMA needs memlock unlimited)",
             )
         if "executable file not found" in text or "no such file or directory" in text:
             return (
