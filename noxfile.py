@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-import secrets
 import sys
-import time
 from pathlib import Path
 
 import nox
@@ -30,14 +28,14 @@ nox.needs_version = ">=2024.3.2"
 nox.options.sessions = ["verify_cp"]
 
 ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))  # nox does not put the noxfile's directory on sys.path
+from cpverify.artifacts import RUN_ID_ENV, new_run_id  # noqa: I001  (the one run id generator; stdlib only)
 # The shared tool environment and its extras (ray for --runner ray, plot for the PNGs).
 TOOL_VENV = Path(os.environ.get("CPVERIFY_TOOL_VENV", ROOT / ".nox" / "_cpverify"))
 TOOL_EXTRAS = os.environ.get("CPVERIFY_TOOL_EXTRAS", "ray,plot")
 
-# One run id for every session of this invocation (resumable by exporting it).
-RUN_ID = os.environ.setdefault(
-    "CPVERIFY_RUN_ID", time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
-)
+# One run id for every session of this invocation (resumable by exporting it; cpverify checks it).
+RUN_ID = os.environ.setdefault(RUN_ID_ENV, new_run_id())
 
 
 def _tool_python(session: nox.Session) -> str:
@@ -62,7 +60,7 @@ def _step(session: nox.Session, step: str) -> None:
             session.run(python, "-m", "cpverify", "run", "--help", external=True, silent=False)
         session.skip("--help given: nothing was run")
     session.run(python, "-m", "cpverify", "run", "--only", step, "--run-id", RUN_ID, *session.posargs,
-                external=True, env={"CPVERIFY_RUN_ID": RUN_ID})
+                external=True, env={RUN_ID_ENV: RUN_ID})
 
 
 @nox.session(venv_backend="none")

@@ -27,13 +27,28 @@ from typing import IO, Any
 from cpverify.errors import ArtifactWriteError, InputError
 
 DEFAULT_BASE = Path("artifacts")
-_ARM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# A run id or an arm name becomes a file name, a container name, a Ray job id and a word of
+# commands.sh: a name, not a path (no "/", "..", leading "." or "-") and nothing a shell reads.
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+RUN_ID_MAX = 64
+RUN_ID_ENV = "CPVERIFY_RUN_ID"
+RUN_ID_RULE = f"letters, digits, '.', '_' and '-', starting with a letter or digit, at most {RUN_ID_MAX} characters"
 
 
 def new_run_id(now: float | None = None) -> str:
-    """A sortable, collision-resistant id: 20260821-100028-3fa2c1."""
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+    """The one run id generator (cpverify and the noxfile): sortable UTC time plus 6 random hex
+    digits, e.g. 20260821-100028-3fa2c1."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now))
     return f"{stamp}-{secrets.token_hex(3)}"
+
+
+def check_run_id(run_id: str) -> str:
+    """`run_id` if it is a name (see _NAME); else InputError. `--run-id ../x` or a newline in
+    CPVERIFY_RUN_ID would put the bundle outside --out or a command into commands.sh."""
+    if len(run_id) > RUN_ID_MAX or not _NAME.fullmatch(run_id):
+        raise InputError(f"run id {run_id!r} (--run-id or {RUN_ID_ENV}) is not a name: use {RUN_ID_RULE}",
+                         f"pass e.g. --run-id {new_run_id()}, or unset {RUN_ID_ENV} for a fresh one")
+    return run_id
 
 
 def _fix_for(exc: OSError, path: Path) -> str:
@@ -114,7 +129,7 @@ class RunDir:
     def create(cls, out: str | os.PathLike[str] | None = None, *, base: str | os.PathLike[str] = DEFAULT_BASE,
                run_id: str | None = None) -> RunDir:
         """`out` if given (the user's --out), else base/<run-id>; creates root and logs/."""
-        root = Path(out) if out is not None else Path(base) / (run_id or new_run_id())
+        root = Path(out) if out is not None else Path(base) / (check_run_id(run_id) if run_id else new_run_id())
         run_dir = cls(root)
         try:
             run_dir.logs_dir.mkdir(parents=True, exist_ok=True)
@@ -132,7 +147,7 @@ class RunDir:
         return self.root / "logs"
 
     def log_path(self, arm: str) -> Path:
-        if not _ARM_NAME.match(arm):
+        if not _NAME.fullmatch(arm):
             raise InputError(f"arm name {arm!r} cannot be used as a file name",
                              "use letters, digits, '.', '_' or '-' (for example cp1, cp2, probe-16k)")
         return self.logs_dir / f"{arm}.log"

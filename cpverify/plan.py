@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import json
 import re
-import secrets
 import shlex
-import time
 from dataclasses import dataclass
 
+from cpverify.artifacts import check_run_id, new_run_id
 from cpverify.errors import InputError
 from cpverify.profiles import Profile
 from cpverify.redact import is_secret_name
@@ -140,11 +139,6 @@ class Plan:
         return "\n".join(lines)
 
 
-def new_run_id() -> str:
-    """Sortable and unique: UTC time to the second plus 6 random hex digits."""
-    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(3)
-
-
 def build_plan(
     profile: Profile,
     *,
@@ -156,6 +150,7 @@ def build_plan(
     slime_ref: str | None = None,
 ) -> Plan:
     """All arms of `profile` and the pairs to compare; raises InputError if a pair differs in more than CP."""
+    check_run_id(run_id)  # it is written into commands.sh
     gpus = tuple(range(profile.gpus)) if gpus is None else tuple(int(g) for g in gpus)
     if len(gpus) != profile.gpus or len(set(gpus)) != len(gpus) or min(gpus) < 0:
         raise InputError(

@@ -12,7 +12,7 @@ import pytest
 
 from cpverify import plan as plan_mod
 from cpverify.errors import InputError
-from cpverify.plan import Arm, arm_diff, build_plan, check_pair, new_run_id
+from cpverify.plan import Arm, arm_diff, build_plan, check_pair
 from cpverify.profiles import (
     PROFILES,
     QWEN25_05B_MODEL_ARGS,
@@ -175,12 +175,6 @@ def test_wrong_gpu_count_is_refused():
     assert "--gpus 0,1" in err.value.fix
     with pytest.raises(InputError):
         build_plan(get_profile("smoke"), run_id="r", gpus=[1, 1])
-
-
-def test_run_ids_sort_by_time_and_are_unique():
-    ids = {new_run_id() for _ in range(50)}
-    assert len(ids) == 50
-    assert all(re.fullmatch(r"\d{8}T\d{6}Z-[0-9a-f]{6}", i) for i in ids)
 
 
 # --- commands.sh -------------------------------------------------------------------------------

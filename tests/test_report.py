@@ -7,11 +7,14 @@ import json
 import math
 import os
 import re
+import shlex
 import stat
 from pathlib import Path
 
 import jsonschema
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cpverify import artifacts, report
 from cpverify import verdict as v
@@ -225,6 +228,33 @@ def test_run_ids_sort_by_time_and_do_not_collide():
     assert re.fullmatch(r"\d{8}-\d{6}-[0-9a-f]{6}", first)
     assert first < second
     assert len({artifacts.new_run_id(0) for _ in range(50)}) == 50
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8") | st.sampled_from("./-_\n$;` "), min_size=1, max_size=80))
+def test_a_run_id_is_a_name_inside_the_artifacts_root(tmp_path_factory, run_id):
+    """Whatever the text: either refused, or a directory directly under the root whose name no
+    shell reads differently (it goes into commands.sh, container names and Ray job ids)."""
+    base = tmp_path_factory.getbasetemp() / "runs"
+    try:
+        run = RunDir.create(base=base, run_id=run_id)
+    except InputError as exc:
+        assert "is not a name" in exc.problem and "--run-id" in exc.fix
+        return
+    assert run.root.resolve().parent == base.resolve() and run.run_id == run_id
+    assert shlex.quote(run_id) == run_id and not run_id.startswith(("-", "."))
+    assert len(run_id) <= artifacts.RUN_ID_MAX
+
+
+def test_no_run_id_or_an_empty_one_is_a_fresh_one(tmp_path):
+    assert re.fullmatch(r"\d{8}-\d{6}-[0-9a-f]{6}", RunDir.create(base=tmp_path, run_id="").run_id)
+
+
+@pytest.mark.parametrize("bad", ["../escape", "/tmp/abs", "..", ".", ".hidden", "-rf", "a\nb", "a" * 65, "caf\udcff"])
+def test_run_ids_that_are_not_names_are_refused(tmp_path, bad):
+    with pytest.raises(InputError, match="is not a name"):
+        RunDir.create(base=tmp_path / "runs", run_id=bad)
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "escape").exists()
 
 
 @pytest.mark.parametrize("bad", ["../escape", "a/b", "", ".hidden", "cp 2"])

@@ -245,6 +245,35 @@ def test_conflicting_or_impossible_options(local_ws, rid, case):
     assert_stopped_before_any_arm(outcome, code=2, problem=problem, fix=fix)
 
 
+BAD_RUN_IDS = {"parent": "../../escaped", "absolute": "{root}/escaped-absolute", "dot-dot": "..",
+               "newline": "x\ntouch PWNED", "too long": "r" * 65, "not UTF-8": b"run-\xff"}
+
+
+@pytest.mark.parametrize("via", ["--run-id", "CPVERIFY_RUN_ID"])
+@pytest.mark.parametrize("case", list(BAD_RUN_IDS))
+def test_a_run_id_that_is_not_a_name_is_refused(local_ws, rid, via, case):
+    """A run id names a directory under --out (and words of commands.sh): a path, a newline or
+    undecodable bytes are refused before anything is written, from the flag and the variable alike."""
+    bad = BAD_RUN_IDS[case]
+    bad = bad.format(root=local_ws.root) if isinstance(bad, str) else bad
+    argv = local_ws.argv(rid, only="lint,cp1,verdict")
+    i = argv.index("--run-id")
+    env = local_ws.env()
+    if via == "--run-id":
+        argv[i + 1] = bad
+    else:
+        del argv[i : i + 2]
+        env = {**{k.encode(): v.encode() for k, v in env.items()}, b"CPVERIFY_RUN_ID": os.fsencode(bad)}
+    proc = subprocess.run(argv, capture_output=True, env=env, cwd=ROOT, timeout=60, check=False)
+    stderr = proc.stderr.decode(errors="replace")
+    assert proc.returncode == 2, stderr[-3000:]
+    assert "Traceback" not in stderr and "is not a name: use letters, digits" in stderr
+    assert "fix: pass e.g. --run-id" in stderr
+    assert not local_ws.out.exists() and not (local_ws.root.parent / "escaped").exists()
+    assert not (local_ws.root / "escaped-absolute").exists() and not (local_ws.root / "PWNED").exists()
+    assert not local_ws.emitted(rid)
+
+
 @pytest.fixture
 def two_gpu_host(tmp_path) -> dict[str, str]:
     """PATH with a stand-in `nvidia-smi` answering as the recorded 2x H200 host (see the module doc)."""
