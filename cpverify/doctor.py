@@ -329,10 +329,24 @@ def exit_code(report: dict) -> int:
 
 # ---------------------------------------------------------------------------------------------- CLI
 
+DESCRIPTION = f"""\
+Can this host run a CP verification? Prints the facts an issue report needs (GPUs, driver,
+CUDA, NCCL, topology, MIG, InfiniBand, /dev/shm, disk, Docker, the relevant environment
+variables) and checks them. Required (a failure blocks the run): at least --cp GPUs, compute
+capability >= {MIN_COMPUTE_CAPABILITY}, one driver version on all GPUs, MIG off. Warnings: driver >= {MIN_DRIVER}, \
+CUDA >= {MIN_CUDA},
+NCCL >= {MIN_NCCL}, {MIN_GPU_MEMORY_BYTES / 1e9:.0f} GB per GPU, NVLink or a PCIe switch between the GPUs, \
+>= {MIN_SHM_BYTES >> 30} GiB /dev/shm,
+the NVIDIA runtime in Docker, free disk. What cannot be collected is reported as
+"could not collect: <reason>"; every check that does not pass names its fix.
+
+Exit code: 0 when no required check fails, 4 (BLOCKED) when one does. `cpverify run`
+runs the same checks as its first step and records the report in env.json."""
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("doctor", help="environment facts and checks for a CP run (exit 4 when blocked)",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                              description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     p.add_argument("--cp", type=int, default=2, help="the CP size to check for (default 2)")
     p.add_argument("--nccl-log", type=Path, default=None, help="a log with NCCL_DEBUG=INFO lines (NCCL version)")

@@ -192,12 +192,18 @@ def stage_dataset(source: Path, data_dir: Path) -> Path:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("fetch", help="download and verify the profile's model, stage the prompt data")
-    p.add_argument("--profile", default="smoke")
+    p = subparsers.add_parser(
+        "fetch", help="download and verify the profile's model, stage the prompt data",
+        description="Download the profile's model at its pinned revision with huggingface_hub (HF_TOKEN, "
+                    "HF_ENDPOINT and HF_HUB_OFFLINE apply), re-hash every file against the hub's checksums, "
+                    "check config.json against the profile's model arguments, and stage the prompt data. "
+                    "`cpverify run` does the same in its fetch step. A partial or corrupted model, or a "
+                    "broken prompt line, exits 2 naming the file and the fix.")
+    p.add_argument("--profile", default="smoke", help="the profile whose model and data to fetch (default: %(default)s)")
     p.add_argument("--cache", type=Path, default=None, help="model cache directory (default: CPVERIFY_CACHE/hf or the HF cache)")
     p.add_argument("--data-dir", type=Path, default=None, help="where to stage the prompt data (default: <cache>/../data)")
     p.add_argument("--offline", action="store_true", help="use the cache only (same as HF_HUB_OFFLINE=1)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the model path, revision and data path as JSON")
     p.set_defaults(func=_cli)
 
 

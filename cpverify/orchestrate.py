@@ -544,6 +544,9 @@ def run(args) -> int:
         raise InputError(f"--seq-len applies to the probe profile, not {profile.name!r}",
                          "for slime, the response length sets the sequence length: use --profile long, or "
                          "--set train_args=... with --rollout-max-response-len")
+    if args.runner not in RUNNERS:  # argparse checks choices on the command line, not a default from the environment
+        raise InputError(f"CPVERIFY_RUNNER={args.runner!r} is not a runner",
+                         f"set it to one of {', '.join(RUNNERS)} (or pass --runner)")
     if args.runner == "ray" and not args.ray_address:
         raise InputError("--runner ray needs --ray-address", "pass the dashboard address, e.g. --ray-address http://HEAD:8265")
     run_dir = RunDir.create(base=args.out, run_id=args.run_id)
@@ -568,17 +571,23 @@ def register(subparsers) -> None:
 
     p = subparsers.add_parser(
         "run", help="the whole verification (or --only some steps): doctor, image, fetch, compileall, lint, cp1, cp2, verdict",
-        description=__doc__.split("\n\n")[0] + " Exit code: 0 PASS, 1 FAIL, 2 bad input, 3 INCONCLUSIVE, 4 BLOCKED, 130 Ctrl-C.")
+        description="Run the verification: doctor, image, fetch, compileall, lint, cp1, cp2, verdict (or the "
+                    "steps --only names), and write artifacts/<run-id>/verdict.md, verdict.json, env.json and "
+                    "commands.sh. No GPU is held before the lint has passed. Exit code: 0 PASS, 1 FAIL (or lint "
+                    "errors), 2 bad input, 3 INCONCLUSIVE, 4 BLOCKED, 130 interrupted.")
     add_profile_arguments(p)
-    p.add_argument("--runner", choices=RUNNERS, default=os.environ.get("CPVERIFY_RUNNER", "docker"),
-                   help="where arms run: docker (GPU containers), local (subprocesses here), ray (Ray Jobs)")
+    p.add_argument("--runner", choices=RUNNERS, default=os.environ.get("CPVERIFY_RUNNER") or "docker",
+                   help="where arms run: docker (GPU containers), local (subprocesses here), ray (Ray Jobs) "
+                        "(default: %(default)s; CPVERIFY_RUNNER sets it)")
     p.add_argument("--gpus", help="GPU indices (0,1) or a count (2); both arms use the same GPUs. "
                                   "'none' runs without a GPU request (pipeline tests only)")
     p.add_argument("--only", metavar="STEPS", help=f"comma-separated steps: {', '.join(STEPS)}, arms, all")
     p.add_argument("--run-id", default=os.environ.get("CPVERIFY_RUN_ID"), help="resume or name a run (CPVERIFY_RUN_ID)")
-    p.add_argument("--out", default=os.environ.get("CPVERIFY_ARTIFACTS", "artifacts"), help="artifacts root (artifacts)")
-    p.add_argument("--cache", default=os.environ.get("CPVERIFY_CACHE", "~/.cache/cpverify"),
-                   help="model and data cache, mounted read-only into the arms (~/.cache/cpverify)")
+    p.add_argument("--out", default=os.environ.get("CPVERIFY_ARTIFACTS") or "artifacts",
+                   help="artifacts root (default: %(default)s; CPVERIFY_ARTIFACTS sets it)")
+    p.add_argument("--cache", default=os.environ.get("CPVERIFY_CACHE") or "~/.cache/cpverify",
+                   help="model and data cache, mounted read-only into the arms (default: %(default)s; "
+                        "CPVERIFY_CACHE sets it)")
     p.add_argument("--model-dir", help="use this model directory instead of fetching (verified the same way)")
     p.add_argument("--slime-dir", default=os.environ.get("CPVERIFY_SLIME_DIR") or None,
                    help="your slime checkout: mounted read-only (docker) or run in place (local)")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from cpverify.artifacts import check_run_id, new_run_id
 from cpverify.errors import InputError
-from cpverify.profiles import Profile
+from cpverify.profiles import PROFILES, Profile
 from cpverify.redact import is_secret_name
 
 SLIME_CP_FLAG = "--context-parallel-size"
@@ -337,7 +337,7 @@ def parse_gpus(text: str) -> tuple[int, ...]:
 
 def add_profile_arguments(parser) -> None:
     """--profile, --config TOML, --set KEY=VALUE: shared by plan, lint and run."""
-    parser.add_argument("--profile", default="smoke", help="profile name (smoke, long, probe)")
+    parser.add_argument("--profile", default="smoke", help=f"profile name: {', '.join(PROFILES)} (default: %(default)s)")
     parser.add_argument("--config", metavar="TOML", help="TOML file of profile field overrides")
     parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="KEY=VALUE",
                         help="override one profile field, e.g. --set pass_ratio=1.5 (repeatable)")
@@ -359,7 +359,11 @@ def plan_from_args(args) -> Plan:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("plan", help="print each arm's exact command and what differs between arms")
+    p = subparsers.add_parser(
+        "plan", help="print each arm's exact command and what differs between arms",
+        description="Print a summary of the profile's arms and prove that each compared pair differs only "
+                    "in the CP size; --sh prints the exact commands (the commands.sh a run writes), --json "
+                    "the whole plan. Runs nothing; exit 2 when a pair would differ in more than CP.")
     add_profile_arguments(p)
     p.add_argument("--gpus", help="GPU indices (0,1) or a count (2); default: the first N")
     p.add_argument("--model-dir", help=f"model directory as the run sees it (default {DEFAULT_MODEL_DIR})")

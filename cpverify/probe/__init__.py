@@ -65,8 +65,9 @@ def register(subparsers) -> None:
     p.add_argument("--cp", type=int, default=2, help="CP size of the second arm (default 2)")
     p.add_argument("--nproc", type=int, default=None, help="GPUs for both arms (default: --cp)")
     p.add_argument("--seq-len", type=int, default=16384, help="tokens per sequence (default 16384)")
-    p.add_argument("--steps", type=int, default=20)
-    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--steps", type=int, default=20, help="measured steps per arm (default 20)")
+    p.add_argument("--warmup", type=int, default=5,
+                   help="unmeasured steps first: compilation, NCCL set-up (default 5)")
     p.add_argument("--bandwidth", action="store_true", help="also measure NCCL bus bandwidth first")
     p.add_argument("--bypass-cp", action="store_true", help="DEBUG: break CP on purpose; the check must fail")
     p.add_argument("--out", type=Path, default=None, help="where logs go (default artifacts/probe-<time>)")
