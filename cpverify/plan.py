@@ -95,20 +95,22 @@ class Plan:
         Hugging Face / GitHub / OpenAI token) are written as ${NAME} references that the
         user must export; their values never reach the file.
         """
-        names = " ".join(arm.name for arm in self.arms)
+        # Every word that comes from the plan is shlex-quoted, and every comment is one line: a
+        # path, an argument or a profile name can never become a command of its own.
+        names = " ".join(shlex.quote(arm.name) for arm in self.arms)
         needed = sorted({name for arm in self.arms for name in _secret_refs(arm)})
         about = []
         if self.profile.kind == "slime":
-            about.append(f"# Model {self.profile.model_repo}@{self.profile.model_revision} in {self.model_dir}; "
+            about.append(f"Model {self.profile.model_repo}@{self.profile.model_revision} in {self.model_dir}; "
                          f"prompts {self.data_path}; slime in {self.slime_dir}.")
         refs = sorted({arm.slime_ref for arm in self.arms if arm.slime_ref})
         if refs:
-            about.append(f"# slime revision: {', '.join(refs)}")
+            about.append(f"slime revision: {', '.join(refs)}")
         lines = [
             "#!/usr/bin/env bash",
-            f"# cpverify {self.run_id}: profile {self.profile.name!r} ({self.profile.kind}), arms: {names}",
+            _comment(f"cpverify {self.run_id}: profile {self.profile.name!r} ({self.profile.kind}), arms: {names}"),
             "# Reproduces each arm exactly as cpverify ran it. Usage: bash commands.sh [ARM ...]",
-            *about,
+            *map(_comment, about),
             "set -euo pipefail",
             "",
             "# GPUs as numbered on the host; inside a container that sees only these, they are 0..N-1.",
@@ -116,23 +118,23 @@ class Plan:
         ]
         for name in needed:
             lines.append(f': "${{{name}:?export {name} first (cpverify never writes its value)}}"')
-        lines += ["", "run_arm() {", '  case "$1" in']
+        lines += ["", f"all_arms=({names})", "", "run_arm() {", '  case "$1" in']
         for arm in self.arms:
             lines.append(f"    {shlex.quote(arm.name)}) (")
             if arm.workdir != ".":
                 lines.append(f"      cd {shlex.quote(arm.workdir)}")
-            for key, value in arm.env:
+            for key, value in arm.env:  # names are checked by the profile ([A-Za-z_][A-Za-z0-9_]*)
                 shown = f'"${{{key}}}"' if _is_secret(key, value) else shlex.quote(value)
                 lines.append(f"      export {key}={shown}")
             argv = [_mask_arg(arm.argv, i, shell=True) for i in range(len(arm.argv))]
             lines.append("      " + _wrap(argv, indent="        "))
             lines.append("    ) ;;")
         lines += [
-            f'    *) echo "unknown arm: $1 (arms: {names})" >&2; return 2 ;;',
+            '    *) echo "unknown arm: $1 (arms: ${all_arms[*]})" >&2; return 2 ;;',
             "  esac",
             "}",
             "",
-            f"arms=(\"$@\"); [ ${{#arms[@]}} -gt 0 ] || arms=({names})",
+            'arms=("$@"); [ ${#arms[@]} -gt 0 ] || arms=("${all_arms[@]}")',
             'for arm in "${arms[@]}"; do run_arm "$arm"; done',
             "",
         ]
@@ -283,8 +285,14 @@ def _is_secret(name: str, value: str) -> bool:
 
 
 def _ref_name(flag: str) -> str:
-    """--wandb-key -> WANDB_KEY: the variable a user exports to fill a masked flag."""
-    return re.sub(r"\W", "_", flag.lstrip("-")).upper() or "CPVERIFY_SECRET"
+    """--wandb-key -> WANDB_KEY: the variable a user exports to fill a masked flag (a shell name)."""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", flag.lstrip("-")).upper()
+    return ("_" + name if name[:1].isdigit() else name) or "CPVERIFY_SECRET"
+
+
+def _comment(text: str) -> str:
+    """One comment line: a newline in a path or a name would end the comment and start a command."""
+    return "# " + " ".join(text.split())
 
 
 def _mask_arg(argv: tuple[str, ...], i: int, *, shell: bool = False) -> str:
@@ -293,7 +301,7 @@ def _mask_arg(argv: tuple[str, ...], i: int, *, shell: bool = False) -> str:
     flag, eq, value = token.partition("=")
     if token.startswith("--") and eq and _is_secret(flag, value):
         ref = f"${{{_ref_name(flag)}}}"
-        return f'{flag}="{ref}"' if shell else f"{flag}={ref}"
+        return f'{shlex.quote(flag + "=")}"{ref}"' if shell else f"{flag}={ref}"
     after_secret_flag = prev.startswith("--") and "=" not in prev and is_secret_name(prev)
     if after_secret_flag or _SECRET_VALUE.match(token):
         ref = f"${{{_ref_name(prev) if after_secret_flag else 'CPVERIFY_SECRET'}}}"

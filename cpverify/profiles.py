@@ -15,6 +15,7 @@ fills them in per arm (cpverify.plan), so two arms cannot drift apart by acciden
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from typing import Any
 from cpverify.errors import InputError
 
 KINDS = ("slime", "probe")
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 # Flags the plan writes into each slime arm from its own inputs; a profile must not set them.
 PLAN_OWNED_FLAGS = (
@@ -258,6 +260,13 @@ def _problems(p: Profile) -> list[str]:
         problems.append(f"confidence must be between 0 and 1, not {p.confidence}")
     if min(p.deadline_s, p.hang_s, p.stall_s) <= 0:
         problems.append("deadline_s, hang_s and stall_s must be positive")
+    # An env name becomes `export NAME=...` in commands.sh and a key of the workload's environment.
+    bad_names = [name for name, _ in p.env if not ENV_NAME.fullmatch(name)]
+    if bad_names:
+        problems.append(f"env names {bad_names} are not variable names ([A-Za-z_][A-Za-z0-9_]*)")
+    words = [*p.train_args, *p.model_args, *p.probe_args, *(word for pair in p.env for word in pair)]
+    if any("\0" in word for word in words):
+        problems.append("an argument or env value holds a NUL character, which no command line can carry")
     if p.kind == "slime":
         owned = [a for a in p.train_args if a.split("=")[0] in PLAN_OWNED_FLAGS]
         if owned:

@@ -7,8 +7,11 @@ import json
 import re
 import shlex
 import subprocess
+import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cpverify import plan as plan_mod
 from cpverify.errors import InputError
@@ -232,6 +235,69 @@ def test_commands_sh_reproduces_each_arm_exactly(tmp_path):
         for key, value in arm.env:
             assert env[key] == {"HF_TOKEN": "tok", "WANDB_API_KEY": "w"}.get(key, value)
         assert env["CUDA_VISIBLE_DEVICES"] == "0,1"
+
+
+_PLANTED = ["$(touch PWNED)", "`touch PWNED`", ";touch PWNED;", "\ntouch PWNED\n", "'", '"', "\\", "${IFS}",
+            "*", "&& touch PWNED", "#", "\r", "$HOME", "!!"]
+_HOSTILE = st.lists(st.one_of(st.text(st.characters(codec="utf-8", exclude_characters="\0/"), max_size=6),
+                              st.sampled_from(_PLANTED)), max_size=4).map("".join)
+
+
+@settings(max_examples=40, deadline=None)
+@given(text=_HOSTILE, name=_HOSTILE)
+def test_commands_sh_runs_nothing_but_the_arms_whatever_the_plan_holds(tmp_path_factory, text, name):
+    """Shell metacharacters planted in every value that enters commands.sh (train args, a secret
+    flag, env values, paths, the profile name): `bash -n` accepts the script, running it creates
+    nothing (no PWNED file anywhere), and each arm's recorded argv, env and cwd are the plan's."""
+    tmp = tmp_path_factory.mktemp("sh")
+    slime = tmp / f"slime{text}"
+    slime.mkdir()
+    smoke = get_profile("smoke")
+    profile = with_overrides(smoke, name=name or "x", env=(*smoke.env, ("CPV_PLANTED", text)),
+                             train_args=(*smoke.train_args, "--planted", text, "--wandb-key", text,
+                                         f"--x;touch PWNED;key={text}", f"--tag={text}"))
+    plan = build_plan(profile, run_id="r", model_dir=f"/m{text}", data_path=f"/d/{text}.jsonl", slime_dir=str(slime))
+    script = tmp / "commands.sh"
+    script.write_text(plan.commands_sh())
+    assert subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0
+
+    bin_dir, work, records = tmp / "bin", tmp / "work", tmp / "records.jsonl"
+    bin_dir.mkdir()
+    work.mkdir()
+    recorder = bin_dir / "python3"
+    recorder.write_text(f"#!{sys.executable}\nimport json, os, sys\n"
+                        "with open(os.environ['REC'], 'a') as f:\n"
+                        "    f.write(json.dumps({'argv': sys.argv[1:], 'env': dict(os.environ), 'cwd': os.getcwd()}) + '\\n')\n")
+    recorder.chmod(0o755)
+    needed = sorted({ref for arm in plan.arms for ref in plan_mod._secret_refs(arm)})
+    exported = {ref: f"secret-{ref}" for ref in needed}
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "REC": str(records), "HOME": str(work), **exported}
+    proc = subprocess.run(["bash", str(script)], cwd=work, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert not list(tmp.rglob("PWNED")), "a planted command ran"
+    assert sorted(p.name for p in work.iterdir()) == []
+
+    ran = [json.loads(line) for line in records.read_text().splitlines()]
+    assert len(ran) == len(plan.arms)
+    for arm, seen in zip(plan.arms, ran, strict=True):
+        expected = []
+        for i, token in enumerate(arm.argv):
+            masked = plan_mod._mask_arg(arm.argv, i)
+            expected.append(token if masked == token else re.sub(r"\$\{(\w+)\}", lambda m: exported[m[1]], masked))
+        assert seen["argv"] == expected[1:] and seen["cwd"] == str(slime)
+        for key, value in arm.env:
+            assert seen["env"][key] == (exported[key] if plan_mod._is_secret(key, value) else value)
+
+
+@pytest.mark.parametrize("key", ["X;touch PWNED;Y", "A B", "1ST", "$(x)", "", "É"])
+def test_env_names_that_are_not_variable_names_are_refused(key):
+    with pytest.raises(InputError, match="are not variable names"):
+        with_overrides(get_profile("smoke"), env={key: "1"})
+
+
+def test_nul_in_an_argument_is_refused():
+    with pytest.raises(InputError, match="NUL character"):
+        with_overrides(get_profile("smoke"), train_args=("--lr", "1\0"))
 
 
 def test_commands_sh_refuses_to_run_without_the_secrets(tmp_path):

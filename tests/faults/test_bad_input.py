@@ -225,6 +225,8 @@ USAGE_ERRORS = {
     "field of the wrong type": (["--set", "hang_s=soon"], "override hang_s='soon' does not fit the field",
                                 "give hang_s a value like"),
     "unknown step": (["--only", "cp3"], "unknown step 'cp3'", "choose from doctor, image"),
+    "env name that is a command": (["--set", "env=X;touch PWNED;Y=1"], "env names ['X;touch PWNED;Y'] are not "
+                                   "variable names", "fix the override"),
 }
 
 
