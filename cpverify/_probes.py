@@ -102,8 +102,11 @@ class Fact:
         return out
 
 
+COULD_NOT_COLLECT = "could not collect: "
+
+
 def missing(reason: str, *, absent: bool = False) -> Fact:
-    return Fact(error=f"could not collect: {reason}", absent=absent)
+    return Fact(error=f"{COULD_NOT_COLLECT}{reason}", absent=absent)
 
 
 def isolated(collector: Callable[..., Fact], *args: Any) -> Fact:

@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -277,10 +278,10 @@ def _clip(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _fact_rows(facts: dict) -> list[tuple[str, str]]:
+def _fact_rows(facts: dict, notes: _Notes) -> list[tuple[str, str]]:
     def show(name: str, render: Callable[[object], str]) -> tuple[str, str]:
         fact = facts[name]
-        return name, fact["error"] if fact["error"] else render(fact["value"])
+        return name, notes.cite(fact["error"]) if fact["error"] else render(fact["value"])
 
     def gpus(v):
         return "; ".join(f"GPU{g['index']} {g['name']} sm{g['compute_capability'] or '?'} "
@@ -307,16 +308,67 @@ def _fact_rows(facts: dict) -> list[tuple[str, str]]:
     ]
 
 
-def render(report: dict) -> str:
+WIDTH = 120  # the terminal the tables must fit: long texts wrap, collection errors become notes
+
+
+class _Notes:
+    """Collection errors as numbered notes under the tables: the same error (the GPU probe's, cited by
+    five checks) is one note, and a cell says `could not collect [1]` instead of 200 characters."""
+
+    def __init__(self) -> None:
+        self.texts: dict[str, int] = {}
+
+    def cite(self, error: str) -> str:
+        reason = error.removeprefix(_probes.COULD_NOT_COLLECT)
+        number = self.texts.setdefault(reason, len(self.texts) + 1)
+        return f"{_probes.COULD_NOT_COLLECT.rstrip(': ')} [{number}]"
+
+    def in_text(self, text: str, errors: list[str]) -> str:
+        """`text` with every collection error in it replaced by its note."""
+        for error in errors:
+            if error in text:
+                text = text.replace(error, self.cite(error))
+        return text
+
+    def render(self) -> list[str]:
+        return [_wrap(reason, f"[{n}] ") for reason, n in self.texts.items()]
+
+
+def _wrap(text: str, lead: str) -> str:
+    return textwrap.fill(text, width=WIDTH, initial_indent=lead, subsequent_indent=" " * len(lead),
+                         break_on_hyphens=False)
+
+
+def _table(rows: list, headers: list[str], widths: list[int]) -> str:
+    """A GitHub-style table whose cells wrap at `widths` (github format: 3 characters per column + 1)."""
     from tabulate import tabulate
 
-    facts = tabulate(_fact_rows(report["facts"]), headers=["fact", "value"], tablefmt="github")
-    checks = tabulate([[c["name"], c["status"].upper() if c["status"] == "fail" else c["status"],
-                        c["value"], c["need"], "" if c["status"] == "pass" else _why_fix(c)] for c in report["checks"]],
-                      headers=["check", "status", "value", "needs", "fix"], tablefmt="github")
+    return tabulate(rows, headers=headers, tablefmt="github", maxcolwidths=widths, disable_numparse=True)
+
+
+def render(report: dict) -> str:
+    notes = _Notes()
+    errors = sorted({f["error"] for f in report["facts"].values() if f["error"]}, key=len, reverse=True)
+    fact_rows = _fact_rows(report["facts"], notes)
+    name_w = max(len(name) for name, _ in fact_rows)
+    facts = _table(fact_rows, ["fact", "value"], [name_w, WIDTH - 7 - name_w])
+    checks = report["checks"]
+    rows = [[c["name"], c["status"].upper() if c["status"] == "fail" else c["status"], notes.in_text(c["value"], errors),
+             c["need"]] for c in checks]
+    # tabulate makes a column at least its header + 2 wide ("status" -> 8)
+    name_w, status_w, value_w = max(len(c["name"]) for c in checks), len("status") + 2, 36
+    table = _table(rows, ["check", "status", "value", "needs"],
+                   [name_w, status_w, value_w, WIDTH - 13 - name_w - status_w - value_w])
+    fixes = [_wrap(notes.in_text(_why_fix(c), errors), f"  {c['name']}: ") for c in checks
+             if c["status"] != "pass" and c["fix"]]
     verdict = ("BLOCKED: a required check failed" if report["status"] == "blocked"
                else "ok: no required check failed")
-    return f"{facts}\n\n{checks}\n\n{verdict} (CP={report['cp']})"
+    parts = [facts, "", table]
+    if notes.texts:
+        parts += ["", *notes.render()]
+    if fixes:
+        parts += ["", "to fix:", *fixes]
+    return "\n".join([*parts, "", f"{verdict} (CP={report['cp']})"])
 
 
 def _why_fix(check: dict) -> str:

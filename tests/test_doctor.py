@@ -8,6 +8,7 @@ from nvidia-h200-x4.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
@@ -17,6 +18,8 @@ import types
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from cpverify import _probes, doctor
 from cpverify._probes import CommandResult, Fact, Host
@@ -344,6 +347,50 @@ def test_render_lists_facts_checks_and_verdict(tmp_path):
     assert "| fact" in text and "| check" in text
     assert "could not collect" in text
     assert "BLOCKED" in text
+
+
+# What docker-py says on a host without an engine (issue 14: this text sat in two cells, 290 columns wide).
+DOCKER_DOWN = ("docker-py: Error while fetching server API version: ('Connection aborted.', "
+               "FileNotFoundError(2, 'No such file or directory')); docker: command not found")
+
+
+def test_render_fits_120_columns_and_cites_each_collection_error_once(tmp_path):
+    host = fake_nvidia_host(tmp_path, {})
+    report = doctor.collect(cp=2, host=host)
+    report["facts"]["docker"]["error"] = f"could not collect: {DOCKER_DOWN}"
+    report["checks"] = [{**c, "value": report["facts"]["docker"]["error"]} if c["name"] == "docker_nvidia_runtime"
+                        else c for c in report["checks"]]
+    text = doctor.render(report)
+    assert max(map(len, text.splitlines())) <= doctor.WIDTH, text
+    assert text.count("Error while fetching server API version") == 1  # one note, cited twice
+    note = next(line for line in text.splitlines() if "Error while fetching" in line)
+    number = note.split("]")[0] + "]"
+    assert f"| docker     | could not collect {number}" in text
+    assert f"could not collect {number}" in next(line for line in text.splitlines() if "docker_nvidia_runtime" in line)
+    # every check that does not pass still names its fix, below the table
+    fixes = text.split("to fix:\n", 1)[1]
+    assert "docker_nvidia_runtime: install the NVIDIA Container Toolkit" in " ".join(fixes.split())
+    assert "gpu_count: install the NVIDIA driver" in fixes
+
+
+_texts = st.text(st.characters(codec="utf-8", categories=("L", "N", "P", "S", "Zs")), max_size=400)
+
+
+@pytest.fixture(scope="module")
+def gpu_less_report(tmp_path_factory):
+    return doctor.collect(cp=2, host=fake_nvidia_host(tmp_path_factory.mktemp("host"), {}))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(error=_texts, value=_texts, need=_texts, fix=_texts, word=st.text("abc/-_:", min_size=150, max_size=300))
+def test_render_fits_120_columns_whatever_the_texts(gpu_less_report, error, value, need, fix, word):
+    """Any error, value, requirement or fix text -- including one unbreakable 300-character word --
+    wraps or becomes a note: no line is wider than the terminal."""
+    report = copy.deepcopy(gpu_less_report)
+    report["facts"]["docker"]["error"] = f"could not collect: {error} {word}"
+    report["checks"] = [{**c, "value": f"{value} {word}", "need": need, "fix": f"{fix} {word}", "status": "warn"}
+                        for c in report["checks"]]
+    assert max(map(len, doctor.render(report).splitlines())) <= doctor.WIDTH
 
 
 # ------------------------------------------------------------------------------ on this machine
