@@ -608,16 +608,12 @@ def register(subparsers) -> None:
 
 
 def _cli(args) -> int:
-    import sys
-
+    from cpverify._inputs import read_user_text
     from cpverify.plan import parse_gpus, plan_from_args
 
     command: str | list[str] | None = None
     if args.file:
-        try:
-            command = sys.stdin.read() if args.file == "-" else open(args.file, encoding="utf-8").read()
-        except OSError as exc:
-            raise InputError(f"cannot read {args.file}: {exc}", "check the path") from None
+        command = read_user_text(args.file, what="--file")
     elif args.train_args:
         command = [a for a in args.train_args if a != "--"] if args.train_args[0] == "--" else list(args.train_args)
     gpus = len(parse_gpus(args.gpus)) if args.gpus else None

@@ -108,6 +108,29 @@ def _revisions(ctx: Context):
                      export_root=ctx.run_dir.root / "slime", local=ctx.runner != "ray")
 
 
+def check_slime_checkouts(ctx: Context) -> None:
+    """Every slime checkout on this machine that an arm will run is a directory with train.py:
+    bad input (exit 2) before any GPU is held, not a traceback in compileall or a FAIL after it.
+    (With Docker and no --slime-dir the image's slime runs; with Ray the paths are the cluster's.)"""
+    if ctx.kind != "slime" or ctx.runner == "ray":
+        return
+    revisions = _revisions(ctx)
+    if revisions:
+        checkouts = [("--slime-dir", revisions[0].host_dir)]
+        if revisions[1] is not None:
+            checkouts.append(("--slime-dir-candidate", revisions[1].host_dir))
+    elif ctx.args.slime_dir or ctx.runner == "local":
+        checkouts = [("--slime-dir", Path(_workload_paths(ctx)["slime_dir"]))]
+    else:
+        return
+    for flag, directory in checkouts:
+        clone = "pass the top directory of a slime clone (git clone https://github.com/THUDM/slime)"
+        if not directory.is_dir():
+            raise InputError(f"{flag} {directory} does not exist or is not a directory", clone)
+        if not (directory / "train.py").is_file():
+            raise InputError(f"{flag} {directory} has no train.py, so it is not a slime checkout", clone)
+
+
 def build_run_plan(ctx: Context):
     from cpverify.plan import build_plan, parse_gpus
 
@@ -257,6 +280,9 @@ def step_compileall(ctx: Context) -> int:
             return write_blocked(ctx, f"compileall: {result.reason}", result.fix)
         code = result.exit_code if result.exit_code is not None else -1
         output = log_path.read_text(errors="replace") if log_path.exists() else result.reason
+    elif not Path(paths["slime_dir"]).is_dir():  # Ray: a path on the cluster's nodes (checked before submitting)
+        ctx.say(f"compileall: {paths['slime_dir']} is not on this machine; skipped (the Ray runner checks it on the node)")
+        return EXIT_OK
     else:
         from cpverify.runners._env import workload_env
 
@@ -555,6 +581,8 @@ def run(args) -> int:
     if state_file.exists():
         ctx.state = json.loads(state_file.read_text())
     steps = selected_steps(args.only)
+    if {"compileall", "cp1", "cp2"} & set(steps):
+        check_slime_checkouts(ctx)
     if steps != ["verdict"]:
         ctx.state.pop("blocked", None)  # a new attempt: whatever blocked an earlier one is checked again
     for step in steps:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from cpverify.artifacts import check_run_id, new_run_id
 from cpverify.errors import InputError
-from cpverify.profiles import PROFILES, Profile
+from cpverify.profiles import MAX_GPUS, PROFILES, Profile
 from cpverify.redact import is_secret_name
 
 SLIME_CP_FLAG = "--context-parallel-size"
@@ -334,10 +334,14 @@ def _wrap(words: list[str], *, indent: str) -> str:
 
 
 def parse_gpus(text: str) -> tuple[int, ...]:
-    """`0,1` -> (0, 1); `2` -> (0, 1) (a count)."""
+    """`0,1` -> (0, 1); `2` -> (0, 1) (a count, at most MAX_GPUS)."""
     try:
         if "," not in text:
-            return tuple(range(int(text)))
+            count = int(text)
+            if count > MAX_GPUS:
+                raise InputError(f"--gpus {text} is more GPUs than one node has (at most {MAX_GPUS}): both arms run "
+                                 "on one node", "pass the count or the indices `nvidia-smi -L` lists, e.g. --gpus 2")
+            return tuple(range(count))
         return tuple(int(part) for part in text.split(",") if part.strip())
     except ValueError:
         raise InputError(f"--gpus {text!r} is neither a count nor a list of indices", "write --gpus 2 or --gpus 0,1") from None

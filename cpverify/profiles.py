@@ -24,6 +24,8 @@ from cpverify.errors import InputError
 
 KINDS = ("slime", "probe")
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Both arms run on one node (--actor-num-nodes 1, torchrun --standalone); no node has more GPUs.
+MAX_GPUS = 64
 
 # Flags the plan writes into each slime arm from its own inputs; a profile must not set them.
 PLAN_OWNED_FLAGS = (
@@ -238,8 +240,8 @@ def _problems(p: Profile) -> list[str]:
     problems = []
     if p.kind not in KINDS:
         problems.append(f"kind must be one of {', '.join(KINDS)}, not {p.kind!r}")
-    if p.gpus < 1:
-        problems.append(f"gpus must be at least 1, not {p.gpus}")
+    if not 1 <= p.gpus <= MAX_GPUS:
+        problems.append(f"gpus must be 1 to {MAX_GPUS} (the GPUs of one node), not {p.gpus}")
     if not p.cp_sizes or any(not isinstance(cp, int) or cp < 1 for cp in p.cp_sizes):
         problems.append(f"cp_sizes must be positive integers, not {p.cp_sizes!r}")
     elif len(set(p.cp_sizes)) != len(p.cp_sizes):
@@ -367,6 +369,8 @@ def parse_assignments(pairs: list[str] | tuple[str, ...]) -> dict[str, str]:
 
 def load_overrides(path: str | Path) -> dict[str, Any]:
     """Read a TOML file of field = value overrides (a `[profile]` table, or top level)."""
+    from cpverify._inputs import read_user_text
+
     try:
         import tomllib  # Python >= 3.11
     except ModuleNotFoundError:  # Python 3.10
@@ -377,14 +381,18 @@ def load_overrides(path: str | Path) -> dict[str, Any]:
                 f"cannot read {path}: TOML support needs Python 3.11+ or the tomli package",
                 "pip install tomli, or pass the overrides with --set KEY=VALUE",
             ) from None
+    text = read_user_text(str(path), what="override file")
     try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
-    except FileNotFoundError:
-        raise InputError(f"override file {path} does not exist", "check the path") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"override file {path} is not valid TOML: {exc}", "fix the TOML syntax") from None
-    return dict(data.get("profile", data))
+    table = data.get("profile", data)
+    if not isinstance(table, dict):
+        # `profile = "probe"`: a profile is chosen on the command line, not overridden like a field
+        raise InputError(f"override file {path} sets profile = {table!r}, which is not a field: the file overrides "
+                         "fields of the profile that --profile names",
+                         f"delete that line and pass --profile {table}, or put the overrides in a [profile] table")
+    return dict(table)
 
 
 def resolve_profile(name: str, *, toml: str | Path | None = None, assignments=()) -> Profile:

@@ -115,7 +115,7 @@ def test_cli_lint_file_and_json(tmp_path, capsys):
     findings = json.loads(capsys.readouterr().out)
     assert {"severity", "flag", "why", "fix", "where"} <= set(findings[0])
     assert findings[0]["severity"] == "error"  # errors first
-    with pytest.raises(InputError, match="cannot read"):
+    with pytest.raises(InputError, match="missing.sh does not exist"):
         run_cli(["lint", "--file", str(tmp_path / "missing.sh")])
 
 
@@ -460,3 +460,24 @@ def test_lint_profile_against_the_host_gpu_count(capsys):
     assert run_cli(["lint", "--profile", "smoke", "--gpus", "4"]) == 0  # a bigger host is fine
     assert run_cli(["lint", "--profile", "smoke", "--gpus", "1"]) == 1
     assert "runs on 2 GPUs; the host has 1" in " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.parametrize(("content", "problem", "fix"), [
+    ("python3 train.py --lr 1e-6  # café\n".encode("latin-1"), "is not UTF-8 text (byte 0xe9 at offset 33)",
+     "iconv -f LATIN1 -t UTF-8"),
+    ("python3 train.py --lr 1e-6\n".encode("utf-16"), "is UTF-16 text, not UTF-8", "iconv -f UTF-16 -t UTF-8"),
+    (b"\x7fELF\x02\x01\x01\x00\x00\x00--lr", "is a binary file (it holds NUL bytes)", "pass the text file"),
+], ids=["latin-1", "utf-16", "binary"])
+def test_entry_point_file_that_is_not_utf8_text_is_bad_input(tmp_path, content, problem, fix):
+    path = tmp_path / "launch.sh"
+    path.write_bytes(content)
+    proc = _cpverify("lint", "--file", str(path))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"--file {path} {problem}" in proc.stderr and fix in proc.stderr
+
+
+def test_a_utf8_file_with_a_bom_is_read(tmp_path, capsys):
+    script = tmp_path / "run.sh"
+    script.write_bytes(SEED001_CP2.encode("utf-8-sig"))
+    assert run_cli(["lint", "--file", str(script)]) == 1
+    assert "--num-rollout 8" in capsys.readouterr().out

@@ -225,6 +225,10 @@ USAGE_ERRORS = {
     "field of the wrong type": (["--set", "hang_s=soon"], "override hang_s='soon' does not fit the field",
                                 "give hang_s a value like"),
     "unknown step": (["--only", "cp3"], "unknown step 'cp3'", "choose from doctor, image"),
+    "a count of GPUs that overflows": (["--gpus", "99999999999999999999"], "is more GPUs than one node has (at most 64)",
+                                       "e.g. --gpus 2"),
+    "a profile of 10^8 GPUs": (["--set", "gpus=100000000"], "gpus must be 1 to 64 (the GPUs of one node)",
+                               "fix the override"),
     "env name that is a command": (["--set", "env=X;touch PWNED;Y=1"], "env names ['X;touch PWNED;Y'] are not "
                                    "variable names", "fix the override"),
 }
@@ -274,6 +278,50 @@ def test_a_run_id_that_is_not_a_name_is_refused(local_ws, rid, via, case):
     assert not local_ws.out.exists() and not (local_ws.root.parent / "escaped").exists()
     assert not (local_ws.root / "escaped-absolute").exists() and not (local_ws.root / "PWNED").exists()
     assert not local_ws.emitted(rid)
+
+
+SLIME_DIRS = {
+    "missing": (lambda root: root / "no-such-slime", "no-such-slime does not exist or is not a directory"),
+    "a file": (lambda root: root / "a-file", "a-file does not exist or is not a directory"),
+    "no train.py": (lambda root: root / "not-slime", "not-slime has no train.py, so it is not a slime checkout"),
+}
+
+
+@pytest.mark.parametrize("case", list(SLIME_DIRS))
+def test_a_slime_dir_that_is_not_a_slime_checkout(local_ws, rid, case):
+    """Bad input before any GPU, whatever the steps: not a traceback in compileall, not a FAIL after it."""
+    make, problem = SLIME_DIRS[case]
+    (local_ws.root / "a-file").write_text("")
+    (local_ws.root / "not-slime" / "slime" / "backends" / "megatron_utils").mkdir(parents=True)
+    argv = local_ws.argv(rid, only="compileall,lint,cp1,verdict")
+    argv[argv.index("--slime-dir") + 1] = str(make(local_ws.root))
+    proc = subprocess.run(argv, capture_output=True, text=True, env=local_ws.env(), cwd=ROOT, timeout=60, check=False)
+    outcome = type("Outcome", (), {"code": proc.returncode, "stderr": proc.stderr, "run_dir": local_ws.out / rid})
+    assert_stopped_before_any_arm(outcome, code=2, problem=problem, fix="pass the top directory of a slime clone")
+
+
+CONFIGS = {
+    "a profile key": (b'profile = "probe"\n', "sets profile = 'probe', which is not a field",
+                      "delete that line and pass --profile probe"),
+    "Latin-1": ("pass_ratio = 1.5  # café\n".encode("latin-1"), "is not UTF-8 text (byte 0xe9",
+                "iconv -f LATIN1 -t UTF-8"),
+    "a directory": (None, "is a directory, not a file", "pass the path of a file inside it"),
+}
+
+
+@pytest.mark.parametrize("case", list(CONFIGS))
+def test_a_config_file_that_cannot_be_read(local_ws, rid, case):
+    content, problem, fix = CONFIGS[case]
+    path = local_ws.root / "overrides.toml"
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_bytes(content)
+    argv = local_ws.argv(rid, only="lint,cp1,verdict")
+    argv[argv.index("--config") + 1] = str(path)
+    proc = subprocess.run(argv, capture_output=True, text=True, env=local_ws.env(), cwd=ROOT, timeout=60, check=False)
+    outcome = type("Outcome", (), {"code": proc.returncode, "stderr": proc.stderr, "run_dir": local_ws.out / rid})
+    assert_stopped_before_any_arm(outcome, code=2, problem=f"override file {path} {problem}", fix=fix)
 
 
 @pytest.fixture
