@@ -13,29 +13,48 @@ run) and therefore one `artifacts/<run-id>/` directory.
 
 Orchestration sessions run in one shared tool environment (.nox/_cpverify), rebuilt only
 when pyproject.toml changes, so a step costs no venv rebuild.
+
+nox itself exits 0 or 1 (1 when any session failed, whatever the verdict). So that a script or
+a person can tell BLOCKED from FAIL, the very last line nox prints is the status, e.g.
+`status: BLOCKED (exit 4 from cpverify run --only doctor)`, and `artifacts/latest` points at
+the run, whose verdict.json holds the status.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
+import json
+import logging
 import os
 import sys
+import time
 from pathlib import Path
 
 import nox
+from nox.command import CommandFailed
 
 nox.needs_version = ">=2024.3.2"
 nox.options.sessions = ["verify_cp"]
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))  # nox does not put the noxfile's directory on sys.path
-from cpverify.artifacts import RUN_ID_ENV, new_run_id  # noqa: I001  (the one run id generator; stdlib only)
+from cpverify.artifacts import LATEST, RUN_ID_ENV, new_run_id  # noqa: I001  (stdlib only: the one run id generator)
+from cpverify.errors import EXIT_FAIL, EXIT_NAMES  # noqa: I001
+
 # The shared tool environment and its extras (ray for --runner ray, plot for the PNGs).
 TOOL_VENV = Path(os.environ.get("CPVERIFY_TOOL_VENV", ROOT / ".nox" / "_cpverify"))
 TOOL_EXTRAS = os.environ.get("CPVERIFY_TOOL_EXTRAS", "ray,plot")
 
 # One run id for every session of this invocation (resumable by exporting it; cpverify checks it).
-RUN_ID = os.environ.setdefault(RUN_ID_ENV, new_run_id())
+# Passed to each step explicitly, not exported: the tests session must not inherit it.
+RUN_ID = os.environ.get(RUN_ID_ENV) or new_run_id()
+STARTED = time.time()
+
+# nox (2025+) looks for uv before every session, venv_backend="none" ones included, and logs
+# "uv binary not found." where there is none. No session here uses uv: the steps run in the tool
+# environment built with `python -m venv`, and the tests session names its backend (venv).
+logging.getLogger("nox").addFilter(lambda record: record.getMessage() != "uv binary not found.")
 
 
 def _tool_python(session: nox.Session) -> str:
@@ -59,8 +78,48 @@ def _step(session: nox.Session, step: str) -> None:
         if step == "doctor":
             session.run(python, "-m", "cpverify", "run", "--help", external=True, silent=False)
         session.skip("--help given: nothing was run")
-    session.run(python, "-m", "cpverify", "run", "--only", step, "--run-id", RUN_ID, *session.posargs,
-                external=True, env={RUN_ID_ENV: RUN_ID})
+    _last["out"] = _artifacts_root(session.posargs)
+    try:
+        session.run(python, "-m", "cpverify", "run", "--only", step, "--run-id", RUN_ID, *session.posargs,
+                    external=True, env={RUN_ID_ENV: RUN_ID})
+    except CommandFailed as failed:
+        # nox before 2024.10 keeps the code only in its message ("Returned code 4")
+        code = getattr(failed, "return_code", None)
+        _last.update(step=step, code=code if code is not None else int(str(failed).rsplit(" ", 1)[-1]))
+        raise
+    _last.update(step=step, code=0)
+
+
+# The last cpverify step of this invocation and its exit code, for the status line.
+_last: dict = {}
+
+
+def _artifacts_root(posargs: list[str]) -> Path:
+    """Where cpverify writes: `--out` among the options, else CPVERIFY_ARTIFACTS, else artifacts."""
+    for i, arg in enumerate(posargs):
+        if arg == "--out" and i + 1 < len(posargs):
+            return Path(posargs[i + 1])
+        if arg.startswith("--out="):
+            return Path(arg.split("=", 1)[1])
+    return Path(os.environ.get("CPVERIFY_ARTIFACTS") or "artifacts")
+
+
+@atexit.register
+def _print_status() -> None:
+    """After nox's own last words (the failed and aborted sessions, the summary): the run's status,
+    from the verdict this invocation wrote, else from the exit code of the step that stopped."""
+    if "code" not in _last:
+        return  # no step ran: `nox -l`, `nox -s tests`, `-- --help`
+    run_dir = _last["out"] / RUN_ID
+    status = EXIT_NAMES.get(_last["code"], "error")
+    if _last["step"] == "lint" and _last["code"] == EXIT_FAIL:
+        status = "lint errors"
+    verdict_json = run_dir / "verdict.json"
+    if verdict_json.exists() and verdict_json.stat().st_mtime >= STARTED - 1:
+        status = json.loads(verdict_json.read_text()).get("status", status)
+        print(f"verdict: {run_dir / 'verdict.md'} ({_last['out'] / LATEST} points at it)", file=sys.stderr)
+    print(f"status: {status} (exit {_last['code']} from cpverify run --only {_last['step']})",
+          file=sys.stderr, flush=True)
 
 
 @nox.session(venv_backend="none")
@@ -113,15 +172,10 @@ def verdict(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none", requires=["verdict"])
 def verify_cp(session: nox.Session) -> None:
-    """Everything above, in order; prints where the verdict is."""
-    args = list(session.posargs)
-    out = Path(args[args.index("--out") + 1]) if "--out" in args[:-1] else ROOT / "artifacts"
-    verdict_md = out / RUN_ID / "verdict.md"
-    if verdict_md.exists():
-        session.log(f"verdict: {verdict_md}")
+    """Everything above, in order; the last line nox prints is the status (PASS, FAIL, BLOCKED, ...)."""
 
 
-@nox.session
+@nox.session(venv_backend="venv")
 def tests(session: nox.Session) -> None:
     """The test suite (a real Docker engine and Ray head where tests need them)."""
     session.install("-e", ".[test]")

@@ -51,6 +51,40 @@ def check_run_id(run_id: str) -> str:
     return run_id
 
 
+LATEST = "latest"  # <artifacts root>/latest -> the directory of the last run started there
+
+
+def latest_run_id(base: str | os.PathLike[str]) -> str:
+    """The run id `<base>/latest` points at: `--run-id latest` continues the last run (compose's
+    steps after the doctor find the run the doctor started this way)."""
+    link = Path(base) / LATEST
+    try:
+        target = os.readlink(link)
+    except OSError:
+        raise InputError(f"--run-id {LATEST}: {link} does not point at a run",
+                         "start a run first (the doctor step, or any step without --run-id), or name its run id") from None
+    return check_run_id(target)
+
+
+def point_latest(run_dir: RunDir) -> Path:
+    """Make `<artifacts root>/latest` a relative symlink to this run, replaced atomically: a script
+    reading `artifacts/latest/verdict.json` sees the previous run or this one, never nothing."""
+    link = run_dir.root.parent / LATEST
+    tmp = link.with_name(f".{LATEST}.{os.getpid()}.tmp")
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        os.symlink(run_dir.run_id, tmp)
+        os.replace(tmp, link)  # rename(2) over the old link: atomic
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise ArtifactWriteError(f"could not point {link} at {run_dir.run_id}: {exc.strerror or exc}",
+                                 f"remove or rename {link} (it must be cpverify's symlink), or use a filesystem "
+                                 "that holds symlinks") from exc
+    return link
+
+
 def _fix_for(exc: OSError, path: Path) -> str:
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return f"free disk space on the filesystem of {path.parent}, or pass --out to a directory on another disk"

@@ -15,6 +15,10 @@ EXIT_INCONCLUSIVE = 3
 EXIT_BLOCKED = 4
 EXIT_INTERRUPTED = 130
 
+# What an exit code says when no verdict says more (exit 1 without a verdict: lint errors).
+EXIT_NAMES = {EXIT_OK: "PASS", EXIT_FAIL: "FAIL", EXIT_USAGE: "bad input", EXIT_INCONCLUSIVE: "INCONCLUSIVE",
+              EXIT_BLOCKED: "BLOCKED", EXIT_INTERRUPTED: "interrupted"}
+
 
 class CpverifyError(Exception):
     """Base error: `problem` says what went wrong, `fix` says what to do next."""

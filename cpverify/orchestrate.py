@@ -562,7 +562,7 @@ def matrix_assignments(args) -> list[str]:
 
 
 def run(args) -> int:
-    from cpverify.artifacts import RunDir
+    from cpverify.artifacts import LATEST, RunDir, latest_run_id, point_latest
     from cpverify.profiles import resolve_profile
 
     profile = resolve_profile(args.profile, toml=args.config, assignments=[*args.assignments, *matrix_assignments(args)])
@@ -575,8 +575,13 @@ def run(args) -> int:
                          f"set it to one of {', '.join(RUNNERS)} (or pass --runner)")
     if args.runner == "ray" and not args.ray_address:
         raise InputError("--runner ray needs --ray-address", "pass the dashboard address, e.g. --ray-address http://HEAD:8265")
-    run_dir = RunDir.create(base=args.out, run_id=args.run_id)
+    run_id = latest_run_id(args.out) if args.run_id == LATEST else args.run_id
+    run_dir = RunDir.create(base=args.out, run_id=run_id)
     ctx = Context(args=args, profile=profile, run_dir=run_dir)
+    try:
+        point_latest(run_dir)
+    except CpverifyError as exc:  # only the shortcut is missing: the run itself can go on
+        ctx.say(f"warning: {exc}")
     state_file = run_dir.root / "state.json"
     if state_file.exists():
         ctx.state = json.loads(state_file.read_text())
@@ -610,7 +615,9 @@ def register(subparsers) -> None:
     p.add_argument("--gpus", help="GPU indices (0,1) or a count (2); both arms use the same GPUs. "
                                   "'none' runs without a GPU request (pipeline tests only)")
     p.add_argument("--only", metavar="STEPS", help=f"comma-separated steps: {', '.join(STEPS)}, arms, all")
-    p.add_argument("--run-id", default=os.environ.get("CPVERIFY_RUN_ID"), help="resume or name a run (CPVERIFY_RUN_ID)")
+    p.add_argument("--run-id", default=os.environ.get("CPVERIFY_RUN_ID"),
+                   help="resume or name a run (CPVERIFY_RUN_ID); 'latest' continues the run <out>/latest points at. "
+                        "Every run updates <out>/latest")
     p.add_argument("--out", default=os.environ.get("CPVERIFY_ARTIFACTS") or "artifacts",
                    help="artifacts root (default: %(default)s; CPVERIFY_ARTIFACTS sets it)")
     p.add_argument("--cache", default=os.environ.get("CPVERIFY_CACHE") or "~/.cache/cpverify",
