@@ -10,6 +10,7 @@ Add a signature here with a line of the real program's output in tests/test_logs
 from __future__ import annotations
 
 import re
+import signal
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -51,10 +52,16 @@ class Signature:
     triggers: tuple[str, ...]  # cheap substrings: the regex runs only when one is present
     regex: re.Pattern[str] | None = None
     detail: Callable[[re.Match[str] | None, str], dict[str, Any] | None] | None = None
+    # A trigger without a regex match may be a message a terminal hard-wrapped: the parser
+    # then tries the regex once more on this line joined with the next one.
+    joins: bool = False
+    # When the class was already reported, a later line of this signature adds its detail
+    # to that report (Ray prints `ActorDiedError` first, the worker's exit type lines later).
+    enriches: bool = False
 
 
-def _sig(cls: str, *triggers: str, rx: str | None = None, detail=None) -> Signature:
-    return Signature(cls, triggers, re.compile(rx) if rx else None, detail)
+def _sig(cls: str, *triggers: str, rx: str | None = None, detail=None, joins=False, enriches=False) -> Signature:
+    return Signature(cls, triggers, re.compile(rx) if rx else None, detail, joins, enriches)
 
 
 def _fields(**patterns: str) -> Callable[[re.Match[str] | None, str], dict[str, Any]]:
@@ -91,6 +98,65 @@ def _tqdm_slow(m: re.Match[str] | None, _t: str) -> dict[str, Any] | None:
     return {"s_per_it": s_per_it, "done": int(m.group(1)), "total": int(m.group(2)), "elapsed_s": _clock_s(m.group(3))}
 
 
+# Why a process died of a signal, for the verdict's headline. The launcher prints the signal as
+# a negative exit code (torch.distributed.elastic: `exitcode: -9`, `Signal 9 (SIGKILL)`).
+SIGNAL_CAUSES = {
+    "SIGKILL": "killed by SIGKILL, likely the host OOM killer (check `dmesg` for 'Out of memory: Killed process')",
+    "SIGSEGV": "segmentation fault (SIGSEGV): a native crash in a CUDA, NCCL or extension library",
+    "SIGABRT": "aborted (SIGABRT): a C++ check or NCCL/CUDA aborted the process",
+    "SIGBUS": "bus error (SIGBUS), often a too small /dev/shm (--shm-size)",
+    "SIGTERM": "terminated by SIGTERM from outside (a scheduler, a timeout, or the launcher after another rank failed)",
+    "SIGINT": "interrupted (SIGINT)",
+}
+
+
+def signal_detail(number: int) -> dict[str, Any]:
+    """{"signal": "SIGKILL", "cause": "..."} for a signal number; {} when it is none."""
+    try:
+        name = signal.Signals(number).name
+    except ValueError:
+        return {}
+    return {"signal": name, "cause": SIGNAL_CAUSES.get(name, f"killed by {name}")}
+
+
+def _launcher_failed(_m: re.Match[str] | None, text: str) -> dict[str, Any]:
+    found = _EXITCODE.search(text)
+    if found is None:
+        return {}
+    code = int(found.group(1))
+    return {"exit_code": code, **(signal_detail(-code) if code < 0 else {})}
+
+
+_EXITCODE = re.compile(r"exitcode\s*:\s*(-?\d{1,4})\b")
+_RAY_EXIT_TYPE = re.compile(r"Worker exit type: ([A-Z_]{1,40})")
+_RAY_EXIT_DETAIL = re.compile(r"Worker exit detail: (.{1,300}?)(?= There are some| Some common|$)")
+
+
+def _ray_worker_died(_m: re.Match[str] | None, text: str) -> dict[str, Any]:
+    """Ray's words on a dead worker (GCS GenWorkerDiedCause, raylet HandleClientConnectionError)."""
+    out: dict[str, Any] = {}
+    kind = _RAY_EXIT_TYPE.search(text)
+    if kind:
+        out["exit_type"] = kind.group(1)
+    said = _RAY_EXIT_DETAIL.search(text)
+    if said:
+        out["exit_detail"] = said.group(1).strip()
+    if "connection error code" in text or "OOM killer" in text:
+        # The raylet lost the worker's socket: nothing was raised, the process just vanished.
+        out["cause"] = ("the worker process vanished without an error: most likely killed by SIGKILL "
+                        "(the host OOM killer), else a native crash (SIGSEGV)")
+    elif "memory limits" in text:
+        out["cause"] = "the worker exited with no exit code: it may have exceeded the pod's memory limit"
+    elif "because its owner has died" in text:
+        out["cause"] = "the process that created the actor died first: look for its error above"
+    return out
+
+
+def _shape(m: re.Match[str] | None, _t: str) -> dict[str, Any]:
+    assert m is not None
+    return {k: int(v) for k, v in m.groupdict().items() if v is not None}
+
+
 def _tqdm_still(m: re.Match[str] | None, _t: str) -> dict[str, Any] | None:
     assert m is not None
     elapsed = _clock_s(m.group(2))
@@ -110,6 +176,7 @@ COARSE_CLASS = {
     "sglang_not_enough_memory": "cuda_oom",
     "cuda_device_assert": "cuda_error",
     "cp_shape_mismatch": "collective_shape_mismatch",
+    "tensor_shape_mismatch": "collective_shape_mismatch",
     "ray_host_oom": "ray_actor_died",
     "sglang_server_startup_failure": "sglang_startup_failure",
     "sglang_scheduler_exception": "sglang_error",
@@ -227,20 +294,51 @@ SIGNATURES: tuple[Signature, ...] = (
         rx=r"log_prob length mismatch|Shape mismatch before whitening|loss_masks\.shape:"
         r"|AssertionError: Expected \d+,? got",
     ),
+    # PyTorch's own shape checks (ATen ExpandUtils infer_size / inferExpandGeometry, cat, view,
+    # matmul): in CP code they are the sequence split going wrong. Long enough to be hard-wrapped.
+    _sig(
+        "tensor_shape_mismatch",
+        "size of tensor a",
+        "expanded size of the tensor",
+        "Sizes of tensors must match",
+        "shapes cannot be multiplied",
+        "is invalid for input of size",
+        rx=r"The size of tensor a \((?P<a>\d{1,12})\) must match the size of tensor b \((?P<b>\d{1,12})\) "
+        r"at non-singleton dimension (?P<dim>\d{1,3})\b"
+        r"|The expanded size of the tensor \((?P<expanded>\d{1,12})\) must match the existing size "
+        r"\((?P<existing>\d{1,12})\) at non-singleton dimension (?P<dim2>\d{1,3})\b"
+        r"|Sizes of tensors must match except in dimension \d{1,3}\. Expected size (?P<expected>\d{1,12}) but got "
+        r"size (?P<got>\d{1,12})\b"
+        r"|shapes cannot be multiplied \(\d{1,12}x\d{1,12} and \d{1,12}x\d{1,12}\)"
+        r"|shape '\[[-\d, ]{0,100}\]' is invalid for input of size (?P<size>\d{1,15})\b",
+        detail=_shape,
+        joins=True,
+    ),
     # Ray
+    # Ray's worker-death wording (gcs_actor_manager GenWorkerDiedCause: "The actor is dead because
+    # its worker process has died. Worker exit type: X Worker exit detail: Y"); out-of-memory
+    # kills name NODE_OUT_OF_MEMORY, a dead node has its own sentence.
+    _sig(
+        "ray_host_oom",
+        "Worker exit type: NODE_OUT_OF_MEMORY",
+        "ray.exceptions.OutOfMemoryError",
+        "node running low on memory",
+        "killed due to memory pressure",
+        detail=_ray_worker_died,
+    ),
+    _sig("ray_node_died", "NodeDiedError", "The actor is dead because its node has died"),
     _sig(
         "ray_actor_died",
         "ActorDiedError",
         "The actor died unexpectedly",
         "RayActorError",
         "killed while executing a task by an unexpected system error",
+        "The actor is dead because",
+        detail=_ray_worker_died,
+        enriches=True,
     ),
     _sig("ray_actor_unavailable", "ActorUnavailableError"),
-    _sig(
-        "ray_host_oom", "ray.exceptions.OutOfMemoryError", "node running low on memory", "killed due to memory pressure"
-    ),
     _sig("ray_task_error", "RayTaskError"),
-    _sig("ray_node_died", "NodeDiedError"),
     _sig(
         "ray_job_failed",
         "' failed",
@@ -298,12 +396,9 @@ SIGNATURES: tuple[Signature, ...] = (
     _sig("slime_rm_type_missing", "Error", rx=r"RM type is not specified"),
     _sig("torch_memory_saver_missing", "Cannot find torch_memory_saver"),
     # launchers
-    _sig(
-        "launcher_failed",
-        "[ERROR] failed (exitcode",
-        "ChildFailedError",
-        detail=_fields(exit_code=r"exitcode: (-?\d+)"),
-    ),
+    # torch.distributed.elastic: the agent's `failed (exitcode: -9) local_rank: 0 (pid: N)`, then
+    # ChildFailedError and its table, whose root-cause rows cpverify.logs reads (_elastic_row).
+    _sig("launcher_failed", "failed (exitcode", "ChildFailedError", detail=_launcher_failed, enriches=True),
     _sig("subprocess_failed", "CalledProcessError", detail=_fields(exit_code=r"exit status (-?\d+)")),
     _sig("python_fatal_error", "Fatal Python error", detail=_fields(reason=r"Fatal Python error: (.{1,80})")),
     # Python
@@ -339,6 +434,14 @@ GATE_TOKENS = (
     "s/it]",
     "?it/s]",
     'http/1.1" 5',
+    "of tensor",
+    "size of the tensor",
+    "shapes cannot",
+    "invalid for input of size",
+    "actor is dead",
+    "root cause",
+    "exitcode",
+    "received by pid",
 )
 GATE_BYTES = tuple(t.encode() for t in GATE_TOKENS)
 

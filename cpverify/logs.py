@@ -81,25 +81,32 @@ cpverify's own lines (print them anywhere in a line; a Ray prefix or logger head
 from __future__ import annotations
 
 import ast
+import codecs
+import contextlib
+import gzip
+import io
 import json
 import math
 import re
 import statistics
 import sys
 import warnings
-from dataclasses import dataclass, field
+import zlib
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Iterator
 
 from cpverify._log_signatures import (
     COARSE_CLASS,
     GATE_BYTES,
     SIGNATURES,
     TB_HEADER,
+    Signature,
     coarse_class,
     gated,
     integer,
     number,
+    signal_detail,
 )
 from cpverify.errors import InputError
 
@@ -261,6 +268,8 @@ class ParsedLog:
     memory: list[MemoryRecord] = field(default_factory=list)
     tracebacks: list[TracebackRecord] = field(default_factory=list)
     timers_open: list[tuple[str, int]] = field(default_factory=list)  # (name, line): never ended
+    # How the bytes were stored: {"compression": "gzip"|None, "encoding": "utf-8"|"utf-16", "cut": why|None}
+    source: dict[str, Any] = field(default_factory=dict)
 
     # -- questions the verdict asks -------------------------------------------------
     @property
@@ -373,6 +382,7 @@ class ParsedLog:
                 for t in self.tracebacks
             ],
             "timers_open": [{"name": n, "line": ln} for n, ln in self.timers_open],
+            "source": dict(self.source),
         }
 
 
@@ -429,6 +439,12 @@ _RECORD_MARKERS = (
     'File "',
 )
 _RANK_PREFIX = re.compile(r"^\[rank\d+\]:\s?")
+# torch.distributed.elastic's ChildFailedError table: the rows under `Root Cause` name the
+# failure that started it all (`exitcode  : -9 (pid: N)`, `Signal 9 (SIGKILL) received by PID`);
+# newer tables list the other failures first, older ones after `Other Failures:`.
+_ELASTIC_EXITCODE = re.compile(r"^\s*exitcode\s*:\s*(-?\d{1,4}) \(pid: \d+\)")
+_ELASTIC_SIGNAL = re.compile(r"Signal (\d{1,3}) \((\w+)\) received by PID")
+_ELASTIC_ROWS = 12  # a root-cause block is a few rows; farther lines belong to something else
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)(?:, in (.+?))?\s*$')
 _CARETS = re.compile(r"^\s*[\^~]+\s*$")
 _EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*?(?:Error|Exception|Interrupt|Exit)(?:\([\w.]*\))?)(?::\s*(.*))?$")
@@ -568,11 +584,14 @@ class LogParser:
         self._frame_awaits_code = False
         self._code_of = FrameRecord("", 0, "")  # the frame whose source line comes next
         self._via_seen: set[bytes] = set()
+        self._records: dict[str, list[ErrorRecord]] = {}  # class -> its records (fine and coarse twin)
+        self._held: tuple[Signature, str, int, str | None] | None = None  # a message that may go on
+        self._root_cause_until = 0  # last line that may still be a root-cause row of a ChildFailedError
 
     @property
     def wants_every_line(self) -> bool:
-        """True while a traceback is open: its source lines hold no gate word."""
-        return self._tb is not None
+        """True while a traceback is open or a wrapped message may go on: those lines hold no gate word."""
+        return self._tb is not None or self._held is not None
 
     def mark_read(self, lineno: int) -> None:
         """Lines up to `lineno` were read (parse_stream skips noise without feeding it)."""
@@ -586,7 +605,7 @@ class LogParser:
         if len(line) > MAX_LINE_BYTES:
             line = line[:MAX_LINE_BYTES]
         if isinstance(line, (bytes, bytearray)):
-            if self._tb is None:
+            if not self.wants_every_line:
                 if b"NCCL INFO" in line and b"\r" not in line:
                     self._nccl_info(bytes(line))
                     return
@@ -594,7 +613,7 @@ class LogParser:
                     return
             text = bytes(line).decode("utf-8", "replace")
         else:
-            if self._tb is None and not gated(line.lower()):
+            if not self.wants_every_line and not gated(line.lower()):
                 return
             text = line
         self._physical(text, lineno)
@@ -610,7 +629,8 @@ class LogParser:
             perf=perf,
             timers=list(log.timers),
             iterations=list(log.iterations),
-            errors=list(log.errors),
+            # Copies: a later line may still add detail to a reported error (LogParser._enrich).
+            errors=[replace(e, detail=dict(e.detail)) for e in log.errors],
             nccl=NcclFacts(
                 nccl.version, list(nccl.transports), nccl.network, nccl.cuda, list(nccl.versions), nccl.ib_link
             ),
@@ -646,6 +666,7 @@ class LogParser:
         actor: str | None = None
         for seg in text.rstrip("\n").split("\r"):
             if not seg.strip():
+                self._held = None  # a wrapped message does not go on after a blank line
                 if self._tb is not None:
                     self._traceback_idle()
                 continue
@@ -666,6 +687,10 @@ class LogParser:
             self._segment(seg, actor, lineno, repeat)
 
     def _segment(self, msg: str, actor: str | None, lineno: int, repeat: int | None) -> None:
+        if self._held is not None:
+            self._join_held(msg)
+        if self._root_cause_until >= lineno or "Root Cause" in msg or "exitcode" in msg or "received by PID" in msg:
+            self._elastic_row(msg, lineno)
         if (self._tb is not None or 'File "' in msg or TB_HEADER in msg) and self._traceback(msg, actor, lineno):
             return
         if ": {" in msg and self._record(msg, actor, lineno):
@@ -912,7 +937,7 @@ class LogParser:
     def _classify(self, msg: str, actor: str | None, lineno: int, repeat: int | None) -> None:
         seen = self._seen
         for sig in SIGNATURES:
-            if sig.cls in seen:
+            if sig.cls in seen and not sig.enriches:
                 continue
             for trigger in sig.triggers:
                 if trigger in msg:
@@ -923,9 +948,14 @@ class LogParser:
             if sig.regex is not None:
                 m = sig.regex.search(msg)
                 if m is None:
+                    if sig.joins and self._held is None and sig.cls not in seen:
+                        self._held = (sig, msg, lineno, actor)
                     continue
             detail = sig.detail(m, msg) if sig.detail else {}
             if detail is None:
+                continue
+            if sig.cls in seen:
+                self._enrich(sig.cls, detail)
                 continue
             if actor:
                 detail["actor"] = actor
@@ -933,40 +963,201 @@ class LogParser:
                 detail["repeated"] = repeat
             self._error(sig.cls, lineno, msg, m.start() if m else msg.find(trigger), detail)
 
+    def _join_held(self, msg: str) -> None:
+        """The line after a message cut short: a terminal's hard wrap split it without a character."""
+        sig, head, lineno, actor = self._held  # type: ignore[misc]
+        self._held = None
+        if sig.cls in self._seen or sig.regex is None:
+            return
+        joined = head + msg
+        m = sig.regex.search(joined)
+        if m is None:
+            return
+        detail = sig.detail(m, joined) if sig.detail else {}
+        if detail is not None:
+            if actor:
+                detail["actor"] = actor
+            detail["joined_lines"] = 2
+            self._error(sig.cls, lineno, joined, m.start(), detail)
+
+    def _elastic_row(self, msg: str, lineno: int) -> None:
+        """Rows of a ChildFailedError table: the root cause's exit code and signal."""
+        stripped = msg.strip()
+        if stripped.startswith("Root Cause"):
+            self._root_cause_until = lineno + _ELASTIC_ROWS
+            return
+        if stripped in ("Failures:", "Other Failures:") or stripped.startswith("====="):
+            self._root_cause_until = 0
+            return
+        detail: dict[str, Any] = {}
+        code = _ELASTIC_EXITCODE.match(msg)
+        if code:
+            exit_code = int(code.group(1))
+            detail = {"exit_code": exit_code, **(signal_detail(-exit_code) if exit_code < 0 else {})}
+        else:
+            sig = _ELASTIC_SIGNAL.search(msg)
+            if sig:
+                detail = signal_detail(int(sig.group(1))) or {"signal": sig.group(2)}
+        if not detail:
+            return
+        if "launcher_failed" in self._seen:
+            # The table's root cause outranks the agent's `failed (exitcode: N)` line, which names
+            # whichever rank it saw first; rows of other failures only fill in what is missing.
+            self._enrich("launcher_failed", detail, overwrite=self._root_cause_until >= lineno)
+        else:
+            self._error("launcher_failed", lineno, msg, 0, detail)
+
+    def _enrich(self, cls: str, detail: dict[str, Any], overwrite: bool = False) -> None:
+        for record in self._records.get(cls, ()):
+            for key, value in detail.items():
+                if overwrite or key not in record.detail:
+                    record.detail[key] = value
+
     def _error(self, cls: str, lineno: int, msg: str, pos: int, detail: dict[str, Any]) -> None:
         text = _excerpt(msg, pos)
         coarse = coarse_class(cls)
         detail = {k: _finite_value(v) if isinstance(v, float) else v for k, v in detail.items()}
+        added = []
         for name in (cls, coarse):
             if name not in self._seen:
                 self._seen.add(name)
-                self._log.errors.append(ErrorRecord(name, lineno, text, coarse, dict(detail)))
+                record = ErrorRecord(name, lineno, text, coarse, dict(detail))
+                self._log.errors.append(record)
+                added.append(record)
+        # Both twins take later detail (a fine class's coarse twin may be reported already).
+        self._records.setdefault(cls, []).extend(added)
+        if coarse != cls:
+            self._records.setdefault(coarse, []).extend(r for r in added if r.cls == coarse)
 
 
 # ---------------------------------------------------------------------------- files
 
 
+class _Unread(io.RawIOBase):
+    """A stream whose first bytes, read to recognise its format, are put back in front.
+
+    It reads with read1 where the stream has it: a gzip stream's read(n) drops what it had
+    inflated when the data then breaks off (a cut download), read1 hands over each piece."""
+
+    def __init__(self, head: bytes, rest: IO[bytes]) -> None:
+        self._head, self._rest = head, rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if not self._head:
+            data = getattr(self._rest, "read1", self._rest.read)(len(buffer))
+        else:
+            data, self._head = self._head[: len(buffer)], self._head[len(buffer) :]
+        buffer[: len(data)] = data
+        return len(data)
+
+
+class _Utf16AsUtf8(io.RawIOBase):
+    """UTF-16 text (Windows tools write it, with a byte-order mark) read as UTF-8, block by block."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self._raw = raw
+        self._decoder = codecs.getincrementaldecoder("utf-16")("replace")  # the BOM picks the byte order
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._pending:
+            chunk = self._raw.read(READ_BLOCK_BYTES)
+            self._pending = self._decoder.decode(chunk, final=not chunk).encode("utf-8")
+            if not chunk:
+                break
+        data, self._pending = self._pending[: len(buffer)], self._pending[len(buffer) :]
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def _head(stream: IO[bytes], size: int) -> bytes:
+    head = b""
+    while len(head) < size:
+        more = stream.read(size - len(head))
+        if not more:
+            break
+        head += more
+    return head
+
+
+def _decoded(stream: IO[bytes], source: dict[str, Any]) -> IO[bytes]:
+    """The log's text as UTF-8 bytes, streamed: gzip is inflated and UTF-16 re-encoded, each
+    recognised by its leading bytes (gzip's magic number, the byte-order mark), never by name."""
+    head = _head(stream, 64)
+    raw: IO[bytes] = _Unread(head, stream)  # type: ignore[assignment]
+    if head[:2] == b"\x1f\x8b" and "compression" not in source:
+        source["compression"] = "gzip"
+        return _decoded(gzip.GzipFile(fileobj=raw, mode="rb"), source)  # type: ignore[arg-type]
+    source.setdefault("compression", None)
+    # A BOM alone could be Latin-1 "ÿþ"; UTF-16 text also has the NUL half of its ASCII characters.
+    if head[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) and b"\x00" in head[2:]:
+        source["encoding"] = "utf-16"
+        return _Utf16AsUtf8(raw)  # type: ignore[return-value]
+    source["encoding"] = "utf-8"
+    if head[:3] == codecs.BOM_UTF8:
+        raw.read(3)
+    return raw
+
+
+@contextlib.contextmanager
+def open_log(path: str | Path) -> Iterator[IO[bytes]]:
+    """A log file's text as a binary UTF-8 stream (gzip and UTF-16 read transparently)."""
+    with Path(path).open("rb") as stream:
+        yield io.BufferedReader(_decoded(stream, {}))  # type: ignore[arg-type]
+
+
+def _read(stream: IO[bytes], source: dict[str, Any]) -> bytes:
+    """The next block; a compressed stream that breaks off ends the log (what came before counts)."""
+    if source.get("cut"):
+        return b""
+    try:
+        return stream.read(READ_BLOCK_BYTES)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        if source.get("compression") is None:
+            raise
+        source["cut"] = f"the {source['compression']} data breaks off ({exc}): the log was read up to there"
+        return b""
+
+
 def parse_stream(stream: IO[bytes]) -> ParsedLog:
     """Parse a binary stream. Memory stays bounded whatever the file or line length.
 
+    gzip-compressed and UTF-16 logs are recognised by their first bytes and read as they stream.
     Equivalent to feeding every line to LogParser.feed (the tests check it), but faster:
-    each block is searched for the gate words with bytes.find, and only the lines they hit
-    (plus every line while a traceback is open) are fed.
+    each block is searched for the gate words at once, and only the lines they hit
+    (plus every line while a traceback or a wrapped message is open) are fed.
     """
     parser = LogParser()
+    source: dict[str, Any] = {}
+    try:
+        stream = _decoded(stream, source)
+        first = _read(stream, source)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise InputError(
+            f"the log looks {source.get('compression') or 'compressed'} but cannot be read: {exc}",
+            fix="check the file (gzip -t LOG) or pass the uncompressed log",
+        ) from None
+    if not first and source.get("cut"):
+        raise InputError(f"the log cannot be read: {source['cut']}", fix="check the file (gzip -t LOG) "
+                         "or pass the uncompressed log")
     lineno = 0  # lines completed so far
     carry = b""  # the unfinished last line of the previous block (at most MAX_LINE_BYTES+1)
     overlong = False  # the carried line passed MAX_LINE_BYTES: its tail is being dropped
-    while True:
-        block = stream.read(READ_BLOCK_BYTES)
-        if not block:
-            break
+    block = first
+    while block:
         last_nl = block.rfind(b"\n")
         if last_nl == -1:
             if not overlong:
                 carry += block
                 if len(carry) > MAX_LINE_BYTES:
                     carry, overlong = carry[: MAX_LINE_BYTES + 1], True
+            block = _read(stream, source)
             continue
         if overlong:
             # The over-long line ends in this block: feed its head, then the rest of the block.
@@ -979,11 +1170,14 @@ def parse_stream(stream: IO[bytes]) -> ParsedLog:
         if len(carry) > MAX_LINE_BYTES:
             carry, overlong = carry[: MAX_LINE_BYTES + 1], True
         lineno = _feed_block(parser, data, lineno)
+        block = _read(stream, source)
     if carry:
         lineno += 1
         parser.feed(_without_cut_pair(carry), lineno)
     parser.mark_read(lineno)
-    return parser.result()
+    parsed = parser.result()
+    parsed.source = source
+    return parsed
 
 
 def _without_cut_pair(line: bytes) -> bytes:

@@ -14,11 +14,20 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import cpverify.logs as logs
 from cpverify._log_signatures import GATE_TOKENS, SIGNATURES
 from cpverify.errors import InputError
-from cpverify.logs import LogParser, coarse_class, normalise_transport, parse_dict, parse_file, parse_stream
+from cpverify.logs import (
+    LogParser,
+    coarse_class,
+    normalise_transport,
+    parse_dict,
+    parse_file,
+    parse_stream,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data" / "real-logs"
@@ -47,6 +56,10 @@ ROLLOUT_PERF3 = (
 def parse_lines(lines: list[str]) -> logs.ParsedLog:
     """Through the file path (block scanning), the way `cpverify parse` reads."""
     return parse_stream(io.BytesIO("\n".join(lines).encode() + b"\n"))
+
+
+# What parse_stream says of a plain log's storage (a line-fed parser knows nothing of it).
+STORED_PLAIN = {"compression": None, "encoding": "utf-8"}
 
 
 def feed_all(data: bytes, as_text: bool = False) -> logs.ParsedLog:
@@ -389,6 +402,56 @@ ERROR_LINES = [
     (
         "RuntimeError: Cannot find torch_memory_saver dynamic library",
         {"torch_memory_saver_missing", "environment_error"},
+    ),
+    # Ray's worker-death sentence (gcs_actor_manager GenWorkerDiedCause), Ray-prefixed by the log monitor
+    (
+        "(TaskRunner pid=81190) The actor is dead because its worker process has died. Worker exit type: "
+        "SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code 2. End of file.",
+        {"ray_actor_died"},
+    ),
+    (
+        "The actor is dead because its worker process has died. Worker exit type: NODE_OUT_OF_MEMORY Worker exit "
+        "detail: Task was killed due to the node running low on memory.",
+        {"ray_host_oom", "ray_actor_died"},
+    ),
+    (
+        "The actor is dead because its owner has died. Owner Id: 01000000ffffffffffffffffffffffffffffffffffffffff "
+        "Owner Ip address: 10.0.0.1 Owner worker exit type: SYSTEM_ERROR",
+        {"ray_actor_died"},
+    ),
+    (
+        "The actor is dead because its node has died. Node Id: 0b6abfec3ad8acdb94e5c2968c71a4c4582b2f43f3d72a9a",
+        {"ray_node_died", "ray_actor_died"},
+    ),
+    # PyTorch's shape checks (ATen ExpandUtils, cat, view, matmul)
+    (
+        "[rank1]: RuntimeError: The size of tensor a (4096) must match the size of tensor b (2048) at "
+        "non-singleton dimension 1",
+        {"tensor_shape_mismatch", "collective_shape_mismatch"},
+    ),
+    (
+        "RuntimeError: The expanded size of the tensor (2048) must match the existing size (4096) at non-singleton "
+        "dimension 0.  Target sizes: [2048, 1, 32, 128].  Tensor sizes: [4096, 1, 1, 128]",
+        {"tensor_shape_mismatch", "collective_shape_mismatch"},
+    ),
+    (
+        "RuntimeError: Sizes of tensors must match except in dimension 0. Expected size 2048 but got size 1024 for "
+        "tensor number 1 in the list.",
+        {"tensor_shape_mismatch", "collective_shape_mismatch"},
+    ),
+    (
+        "RuntimeError: shape '[2, -1, 32, 128]' is invalid for input of size 1048576",
+        {"tensor_shape_mismatch", "collective_shape_mismatch"},
+    ),
+    (
+        "RuntimeError: mat1 and mat2 shapes cannot be multiplied (4096x1024 and 2048x1024)",
+        {"tensor_shape_mismatch", "collective_shape_mismatch"},
+    ),
+    # torch.distributed.elastic's agent (2.x logs through its own logger, no [ERROR] tag)
+    (
+        "E1223 05:18:02.971000 3304089 site-packages/torch/distributed/elastic/multiprocessing/api.py:882] failed "
+        "(exitcode: -11) local_rank: 0 (pid: 3304209) of binary: /usr/bin/python3",
+        {"launcher_failed"},
     ),
     ("actor train:   0%|          | 0/16 [15:00<?, ?it/s]", {"hang"}),
     ("update weights:  6%|▋         | 1/16 [11:01<2:45:20, 661.36s/it]", {"hang"}),
@@ -745,17 +808,19 @@ def test_block_scanning_equals_feeding_every_line(monkeypatch, block):
     data = _synthetic_log()
     for path in [None, *sorted(DATA.glob("*.log"))]:
         raw = data if path is None else path.read_bytes()
+        if parse_stream(io.BytesIO(raw)).source != STORED_PLAIN:
+            continue  # stored otherwise (UTF-16): its bytes are not lines
         expected = feed_all(raw).to_json()
         assert feed_all(raw, as_text=True).to_json() == expected
         monkeypatch.setattr(logs, "READ_BLOCK_BYTES", block)
-        assert parse_stream(io.BytesIO(raw)).to_json() == expected, path
+        assert parse_stream(io.BytesIO(raw)).to_json() == {**expected, "source": STORED_PLAIN}, path
 
 
 def test_block_scanning_equals_feeding_with_short_line_cap(monkeypatch):
     monkeypatch.setattr(logs, "MAX_LINE_BYTES", 64)
     monkeypatch.setattr(logs, "READ_BLOCK_BYTES", 50)
     data = _synthetic_log()
-    assert parse_stream(io.BytesIO(data)).to_json() == feed_all(data).to_json()
+    assert parse_stream(io.BytesIO(data)).to_json() == {**feed_all(data).to_json(), "source": STORED_PLAIN}
 
 
 # ---------------------------------------------------------------------------- files and CLI
@@ -859,3 +924,182 @@ def test_lines_printed_by_the_cpverify_probe_parse():
     assert [(b.op, b.bytes, b.busbw_gbps, b.algbw_gbps) for b in parsed.bandwidth] == [
         ("all_reduce", 268435456, 310.2, 155.1)
     ]
+
+
+# ---------------------------------------------------------------------------- issue 15: causes, wraps, formats
+
+
+def test_ray_worker_death_detail_and_cause_through_a_ray_prefix():
+    (line,) = [line for line, _ in ERROR_LINES if line.startswith("(TaskRunner pid=81190) The actor is dead")]
+    parsed = parse_lines(["noise", line])
+    died = parsed.first_error("ray_actor_died")
+    assert died.detail["actor"] == "TaskRunner" and died.detail["exit_type"] == "SYSTEM_ERROR"
+    assert "SIGKILL" in died.detail["cause"]
+
+
+def test_node_out_of_memory_is_a_host_oom():
+    (line,) = [line for line, classes in ERROR_LINES if "ray_host_oom" in classes and "NODE_OUT" in line]
+    host = parse_lines([line]).first_error("ray_host_oom")
+    assert host.detail["exit_type"] == "NODE_OUT_OF_MEMORY"
+    assert host.detail["exit_detail"] == "Task was killed due to the node running low on memory."
+
+
+ELASTIC_NEW = [  # torch >= 2.0: other failures first, then the root cause (errors/__init__.py templates)
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+    "============================================================",
+    "pretrain_gpt.py FAILED",
+    "------------------------------------------------------------",
+    "Failures:",
+    "[1]:",
+    "  time      : 2025-05-21_15:43:04",
+    "  host      : node-a",
+    "  rank      : 1 (local_rank: 1)",
+    "  exitcode  : -15 (pid: 14751)",
+    "  error_file: <N/A>",
+    "  traceback : Signal 15 (SIGTERM) received by PID 14751",
+    "------------------------------------------------------------",
+    "Root Cause (first observed failure):",
+    "[0]:",
+    "  time      : 2025-05-21_15:43:03",
+    "  host      : node-a",
+    "  rank      : 0 (local_rank: 0)",
+    "  exitcode  : -9 (pid: 14750) (SIGKILL)",
+    "  error_file: <N/A>",
+    "  traceback : Signal 9 (SIGKILL) received by PID 14750",
+    "============================================================",
+]
+ELASTIC_OLD = [  # torch 1.9/1.10: root cause first, `msg:` rows, then the other failures
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+    "***************************************",
+    "            train.py FAILED            ",
+    "=======================================",
+    "Root Cause:",
+    "[0]:",
+    "  time: 2021-10-12_07:33:18",
+    "  rank: 0 (local_rank: 0)",
+    "  exitcode: -11 (pid: 2817)",
+    "  error_file: <N/A>",
+    '  msg: "Signal 11 (SIGSEGV) received by PID 2817"',
+    "=======================================",
+    "Other Failures:",
+    "[1]:",
+    "  time: 2021-10-12_07:33:18",
+    "  rank: 1 (local_rank: 1)",
+    "  exitcode: -15 (pid: 2818)",
+    "  error_file: <N/A>",
+    '  msg: "Signal 15 (SIGTERM) received by PID 2818"',
+    "***************************************",
+]
+
+
+@pytest.mark.parametrize(
+    "lines, code, signal",
+    [(ELASTIC_NEW, -9, "SIGKILL"), (ELASTIC_OLD, -11, "SIGSEGV"), (ELASTIC_NEW[13:], -9, "SIGKILL")],
+    ids=["new-format", "old-format", "table-without-header"],
+)
+def test_childfailederror_root_cause_wins_over_other_failures(lines, code, signal):
+    parsed = parse_lines(lines)
+    (failed,) = [e for e in parsed.errors if e.cls == "launcher_failed"]
+    assert (failed.detail["exit_code"], failed.detail["signal"]) == (code, signal)
+    assert failed.detail["cause"] == logs.signal_detail(-code)["cause"]
+
+
+def test_the_agent_line_is_overruled_by_the_tables_root_cause():
+    agent = "[ERROR] failed (exitcode: -15) local_rank: 1 (pid: 14751) of binary: /usr/bin/python"
+    parsed = parse_lines([agent, *ELASTIC_NEW])
+    failed = parsed.first_error("launcher_failed")
+    assert failed.line == 1 and failed.detail["exit_code"] == -9 and failed.detail["signal"] == "SIGKILL"
+
+
+SHAPE = (
+    "[rank1]: RuntimeError: The size of tensor a (4096) must match the size of tensor b (2048) at "
+    "non-singleton dimension 1"
+)
+
+
+@given(cut=st.integers(min_value=len("[rank1]: RuntimeError: The size of tensor a"), max_value=len(SHAPE) - 1))
+@settings(max_examples=60, deadline=None)
+def test_a_hard_wrap_anywhere_after_the_trigger_still_gives_the_whole_shape_error(cut):
+    parsed = parse_lines(["noise", SHAPE[:cut], SHAPE[cut:], "after"])
+    shape = parsed.first_error("tensor_shape_mismatch")
+    assert shape is not None and shape.line == 2
+    assert (shape.detail["a"], shape.detail["b"]) == (4096, 2048)
+    # the same through feed(), line by line (the runner's path)
+    parser = LogParser()
+    for number, line in enumerate(["noise", SHAPE[:cut], SHAPE[cut:], "after"], 1):
+        parser.feed(line, number)
+    assert {**parser.result().to_json(), "source": STORED_PLAIN} == parsed.to_json()
+
+
+def test_a_wrapped_message_is_not_joined_across_a_blank_line_or_with_unrelated_text():
+    head = SHAPE[:80]
+    classes = parse_lines([head, "", SHAPE[80:]]).error_classes()
+    assert "tensor_shape_mismatch" not in classes
+    assert "tensor_shape_mismatch" not in parse_lines([head, "INFO something else entirely"]).error_classes()
+
+
+def test_gzip_and_utf16_through_stdin_and_the_cli(tmp_path):
+    import gzip as gz
+
+    text = "\n".join([ACTOR + STEP3, ACTOR + TRAIN_PERF3, SHAPE]) + "\n"
+    plain = parse_stream(io.BytesIO(text.encode())).to_json()
+    for name, data in {
+        "gz": gz.compress(text.encode()),
+        "utf16le": text.encode("utf-16"),  # Python writes the BOM
+        "utf16be": b"\xfe\xff" + text.encode("utf-16-be"),
+        "gz-of-utf16": gz.compress(text.encode("utf-16")),
+        "utf8-bom": b"\xef\xbb\xbf" + text.encode(),
+    }.items():
+        doc = parse_stream(io.BytesIO(data)).to_json()
+        for key in ("steps", "perf", "errors", "lines"):
+            assert doc[key] == plain[key], (name, key)
+    proc = subprocess.run(
+        [sys.executable, "-m", "cpverify", "parse", "-", "--json"],
+        input=gz.compress(text.encode()),
+        capture_output=True,
+        cwd=REPO,
+        timeout=60,
+    )
+    assert proc.returncode == 0 and json.loads(proc.stdout)["steps"] == plain["steps"]
+
+
+def test_a_cut_gzip_keeps_what_was_read_and_says_so(tmp_path):
+    import gzip as gz
+
+    lines = [ACTOR + STEP3.replace("step 3", f"step {i}") for i in range(1, 2001)]
+    data = gz.compress(("\n".join(lines) + "\n").encode())
+    cut = tmp_path / "arm.log.gz"
+    cut.write_bytes(data[: len(data) // 2])
+    parsed = parse_file(cut)
+    assert 0 < len(parsed.steps) < 2000
+    assert [s.step for s in parsed.steps] == list(range(1, len(parsed.steps) + 1))
+    assert "breaks off" in parsed.source["cut"]
+
+
+def test_a_gzip_that_is_not_one_is_an_input_error_with_the_fix(tmp_path):
+    bad = tmp_path / "arm.log.gz"
+    bad.write_bytes(b"\x1f\x8b" + b"not gzip at all" * 10)
+    with pytest.raises(InputError) as info:
+        parse_file(bad)
+    assert "gzip" in str(info.value) and "gzip -t" in info.value.fix
+    proc = subprocess.run(
+        [sys.executable, "-m", "cpverify", "parse", str(bad)], capture_output=True, text=True, cwd=REPO, timeout=60
+    )
+    assert proc.returncode == 2 and "gzip -t" in proc.stderr
+
+
+def test_gzip_is_streamed_not_read_whole(tmp_path):
+    import gzip as gz
+
+    path = tmp_path / "big.log.gz"
+    with gz.open(path, "wb") as out:
+        for i in range(120_000):  # ~14 MB of text, a few hundred KB compressed
+            out.write(f"{ACTOR}NCCL INFO Channel {i % 32:02d}/0 : {i % 8}[{i % 8}] -> 1[1] via P2P/CUMEM\n".encode())
+    tracemalloc.start()
+    try:
+        parsed = parse_file(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert parsed.lines == 120_000 and parsed.nccl.transports == ["P2P/CUMEM"]
+    assert peak < 8 * 1024 * 1024, peak  # a whole-file read alone would take 14 MB

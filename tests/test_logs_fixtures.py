@@ -43,14 +43,14 @@ def errors_of(doc: dict) -> dict[str, int]:
 
 
 def test_every_fixture_has_a_ground_truth_test():
-    logs = {p.name for p in DATA.glob("*.log")}
+    logs = {p.name for p in DATA.glob("*.log*")}
     tested = {name for name in globals() if name.startswith("test_")}
     prefixes = {f"test_{p.split('_')[0]}_" for p in logs}
     missing = [p for p in prefixes if not any(t.startswith(p) for t in tested)]
-    assert len(logs) == 23 and not missing, missing
+    assert len(logs) == 32 and not missing, missing
 
 
-@pytest.mark.parametrize("path", sorted(DATA.glob("*.log")), ids=lambda p: p.name[:2])
+@pytest.mark.parametrize("path", sorted(DATA.glob("*.log*")), ids=lambda p: p.name[:2])
 def test_no_class_is_reported_twice(path):
     classes = [e.cls for e in parse_file(path).errors]
     assert len(classes) == len(set(classes))
@@ -355,3 +355,94 @@ def test_34_old_total_train_time_fragment_via_cli():
     }
     # verl's timing_s/step is not slime's step
     assert doc["steps"] == [] and doc["iterations"] == [] and doc["errors"] == []
+
+
+# ---------------------------------------------------------------------------- issue 15: what real logs said
+
+
+SIGKILL_OOM = "killed by SIGKILL, likely the host OOM killer"
+
+
+def test_35_ray_actor_dead_without_prefix_then_job_failed_via_cli():
+    doc = cli_json("35_simplerl-issue98-ray-actor-dead-then-job-failed.log")
+    errors = {e["class"]: e for e in doc["errors"]}
+    died = errors["ray_actor_died"]
+    assert died["line"] == 1 and died["detail"]["exit_type"] == "SYSTEM_ERROR"
+    assert died["detail"]["exit_detail"] == "Worker unexpectedly exits with a connection error code 2. End of file."
+    assert "SIGKILL" in died["detail"]["cause"] and "OOM killer" in died["detail"]["cause"]
+    assert errors["ray_job_failed"]["line"] == 4
+    # The RayActorError further down is the same death, already reported.
+    assert [e["class"] for e in doc["errors"]] == ["ray_actor_died", "ray_job_failed"]
+
+
+def test_36_ray_actor_dead_after_actor_context_lines():
+    parsed = api("36_verl-issue472-actor-context-then-actor-dead.log")
+    died = parsed.first_error("ray_actor_died")
+    assert died.line == 4 and died.text.startswith("The actor is dead because its worker process has died.")
+    assert died.detail["exit_type"] == "SYSTEM_ERROR" and "SIGKILL" in died.detail["cause"]
+    assert parsed.error_classes() == {"ray_actor_died"}
+
+
+def test_37_actordied_first_then_newer_ray_wording_adds_the_exit_type():
+    parsed = api("37_verl-issue4921-actordied-then-newer-ray-worker-death-wording.log")
+    died = parsed.first_error("ray_actor_died")
+    assert died.line == 5 and "ActorDiedError" in died.text  # reported where it was raised
+    # Ray 2.4x words it "Some common causes include: (1) the process was killed by the OOM killer".
+    assert died.detail["exit_type"] == "SYSTEM_ERROR"
+    assert died.detail["exit_detail"] == "Worker unexpectedly exits with a connection error code 2. End of file."
+    assert "SIGKILL" in died.detail["cause"]
+
+
+def test_38_childfailederror_table_root_cause_is_sigkill_via_cli():
+    doc = cli_json("38_cppo-issue6-torchrun-childfailederror-sigkill-table.log")
+    (failed,) = doc["errors"]
+    assert (failed["class"], failed["line"]) == ("launcher_failed", 3)
+    assert failed["detail"]["exit_code"] == -9 and failed["detail"]["signal"] == "SIGKILL"
+    assert failed["detail"]["cause"].startswith(SIGKILL_OOM)
+
+
+def test_39_sigsegv_from_the_launcher_line_and_the_table_rows():
+    parsed = api("39_megatron-issue1880-sigsegv-launcher-line-and-table-rows.log")
+    failed = parsed.first_error("launcher_failed")
+    assert failed.line == 3 and "failed (exitcode: -11)" in failed.text
+    assert (failed.detail["exit_code"], failed.detail["signal"]) == (-11, "SIGSEGV")
+    assert "segmentation fault" in failed.detail["cause"]
+    assert parsed.first_error("python_traceback").line == 5
+    assert parsed.lines == 14
+
+
+def test_40_pytorch_shape_mismatch_is_a_cp_shape_failure_via_cli():
+    doc = cli_json("40_pai-megatron-patch-issue131-rotary-shape-mismatch.log")
+    errors = {e["class"]: e for e in doc["errors"]}
+    assert set(errors) == {"tensor_shape_mismatch", "collective_shape_mismatch"}
+    shape = errors["tensor_shape_mismatch"]
+    assert shape["line"] == 3 and shape["coarse"] == "collective_shape_mismatch"
+    assert shape["detail"] == {"a": 120, "b": 119, "dim": 2}
+
+
+def test_41_shape_mismatch_hard_wrapped_by_a_terminal():
+    parsed = api("41_pai-megatron-patch-issue131-shape-mismatch-wrapped-at-80-columns.log")
+    shape = parsed.first_error("tensor_shape_mismatch")
+    assert shape.line == 5  # where the message starts
+    assert (shape.detail["a"], shape.detail["b"], shape.detail["dim"]) == (120, 119, 2)
+    assert shape.text.endswith("at non-singleton dimension 2")
+    assert parsed.first_error("collective_shape_mismatch").line == 5
+
+
+def test_42_gzip_log_is_read_by_its_magic_bytes_via_cli(tmp_path):
+    plain = cli_json("25_megatron-llm-issue11-iteration-lines.log")
+    doc = cli_json("42_megatron-llm-issue11-iteration-lines-gzip.log.gz")
+    assert doc["iterations"] == plain["iterations"] and len(doc["iterations"]) == 4
+    assert doc["source"]["compression"] == "gzip" and plain["source"]["compression"] is None
+    # The magic bytes decide, not the name.
+    renamed = tmp_path / "arm.log"
+    renamed.write_bytes((DATA / "42_megatron-llm-issue11-iteration-lines-gzip.log.gz").read_bytes())
+    assert parse_file(renamed).to_json()["iterations"] == plain["iterations"]
+
+
+def test_43_utf16_log_with_bom_reads_like_the_utf8_original():
+    original = api("02_slime-issue1136-cp-step11-train-metrics.log").to_json()
+    utf16 = api("43_slime-issue1136-step11-as-windows-utf16.log").to_json()
+    assert utf16["source"]["encoding"] == "utf-16"
+    for key in ("steps", "timers", "errors", "lines"):
+        assert utf16[key] == original[key], key
