@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from packaging.version import Version
 
@@ -39,6 +39,9 @@ PRIMARY_METRIC = "perf/actor_train_time"
 TIMING_METRICS = ("perf/actor_train_time", "perf/log_probs_time", "perf/ref_log_probs_time",
                   "perf/train_time", "perf/step_time")
 SECONDARY_GATED = ("perf/log_probs_time", "perf/ref_log_probs_time")  # warn, never fail
+# Megatron-LM pretraining logs have no slime steps; their `iteration N/ M | … elapsed time per
+# iteration (ms): X` records are what two such logs (CP=1, CP=2) are compared on.
+ITERATION_METRIC = "iteration/elapsed_ms"
 NUMERICS_METRICS = ("train/entropy_loss", "train/kl_loss", "train/grad_norm",
                     "train/train_rollout_logprob_abs_diff")
 MIN_NCCL = Version("2.18")
@@ -333,6 +336,21 @@ def counted_perf(parsed: ParsedLog, warmup: int) -> dict[int, dict[str, float]]:
     return dict(sorted(kept.items()))
 
 
+def counted_iterations(parsed: ParsedLog, warmup: int) -> dict[int, dict[str, float]]:
+    """Megatron-LM iteration times, one per logged iteration, the first `warmup` records left out
+    (the first interval carries start-up: compilation, NCCL setup, a checkpoint load)."""
+    kept: dict[int, dict[str, float]] = {}
+    for record in [i for i in parsed.iterations if i.elapsed_ms is not None][warmup:]:
+        kept.setdefault(record.iteration, {ITERATION_METRIC: record.elapsed_ms})
+    return kept
+
+
+def pretraining_only(parsed: ParsedLog) -> bool:
+    """A Megatron-LM pretraining log: iteration times, and no slime training step at all."""
+    return (not parsed.steps and not any(p.side == "train" for p in parsed.perf)
+            and any(i.elapsed_ms is not None for i in parsed.iterations))
+
+
 def _samples(per_rollout: dict[int, dict[str, float]], metric: str) -> list[float]:
     # nan/inf can appear in slime's dicts (a skipped timer); they carry no timing information.
     values = (m.get(metric) for m in per_rollout.values())
@@ -355,7 +373,8 @@ def _arm_checks(ev: ArmEvidence, t: Thresholds) -> tuple[ArmSummary, list[Check]
     layout = parsed.layout
     nccl = {"version": parsed.nccl.version, "transports": list(parsed.nccl.transports),
             "network": parsed.nccl.network}
-    per_rollout = counted_perf(parsed, t.warmup)
+    per_rollout = (counted_iterations(parsed, t.warmup) if t.primary_metric == ITERATION_METRIC
+                   else counted_perf(parsed, t.warmup))
     samples = {m: _samples(per_rollout, m) for m in timing_metrics(t)}
     primary = {r: values[0] for r, m in per_rollout.items() if (values := _samples({r: m}, t.primary_metric))}
     summary = ArmSummary(
@@ -392,9 +411,14 @@ def _arm_checks(ev: ArmEvidence, t: Thresholds) -> tuple[ArmSummary, list[Check]
         more = f" ({len(found)} occurrences)" if len(found) > 1 else ""
         named = cls if coarse == cls else f"{cls} ({coarse})"
         detail = f"{named} at line {first.line}{more}: {_excerpt(first.text)}"
+        cause = getattr(first, "detail", {}).get("cause")  # the parser's reading: "killed by SIGKILL, ..."
+        if cause:
+            detail += f" ({cause})"
         fix = ERROR_FIXES.get(cls) or ERROR_FIXES.get(coarse) or FIX_ERROR_DEFAULT
         effect = ERROR_EFFECTS.get(cls, FAIL)
         brief = f"{cls} in arm {ev.name} at line {first.line}: {_excerpt(_LEADING_TAGS.sub('', first.text), 120)}"
+        if cause:
+            brief += f" — {cause}"
         checks.append(Check(f"error:{cls}", "warn" if effect is None else "fail", detail, fix, ev.name, effect,
                             brief))
     if not parsed.errors:
@@ -602,6 +626,8 @@ def decide(evidence: list[ArmEvidence], *, comparisons: list[tuple[str, str]],
             raise InputError(f"comparison {pair} names unknown arm(s) {missing}",
                              f"compare only arms that exist: {sorted(by_name)}")
 
+    if t.primary_metric == PRIMARY_METRIC and all(pretraining_only(ev.parsed) for ev in evidence):
+        t = replace(t, primary_metric=ITERATION_METRIC)
     labels = _labels(evidence)
     arms: dict[str, ArmSummary] = {}
     arm_checks: dict[str, list[Check]] = {}
@@ -706,6 +732,7 @@ def register(subparsers) -> None:
 
 def run_verdict_command(args) -> int:
     """Parse two logs, decide, write the bundle, print the headline; returns the status's exit code."""
+    import io
     import json
     import shlex
     import sys
@@ -713,7 +740,7 @@ def run_verdict_command(args) -> int:
 
     from cpverify import report
     from cpverify.artifacts import RunDir, atomic_writer
-    from cpverify.logs import parse_file
+    from cpverify.logs import open_log, parse_file
     from cpverify.redact import Redactor
 
     thresholds = Thresholds(pass_ratio=args.pass_ratio, warmup=args.warmup, min_counted_steps=args.min_steps,
@@ -736,8 +763,9 @@ def run_verdict_command(args) -> int:
     scrub = Redactor()
     for name, path in zip(names, paths.values(), strict=True):
         # The bundle carries the logs it judged, scrubbed line by line (they may hold tokens or hosts).
-        with atomic_writer(run_dir.log_path(name)) as out, path.open(encoding="utf-8", errors="replace") as src:
-            for line in src:
+        # open_log: a gzip or UTF-16 log is copied as the text it holds.
+        with atomic_writer(run_dir.log_path(name)) as out, open_log(path) as raw:
+            for line in io.TextIOWrapper(raw, encoding="utf-8", errors="replace"):
                 out.write(scrub(line))
     reproduce = ["cpverify", "verdict", "--baseline", f"logs/{names[0]}.log", "--candidate", f"logs/{names[1]}.log",
                  "--baseline-cp", str(args.baseline_cp), "--candidate-cp", str(args.candidate_cp),
