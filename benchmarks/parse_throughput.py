@@ -1,11 +1,14 @@
 """Throughput and peak memory of cpverify.logs.parse_file on large synthetic slime logs.
 
-    python3 benchmarks/parse_throughput.py [--sizes-mb 50 200] [--reps 5] [--dir /tmp]
+    python3 benchmarks/parse_throughput.py [--sizes-mb 50 200] [--reps 5] [--dir /tmp] [--shapes mixed nccl]
 
 Writes logs shaped like a colocated slime run with NCCL_DEBUG=INFO (Ray prefixes and ANSI
-colour on every actor line): per rollout ~600 NCCL INFO lines (process groups are rebuilt
+colour on every actor line). Shape "mixed": per rollout ~600 NCCL INFO lines (process groups are rebuilt
 every iteration), ~300 SGLang access-log lines, a tqdm bar of 30 `\\r` updates, slime's
-Timer/Memory-Usage/step/perf lines. For each size it times a bare binary `for line in f: pass`
+Timer/Memory-Usage/step/perf lines. Shape "nccl": a multi-node NCCL_DEBUG=INFO set-up in which
+most lines are DISTINCT: 64 ranks on 8 nodes, 32 channels, rings and trees over P2P, SHM and
+NET/IB/GDRDMA, every line with its own host, pid, rank, channel and peer; a slime step every
+~5,000 lines. For each size it times a bare binary `for line in f: pass`
 and parse_file over the same (page-cached) file, medians of --reps runs, and measures the
 peak RSS (VmHWM, Linux) of parse_file in a fresh process. A last file of one 200 MB line (a tqdm bar that
 never printed a newline) shows that line length does not cost memory either.
@@ -109,13 +112,39 @@ def rollout_block(rid: int, rng: random.Random) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_log(path: Path, size_mb: int) -> int:
-    """Write rollouts until the file holds size_mb MiB; return the number of rollouts."""
+def nccl_block(rid: int, rng: random.Random) -> str:
+    """One communicator set-up of 64 ranks: ~5,000 NCCL INFO lines, nearly all distinct."""
+    out = []
+    add = out.append
+    transports = ("P2P/CUMEM/read", "SHM/direct/direct", "NET/IB/{nic}/GDRDMA", "P2P/IPC")
+    for rank in range(64):
+        node, dev = divmod(rank, 8)
+        head = f"node{node:02d}-{rid % 97}:{40000 + rank * 13 + rid}:{50000 + rank + rid * 7} [{dev}] NCCL INFO "
+        for ch in range(32):
+            peer = (rank + 1 + ch) % 64
+            via = transports[(rank + ch) % 4].format(nic=(dev + ch) % 8)
+            add(TRAIN.format(pid=40000 + rank) + head + f"Channel {ch:02d}/0 : {rank}[{dev}] -> {peer}[{peer % 8}] via {via}")
+            if ch % 4 == 0:
+                add(TRAIN.format(pid=40000 + rank) + head + f"Ring {ch:02d} : {rank - 1 & 63} -> {rank} -> {peer}")
+        add(TRAIN.format(pid=40000 + rank) + head + f"comm 0x{rng.getrandbits(48):012x} rank {rank} nranks 64 "
+            f"cudaDev {dev} nvmlDev {dev} busId {dev * 16 + 9:x}000 commId 0x{rng.getrandbits(64):016x} - Init COMPLETE")
+    add(TRAIN.format(pid=40000) + STEP_LINE.format(step=rid, loss=rng.uniform(-1e-8, 1e-8)))
+    return "\n".join(out) + "\n"
+
+
+STEP_LINE = ("[2026-08-21 10:00:28] model.py:918 - step {step}: {{'train/loss': {loss}, 'train/grad_norm': 0.5, "
+             "'train/step': {step}}}")
+SHAPES = {"mixed": "rollout_block", "nccl": "nccl_block"}
+
+
+def write_log(path: Path, size_mb: int, shape: str = "mixed") -> int:
+    """Write blocks of the shape until the file holds size_mb MiB; return the number of blocks."""
     rng = random.Random(size_mb)
+    make = globals()[SHAPES[shape]]
     written, rid = 0, 0
     with path.open("w", encoding="utf-8") as f:
         while written < size_mb * MB:
-            block = rollout_block(rid, rng)
+            block = make(rid, rng)
             f.write(block)
             written += len(block.encode())
             rid += 1
@@ -180,16 +209,19 @@ def main() -> int:
     ap.add_argument("--sizes-mb", type=int, nargs="+", default=[50, 200])
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--dir", type=Path, default=Path("/tmp"))
+    ap.add_argument("--shapes", nargs="+", choices=sorted(SHAPES), default=["mixed", "nccl"])
     args = ap.parse_args()
     sys.path.insert(0, str(REPO))
+    from cpverify import logs
 
-    print(f"python {platform.python_version()} on {platform.platform()}, {os.cpu_count()} CPUs")
+    print(f"python {platform.python_version()} on {platform.platform()}, {os.cpu_count()} CPUs, "
+          f"load {os.getloadavg()[0]:.2f}; gate engine: {logs.gate_starts.__name__}")
     base_rss, _ = peak_rss_mb(None)
     print(f"baseline RSS (interpreter + cpverify.logs imported): {base_rss:.1f} MiB\n")
-    for size in args.sizes_mb:
-        path = args.dir / f"cpverify-bench-{size}mb.log"
+    for shape, size in [(shape, size) for shape in args.shapes for size in args.sizes_mb]:
+        path = args.dir / f"cpverify-bench-{shape}-{size}mb.log"
         try:
-            rollouts = write_log(path, size)
+            rollouts = write_log(path, size, shape)
             nbytes = path.stat().st_size
             bare_loop(path)  # warm the page cache: both loops read from memory
             bare = [bare_loop(path) for _ in range(args.reps)]
@@ -200,7 +232,7 @@ def main() -> int:
         (bw, bc), (pw, pc) = medians(bare), medians(parse)
         size_mb = nbytes / MB
         print(
-            f"{size_mb:7.1f} MiB, {counts['lines']} lines, {rollouts} rollouts, records {counts}\n"
+            f"[{shape}] {size_mb:7.1f} MiB, {counts['lines']} lines, {rollouts} blocks, records {counts}\n"
             f"    CPU  : bare loop {bc:.3f} s ({size_mb / bc:.0f} MiB/s), parse_file {pc:.3f} s "
             f"({size_mb / pc:.1f} MiB/s), ratio {pc / bc:.1f}x\n"
             f"    wall : bare loop {bw:.3f} s ({size_mb / bw:.0f} MiB/s), parse_file {pw:.3f} s "

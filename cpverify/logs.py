@@ -63,9 +63,16 @@ ended, e.g. a phase that hung), nccl.cuda/versions/ib_link/tcp_fallback, per-err
 detail (numbers such as OpType/SeqNum/Timeout(ms) of a watchdog timeout, or the allocation of
 an OOM), per-record salvaged, per-iteration total.
 
-Speed: a line is only decoded when its lower-cased bytes hold one of GATE_TOKENS (parse_stream
-finds them block-wise with bytes.find); anything the parser recognises contains one. Numbers
-are in benchmarks/parse_throughput.md.
+Speed: a line is only decoded when its lower-cased bytes hold one of GATE_TOKENS; anything the
+parser recognises contains one. parse_stream finds them in each block in one pass (Hyperscan,
+all words at once; where it is not installed, one bytes.find pass per word). NCCL channel lines
+(`... via X`) are read by one regex pass per block, and only a line with a transport word not
+seen before is decoded. slime's flat metric dicts are read by splitting, ast.literal_eval only
+reads what that cannot. Numbers are in benchmarks/parse_throughput.md.
+
+Storage: gzip (magic bytes 1f 8b) and UTF-16 (byte-order mark) logs are read transparently, as
+they stream; ParsedLog.source (JSON "source") says how the log was stored, and "cut" when a
+compressed log breaks off (what came before is kept).
 
 cpverify's own lines (print them anywhere in a line; a Ray prefix or logger header is fine):
   cpverify-layout rank=0 world=2 tp=1 pp=1 cp=2 dp=1
@@ -419,6 +426,9 @@ _TIMER = re.compile(r"\bTimer (\S{1,200}) (start|end)\b(?: \(elapsed: ([-+\d.eE]
 _ITERATION = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|(.*)$")
 _NCCL_VERSION = re.compile(r"NCCL version[: ]+\(?(\d+)[.,] ?(\d+)[.,] ?(\d+)\)?(?:\+cuda([\d.]+))?")
 _VIA = re.compile(r"\bvia (\S+(?: pointer)?)")
+# "via X" without its leading space: a pattern starting with the rare "v" scans faster; a match
+# not preceded by a space is no channel line (_feed_transports checks).
+_VIA_WORD = re.compile(rb"via (\S{1,200})")
 _NET_VIA = re.compile(r"^NET/([^/]+?)/\d+(/GDRDMA)?")
 _NETWORK = re.compile(r"Using network (\S+(?: \S+)?)\s*$")
 _IB_LINK = re.compile(r"NET/IB : Using \[\d+\]\S+?/(RoCE|IB)\b")
@@ -496,12 +506,66 @@ def _numeric_items(obj: Any) -> dict[str, float]:
     return out
 
 
+# slime's dicts are flat reprs: str keys, numbers, a few strings, bools or None. They are read by
+# splitting, exactly as ast.literal_eval reads them (a property test checks it); anything else --
+# nesting, quotes or ", " inside strings, hex, leading zeros -- goes to literal_eval.
+_SCIENTIFIC = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)[eE][-+]?[0-9]+")
+_NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf, "'nan'": math.nan, "'inf'": math.inf,
+               "'-inf'": -math.inf}
+_NOT_NUMBERS = frozenset({"True", "False", "None"})
+
+
+def _flat_repr(text: str) -> dict[str, float] | None:
+    """The numeric items of a flat dict repr, or None when the text is not one."""
+    if text[:1] != "{" or text[-1:] != "}":
+        return None
+    out: dict[str, float] = {}
+    body = text[1:-1]
+    for item in body.split(", ") if body else ():
+        key, sep, value = item.partition("': ")
+        if not sep or key[:1] != "'" or "'" in key[1:] or "\\" in key:
+            return None
+        key = key[1:]
+        number: float | None
+        if value in _NON_FINITE:
+            number = _NON_FINITE[value]
+        elif value[:1] == "'":
+            if len(value) < 2 or value[-1] != "'" or "'" in value[1:-1] or "\\" in value:
+                return None
+            number = None
+        elif value in _NOT_NUMBERS:
+            number = None
+        else:
+            digits = value[1:] if value[:1] == "-" else value
+            if not digits.isascii():
+                return None
+            if digits.isdigit():
+                if digits[0] == "0" and len(digits) > 1:
+                    return None  # 007 is no Python literal
+                number = _float(int(value))
+            elif digits.replace(".", "", 1).isdigit() or _SCIENTIFIC.fullmatch(digits):
+                number = float(value)
+            else:
+                return None
+        if number is None:
+            out.pop(key, None)  # a later non-number replaces an earlier number, as in a dict
+        else:
+            out[sys.intern(key)] = number
+    return out
+
+
 def parse_dict(text: str) -> tuple[dict[str, float], bool]:
     """The numeric items of a printed Python dict, and whether they had to be salvaged.
 
-    Only ast.literal_eval reads the text (never eval): a repr holding code is data that fails
-    to parse, and then a tolerant regex keeps the `'key': number` pairs it can find.
+    Only a regex (flat reprs) or ast.literal_eval reads the text (never eval): a repr holding
+    code is data that fails to parse, and then a tolerant regex keeps the `'key': number` pairs
+    it can find.
     """
+    flat = _flat_repr(text.strip())
+    return (flat, False) if flat is not None else _parse_dict_literal(text)
+
+
+def _parse_dict_literal(text: str) -> tuple[dict[str, float], bool]:
     candidate = text.strip()
     if "nan" in candidate or "inf" in candidate:
         candidate = _BARE_NONFINITE.sub(r"\1'\2'", candidate)
@@ -605,18 +669,20 @@ class LogParser:
         if len(line) > MAX_LINE_BYTES:
             line = line[:MAX_LINE_BYTES]
         if isinstance(line, (bytes, bytearray)):
-            if not self.wants_every_line:
-                if b"NCCL INFO" in line and b"\r" not in line:
-                    self._nccl_info(bytes(line))
-                    return
-                if not gated(bytes(line).lower()):
-                    return
-            text = bytes(line).decode("utf-8", "replace")
+            line = bytes(line)
+            if self.wants_every_line or b"NCCL INFO" in line or gated(line.lower()):
+                self._feed_gated(line, lineno)
+        elif self.wants_every_line or gated(line.lower()):
+            self._physical(line, lineno)
+
+    def _feed_gated(self, line: bytes, lineno: int) -> None:
+        """A line past the gate (parse_stream's block scan found a gate word in it)."""
+        if lineno > self._log.lines:
+            self._log.lines = lineno
+        if self._tb is None and self._held is None and b"NCCL INFO" in line and b"\r" not in line:
+            self._nccl_info(line)
         else:
-            if not self.wants_every_line and not gated(line.lower()):
-                return
-            text = line
-        self._physical(text, lineno)
+            self._physical(line.decode("utf-8", "replace"), lineno)
 
     def result(self) -> ParsedLog:
         """A snapshot of everything parsed so far (feeding may go on afterwards)."""
@@ -648,15 +714,16 @@ class LogParser:
     # -- one physical line -------------------------------------------------------------
     def _nccl_info(self, line: bytes) -> None:
         # The fast path for NCCL_DEBUG=INFO chatter: only these facts live in such lines.
-        via = line.find(b" via ")
-        if via != -1:
-            # Every channel of every communicator prints one: decode each distinct one once.
-            tail = line[via : via + 200].rstrip()
-            if tail in self._via_seen:
+        via = _VIA_WORD.search(line, max(line.find(b" via "), 0))
+        if via is not None and line[via.start() - 1 : via.start()] != b" ":
+            via = None
+        if via is not None:
+            # Every channel of every communicator prints one: read each distinct transport word once.
+            if via.group(1) in self._via_seen:
                 return
             if len(self._via_seen) < 4096:
-                self._via_seen.add(tail)
-        if via != -1 or b"NCCL version" in line or b"Using network" in line or b"NET/IB : Using" in line:
+                self._via_seen.add(via.group(1))
+        if via is not None or b"NCCL version" in line or b"Using network" in line or b"NET/IB : Using" in line:
             text = line.decode("utf-8", "replace")
             self._nccl_facts(_ANSI.sub("", text) if "\x1b" in text else text)
 
@@ -1045,6 +1112,11 @@ class _Unread(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
+    def read(self, size: int = -1) -> bytes:
+        if self._head or size < 0:
+            return super().read(size)
+        return getattr(self._rest, "read1", self._rest.read)(size)  # no copy through a buffer
+
     def readinto(self, buffer: Any) -> int:
         if not self._head:
             data = getattr(self._rest, "read1", self._rest.read)(len(buffer))
@@ -1191,16 +1263,79 @@ def _without_cut_pair(line: bytes) -> bytes:
     return body[: comma + 1] if comma > body.find(b"{") else body[: body.find(b"{") + 1]
 
 
-def _feed_block(parser: LogParser, data: bytes, lineno: int) -> int:
-    """Feed the lines of `data` (whole lines, ending in a newline) that the gate lets through."""
+# The block scan's gate: channel lines (` via `) are read by _feed_transports instead.
+_BLOCK_GATE = tuple(token for token in GATE_BYTES if token != b" via ")
+
+
+def _gate_starts_by_find(data: bytes) -> list[int]:
+    """Starts of the lines of `data` holding a gate word: one bytes.find pass per word."""
     lowered = data.lower()
     starts = set()
-    for token in GATE_BYTES:
+    for token in _BLOCK_GATE:
         hit = lowered.find(token)
         while hit != -1:
             starts.add(lowered.rfind(b"\n", 0, hit) + 1)
             hit = lowered.find(token, lowered.find(b"\n", hit) + 1)
-    hits = sorted(starts)
+    return sorted(starts)
+
+
+def _hyperscan_gate() -> Any:
+    """All gate words in one compiled multi-pattern scan (Hyperscan), or None where it is not
+    installed (it has no wheels for Linux on ARM): then each word is one bytes.find pass."""
+    try:
+        import hyperscan
+    except ImportError:
+        return None
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    database.compile(
+        expressions=[re.escape(token) for token in _BLOCK_GATE],
+        ids=list(range(len(_BLOCK_GATE))),
+        flags=[hyperscan.HS_FLAG_CASELESS] * len(_BLOCK_GATE),
+    )
+    return database
+
+
+def _gate_starts_by_hyperscan(data: bytes) -> list[int]:
+    starts: list[int] = []
+    line_end = -1  # end of the last line found: later words on that line add nothing
+
+    def on_match(_id: int, _start: int, end: int, _flags: int, _context: Any) -> None:
+        nonlocal line_end
+        if end > line_end:
+            starts.append(data.rfind(b"\n", 0, end) + 1)
+            line_end = data.find(b"\n", end - 1)
+            if line_end == -1:
+                line_end = len(data)
+
+    _HYPERSCAN.scan(data, match_event_handler=on_match)
+    return starts
+
+
+_HYPERSCAN = _hyperscan_gate()
+gate_starts = _gate_starts_by_find if _HYPERSCAN is None else _gate_starts_by_hyperscan
+
+
+def _feed_transports(parser: LogParser, data: bytes) -> None:
+    """NCCL's channel lines (`... via P2P/CUMEM`), a few thousand per communicator set-up, each
+    distinct but for few words: one regex pass over the block finds them, and only a line with a
+    transport word not seen before is read. Run before the other lines of the block, so the
+    transports keep the order in which the log first names them."""
+    seen = parser._via_seen
+    if seen.issuperset(_VIA_WORD.findall(data)):
+        return  # the common case, decided in C: nothing new in this block
+    for via in _VIA_WORD.finditer(data):
+        if via.group(1) in seen or data[via.start() - 1 : via.start()] != b" ":
+            continue
+        start = data.rfind(b"\n", 0, via.start()) + 1
+        line = data[start : data.find(b"\n", via.end())]
+        if b"NCCL" in line:
+            parser._nccl_info(line[:MAX_LINE_BYTES])
+
+
+def _feed_block(parser: LogParser, data: bytes, lineno: int) -> int:
+    """Feed the lines of `data` (whole lines, ending in a newline) that the gate lets through."""
+    _feed_transports(parser, data)
+    hits = gate_starts(data)
     h, pos, size = 0, 0, len(data)  # pos: start of the first unread line, number lineno + 1
     while pos < size:
         if parser.wants_every_line:
@@ -1213,7 +1348,7 @@ def _feed_block(parser: LogParser, data: bytes, lineno: int) -> int:
             start = hits[h]
         lineno += data.count(b"\n", pos, start) + 1
         end = data.find(b"\n", start)
-        parser.feed(data[start : min(end, start + MAX_LINE_BYTES)], lineno)
+        parser._feed_gated(data[start : min(end, start + MAX_LINE_BYTES)], lineno)
         pos = end + 1
     return lineno + data.count(b"\n", pos)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import random
 import subprocess
@@ -1103,3 +1104,42 @@ def test_gzip_is_streamed_not_read_whole(tmp_path):
         tracemalloc.stop()
     assert parsed.lines == 120_000 and parsed.nccl.transports == ["P2P/CUMEM"]
     assert peak < 8 * 1024 * 1024, peak  # a whole-file read alone would take 14 MB
+
+
+_KEYS = st.text(st.characters(blacklist_characters="'\\\n\r", blacklist_categories=("Cs",)), max_size=12)
+_VALUES = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(min_value=-(10**30), max_value=10**30),
+    st.booleans(),
+    st.none(),
+    st.sampled_from(["nan", "inf", "-inf", "0", "x y", ""]),
+)
+
+
+@given(st.dictionaries(_KEYS, _VALUES, max_size=12))
+@settings(max_examples=300, deadline=None)
+def test_flat_dict_reprs_read_by_regex_equal_ast_literal_eval(d):
+    text = repr(d)  # slime prints the dict with Python's repr, bare nan/inf included
+    fast, salvaged = parse_dict(text)
+    slow, slow_salvaged = logs._parse_dict_literal(text)
+    assert salvaged == slow_salvaged
+    assert fast.keys() == slow.keys()
+    for key, value in fast.items():
+        assert value == slow[key] or (math.isnan(value) and math.isnan(slow[key]))
+
+
+@pytest.mark.skipif(logs._HYPERSCAN is None, reason="hyperscan is not installed here (no wheel for this platform)")
+@given(st.lists(st.sampled_from([*(t.upper() for t in GATE_TOKENS), *GATE_TOKENS, "noise", "", "x" * 30]), max_size=40))
+@settings(max_examples=200, deadline=None)
+def test_both_gate_engines_find_the_same_lines(words):
+    data = ("\n".join(" ".join(words[i : i + 3]) for i in range(0, len(words), 3)) + "\n").encode()
+    assert logs._gate_starts_by_hyperscan(data) == logs._gate_starts_by_find(data)
+
+
+def test_block_scanning_without_hyperscan_equals_feeding_every_line(monkeypatch):
+    monkeypatch.setattr(logs, "gate_starts", logs._gate_starts_by_find)
+    for path in sorted(DATA.glob("*.log")):
+        raw = path.read_bytes()
+        if parse_stream(io.BytesIO(raw)).source != STORED_PLAIN:
+            continue
+        assert parse_stream(io.BytesIO(raw)).to_json() == {**feed_all(raw).to_json(), "source": STORED_PLAIN}
