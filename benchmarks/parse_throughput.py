@@ -8,7 +8,7 @@ every iteration), ~300 SGLang access-log lines, a tqdm bar of 30 `\\r` updates, 
 Timer/Memory-Usage/step/perf lines. Shape "nccl": a multi-node NCCL_DEBUG=INFO set-up in which
 most lines are DISTINCT: 64 ranks on 8 nodes, 32 channels, rings and trees over P2P, SHM and
 NET/IB/GDRDMA, every line with its own host, pid, rank, channel and peer; a slime step every
-~5,000 lines. For each size it times a bare binary `for line in f: pass`
+~2,600 lines. For each size it times a bare binary `for line in f: pass`
 and parse_file over the same (page-cached) file, medians of --reps runs, and measures the
 peak RSS (VmHWM, Linux) of parse_file in a fresh process. A last file of one 200 MB line (a tqdm bar that
 never printed a newline) shows that line length does not cost memory either.
@@ -113,7 +113,7 @@ def rollout_block(rid: int, rng: random.Random) -> str:
 
 
 def nccl_block(rid: int, rng: random.Random) -> str:
-    """One communicator set-up of 64 ranks: ~5,000 NCCL INFO lines, nearly all distinct."""
+    """One communicator set-up of 64 ranks: ~2,600 NCCL INFO lines, nearly all distinct."""
     out = []
     add = out.append
     transports = ("P2P/CUMEM/read", "SHM/direct/direct", "NET/IB/{nic}/GDRDMA", "P2P/IPC")
