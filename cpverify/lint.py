@@ -20,6 +20,7 @@ import math
 import os
 import re
 import shlex
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import resources
@@ -79,11 +80,34 @@ class ParsedCommand:
 
 # --- parsing a pasted command --------------------------------------------------------------
 
-_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
 _OPAQUE = re.compile(r"^\$\{?([A-Za-z_][A-Za-z0-9_]*)(\[[@*]\])?\}?$")
 _ARRAY_START = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=\(")
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
-_SEPARATOR_CHARS = set(";&|\n")
+# A shell word: plain characters, 'single-quoted', "double-quoted" (unrolled so an unclosed quote
+# fails in one linear scan) and \-escapes, joined (`a"b c"d` is one word). One regex pass over
+# the text keeps lint linear: shlex grows each token a character at a time (quadratic on a long
+# word) and costs microseconds per character.
+_LEXEME = re.compile(r"""
+    (?P<space>(?:[ \t\r]|\\\n)+)   # a backslash-newline continues the line
+  | (?P<separator>[;&|\n]+)
+  | (?P<comment>\#[^\n]*)
+  | (?P<word>(?:[^ \t\r\n;&|'"\\]+ | '[^']*' | "[^"\\]*(?:\\.[^"\\]*)*" | \\[^\n])+)
+  | (?P<unclosed>['"\\])
+""", re.VERBOSE | re.DOTALL)
+_WORD_PART = re.compile(r"""'([^']*)'|"([^"\\]*(?:\\.[^"\\]*)*)"|\\(.)|([^'"\\]+)""", re.DOTALL)
+_DOUBLE_QUOTED_ESCAPE = re.compile(r'\\([\\"$`\n])')  # what a backslash escapes inside "..." (bash)
+
+
+def _unquote(word: str) -> str:
+    """The word as the program receives it: quotes removed, escapes resolved."""
+    if "'" not in word and '"' not in word and "\\" not in word:
+        return word  # most words: nothing to remove
+    parts = []
+    for single, double, escaped, plain in _WORD_PART.findall(word):
+        parts.append(single or escaped or plain
+                     or _DOUBLE_QUOTED_ESCAPE.sub(lambda m: "" if m[1] == "\n" else m[1], double))
+    return "".join(parts)
 
 
 def _commands(command: str | Sequence[str]) -> list[list[str]]:
@@ -92,23 +116,45 @@ def _commands(command: str | Sequence[str]) -> list[list[str]]:
         # an argv; drop the continuation backslashes a whitespace-split paste leaves as words
         return [[t for t in (str(t) for t in command) if t.strip() not in ("", "\\")]]
     text = command if isinstance(command, str) else command[0]
-    text = re.sub(r"\\\r?\n", " ", text)  # line continuations join lines
-    lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|\n")
-    lexer.whitespace, lexer.whitespace_split, lexer.commenters = " \t\r", True, ""
+    text = text.replace("\r\n", "\n")  # a script saved on Windows
     commands: list[list[str]] = [[]]
-    in_comment = False
-    try:
-        for word in lexer:
-            if set(word) <= _SEPARATOR_CHARS:  # a run of separators, newlines included
-                in_comment = in_comment and "\n" not in word
-                commands.append([])
-            elif in_comment or word.startswith("#"):
-                in_comment = True  # `# ...` to the end of the line (a quoted "#x" value is rare enough)
-            else:
-                commands[-1].append(word)
-    except ValueError as exc:
-        raise InputError(f"cannot split the command line: {exc}", "check the quotes in the pasted command") from None
+    for lexeme in _LEXEME.finditer(text):
+        kind = lexeme.lastgroup
+        if kind == "separator":
+            commands.append([])
+        elif kind == "word":
+            commands[-1].append(_unquote(lexeme.group()))
+        elif kind == "unclosed":
+            where = text.count("\n", 0, lexeme.start()) + 1
+            what = "a trailing backslash" if lexeme.group() == "\\" else f"an unclosed {lexeme.group()} quote"
+            raise InputError(f"cannot split the command line: {what} on line {where}",
+                             "check the quotes in the pasted command")
     return [c for c in commands if c]
+
+
+# What chat apps, word processors and PDFs make of `--`: hyphens, dashes, the minus sign.
+_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"
+_DASH_STARTS = frozenset("-" + _DASHES)
+_DASHED = re.compile(f"([-{_DASHES}]{{1,2}})([A-Za-z][A-Za-z0-9_-]+)(?:=.*)?", re.DOTALL)
+
+
+def misdashed(word: str) -> str | None:
+    """The long flag meant by `—context-parallel-size` (an em dash) or `-context-parallel-size`
+    (one dash), else None. slime's parsers read neither as the flag: it keeps its default, and
+    before lint knew this, the word passed for a value of the flag before it."""
+    match = _DASHED.fullmatch(word)
+    if not match or match[1] == "--":
+        return None
+    flag = "--" + match[2]
+    if match[1] == "-" and flag not in known_flags() and flag.replace("_", "-") not in known_flags():
+        return None  # `-x`, `-foo`: a value, as far as anyone can tell
+    return flag
+
+
+def _is_option(word: str) -> bool:
+    if word.startswith("--"):
+        return len(word) > 2
+    return word[:1] in _DASH_STARTS and misdashed(word) is not None
 
 
 def _is_train(word: str) -> bool:
@@ -126,13 +172,15 @@ class _ShellScope:
 
     def expand(self, word: str) -> str:
         """$MODEL and ${MODEL} -> the value assigned earlier in the paste (unknown ones stay)."""
+        if "$" not in word:
+            return word
         return _VARIABLE.sub(lambda m: self.variables.get(m.group(1) or m.group(2), m.group(0)), word)
 
     def expand_arrays(self, words: list[str]) -> list[str]:
         """${ARRAY[@]} of an array the paste defines -> its words."""
         out: list[str] = []
         for word in words:
-            array = _OPAQUE.match(word)
+            array = _OPAQUE.match(word) if word.startswith("$") else None
             out.extend(self.arrays[array.group(1)] if array and array.group(1) in self.arrays else [word])
         return out
 
@@ -176,27 +224,27 @@ def parse_command(command: str | Sequence[str], *, env: dict[str, str] | None = 
     commands = _commands(command)
     index = next((i for i, c in enumerate(commands) if any(_is_train(w) for w in c)), None)
     if index is None:  # no train.py: the command with the first --flag
-        index = next((i for i, c in enumerate(commands) if any(w.startswith("--") for w in c)), 0)
+        index = next((i for i, c in enumerate(commands) if any(_is_option(w) for w in c)), 0)
     scope = _ShellScope()
     for words in commands[:index]:
         scope.run(words)
     words = commands[index] if commands else []
     start = next((i + 1 for i, w in enumerate(words) if _is_train(w)), None)
     if start is None:  # just flags, or `python -u something --flags`: options begin at the first --flag
-        start = next((i for i, w in enumerate(words) if w.startswith("--")), len(words))
+        start = next((i for i, w in enumerate(words) if _is_option(w)), len(words))
     parsed = ParsedCommand(env={**(env or {}), **scope.exported})
     _read_launcher(words[:start], scope, parsed)
     for word in scope.expand_arrays(words[start:]):
-        if _OPAQUE.match(word) and scope.expand(word) == word:
+        if word.startswith("$") and _OPAQUE.match(word) and scope.expand(word) == word:
             parsed.opaque.append(word)
-        elif word.startswith("--") and len(word) > 2:
+        elif _is_option(word):  # a mistyped dash too: its value must not pass for the previous flag's
             flag, eq, value = word.partition("=")
             parsed.options.append((flag, [scope.expand(value)] if eq else []))
         elif parsed.options:
             parsed.options[-1][1].append(scope.expand(word))
     # `--flag ...` lines right after train.py's command: the shell ran them as commands of their own
     for words in commands[index + 1:]:
-        if not (words[0].startswith("--") or _OPAQUE.match(words[0])):
+        if not (_is_option(words[0]) or _OPAQUE.match(words[0])):
             break
         parsed.cut_off.append(words)
     return parsed
@@ -226,6 +274,47 @@ def known_flags() -> frozenset[str]:
     """Long options of slime + Megatron-LM (generated by tools/gen_known_flags.py)."""
     text = (resources.files("cpverify") / "data" / "known_flags.txt").read_text(encoding="utf-8")
     return frozenset(line.strip() for line in text.splitlines() if line.startswith("--"))
+
+
+def _chars(text: str) -> frozenset[int]:
+    """The multiset of characters of `text` as a set of ints (the k-th `c` is ord(c) * 1024 + k),
+    so that shared characters are one C-level set intersection."""
+    seen: dict[str, int] = {}
+    out = []
+    for c in text:
+        seen[c] = seen.get(c, 0) + 1
+        out.append(ord(c) * 1024 + seen[c])
+    return frozenset(out)
+
+
+@functools.lru_cache(maxsize=1)
+def _flag_index() -> tuple[dict[str, frozenset[int]], dict[int, tuple[str, ...]]]:
+    """Each known flag's characters, and for each character the flags that hold it."""
+    chars = {flag: _chars(flag) for flag in known_flags()}
+    holders: dict[int, list[str]] = {}
+    for flag, elements in chars.items():
+        for element in elements:
+            holders.setdefault(element, []).append(flag)
+    return chars, {element: tuple(flags) for element, flags in holders.items()}
+
+
+@functools.lru_cache(maxsize=4096)
+def _closest_flag(flag: str, cutoff: float = 0.85) -> str | None:
+    """The known flag that `flag` most likely misspells (difflib's ratio >= cutoff), or None.
+
+    The same answer as difflib.get_close_matches over all known flags, which costs about a
+    millisecond per unknown flag. difflib's ratio is 2M/(a+b) with M at most the characters
+    the two share, so a candidate must share `needed` of the flag's n characters, hence at least
+    one of its n - needed + 1 rarest (prefix filtering): only the flags holding those are
+    compared, and each distinct flag is looked up once."""
+    chars, holders = _flag_index()
+    mine, n = _chars(flag), len(flag)
+    needed = math.ceil(cutoff * (n + math.ceil(n * cutoff / (2 - cutoff))) / 2)  # against the shortest candidate
+    rarest = sorted(mine, key=lambda element: len(holders.get(element, ())))[: max(n - needed + 1, 0)]
+    candidates = {known for element in rarest for known in holders.get(element, ())}
+    close = difflib.get_close_matches(
+        flag, [k for k in candidates if 2 * len(mine & chars[k]) >= cutoff * (n + len(k))], n=1, cutoff=cutoff)
+    return close[0] if close else None
 
 
 # Mistakes seen in the wild, with what slime actually does with them.
@@ -266,7 +355,17 @@ def _check_flags(cmd: ParsedCommand) -> list[Finding]:
             found.append(Finding(WARNING, flag, f"given twice ({flag} {' '.join(seen[flag])} and {shown}); the last one wins",
                                  "keep one"))
         seen[flag] = values
-        if flag in _ALIASES:
+        meant = misdashed(flag)
+        if meant:
+            dash = _DASHED.fullmatch(flag)[1]
+            spelled = "a single '-', not `--`" if dash == "-" else " + ".join(
+                f"{unicodedata.name(c, 'a dash').lower()} (U+{ord(c):04X})" for c in dash
+            ) + ", not `--` (chat apps and word processors turn `--` into a dash)"
+            found.append(Finding(
+                ERROR, flag,
+                f"starts with {spelled}: slime's parsers do not read it as {meant}, so {meant} keeps its default",
+                f"{meant} {' '.join(values)}".strip()))
+        elif flag in _ALIASES:
             canonical = _ALIASES[flag]
             why = _ROLLOUT_NUM_WHY if flag == "--rollout-num" else (
                 f"slime knows no {flag}; its parsers drop unknown flags silently, so {canonical} keeps its default")
@@ -285,10 +384,10 @@ def _check_flags(cmd: ParsedCommand) -> list[Finding]:
                 f"{dashed} {' '.join(values)}".strip(),
             ))
         else:
-            close = difflib.get_close_matches(flag, known, n=1, cutoff=0.85)
+            close = _closest_flag(flag)
             if close:
-                found.append(Finding(ERROR, flag, f"unknown flag; slime ignores it silently, so {close[0]} keeps its default",
-                                     f"did you mean {close[0]}?"))
+                found.append(Finding(ERROR, flag, f"unknown flag; slime ignores it silently, so {close} keeps its default",
+                                     f"did you mean {close}?"))
             else:
                 found.append(Finding(WARNING, flag,
                                      "not a flag of slime 624b824a / Megatron-LM 1dcf0daf; slime ignores unknown flags silently",

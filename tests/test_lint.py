@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cpverify import lint
 from cpverify.errors import InputError
-from cpverify.lint import ERROR, WARNING, lint_argv, lint_plan, parallel_layout, parse_command
+from cpverify.lint import (
+    ERROR,
+    WARNING,
+    lint_argv,
+    lint_plan,
+    parallel_layout,
+    parse_command,
+)
 from cpverify.plan import build_plan
 from cpverify.profiles import get_profile, with_overrides
 
@@ -481,3 +491,59 @@ def test_a_utf8_file_with_a_bom_is_read(tmp_path, capsys):
     script.write_bytes(SEED001_CP2.encode("utf-8-sig"))
     assert run_cli(["lint", "--file", str(script)]) == 1
     assert "--num-rollout 8" in capsys.readouterr().out
+
+
+# --- flags with the wrong dash, and splitting pastes ---------------------------------------------
+
+
+@pytest.mark.parametrize(("dash", "spelled"), [("\u2014", "em dash (U+2014)"), ("\u2013", "en dash (U+2013)"),
+                                               ("\u2212", "minus sign (U+2212)"), ("-", "a single '-'")])
+def test_a_flag_with_the_wrong_dash_is_an_error_not_a_value(dash, spelled):
+    """`—context-parallel-size 2` (a chat app's em dash) or `-context-parallel-size 2`: slime runs CP=1.
+    Before, the word passed for a second value of the flag before it and lint said nothing."""
+    argv = [*good_args(context_parallel_size=None), f"{dash}context-parallel-size", "2"]
+    assert argv[2:4] == ["--train-backend", "megatron"]
+    argv = argv[:4] + argv[-2:] + argv[4:-2]  # behind the value of the first flag
+    text = shlex.join(argv)
+    for command in (text, argv):
+        findings = lint_argv(command, env={"CUDA_DEVICE_MAX_CONNECTIONS": "1"})
+        wrong = by_flag(findings, f"{dash}context-parallel-size")
+        assert len(wrong) == 1 and wrong[0].severity == ERROR, findings
+        assert spelled in wrong[0].why and "--context-parallel-size keeps its default" in wrong[0].why
+        assert wrong[0].fix == "--context-parallel-size 2"
+        parsed = parse_command(command)
+        assert parsed.options[:2] == [("--train-backend", ["megatron"]), (f"{dash}context-parallel-size", ["2"])]
+
+
+@pytest.mark.parametrize("value", ["-1e-6", "-x", "-not-a-flag", "-", "--"])
+def test_a_value_with_one_dash_stays_a_value(value):
+    parsed = parse_command(["--lr", value, "--seed", "1"])
+    assert parsed.options[0] == ("--lr", [value]) or value == "--"
+
+
+_WORDS = st.lists(st.text(st.characters(codec="utf-8", exclude_characters="\0"), max_size=12), min_size=1, max_size=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_WORDS, min_size=1, max_size=4), st.sampled_from(["\n", "; ", " && ", " | ", " \\\n;"]))
+def test_splitting_a_paste_gives_back_the_words_the_shell_would(commands, separator):
+    """Whatever the words (quotes, `#`, `$`, newlines, unicode), quoting them as a shell does and
+    splitting the paste gives them back, command by command."""
+    text = separator.join(shlex.join(words) for words in commands)
+    assert lint._commands(text) == commands
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("a \"b \\\"c\\\" $d\" 'e\\f'", ["a", 'b "c" $d', "e\\f"]),
+    ("a\\ b c#d # comment\ne", ["a b", "c#d"]),
+    ("--lr 1e-6 \\\r\n--seed 1\r\n", ["--lr", "1e-6", "--seed", "1"]),
+    ("x=\"a\\\nb\"", ["x=ab"]),
+])
+def test_splitting_quotes_escapes_comments_and_continuations(text, words):
+    assert lint._commands(text)[0] == words
+
+
+@pytest.mark.parametrize("text", ["--lr '1e-6", '--lr "1e-6', "--lr 1e-6 \\"])
+def test_an_unclosed_quote_is_bad_input(text):
+    with pytest.raises(InputError, match="cannot split the command line"):
+        lint._commands(text)
