@@ -9,6 +9,7 @@ arms run with `--gpus none`, except in the test that checks what users without t
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -89,31 +90,82 @@ def test_gpu_request_without_nvidia_runtime_is_blocked_with_the_fix(cpverify_ima
     assert _managed_containers(docker_client, "gpu1") == []  # not even a `created` one
 
 
-def test_compose_file_validates():
-    proc = subprocess.run(["docker", "compose", "-f", str(ROOT / "compose.yaml"), "config", "-q"],
-                          capture_output=True, text=True, cwd=ROOT)
+COMPOSE_CHAIN = ("doctor", "image", "fetch", "compileall", "lint", "cp1", "cp2", "verdict")
+
+
+def _compose_config(*files: str, env: dict | None = None) -> dict:
+    proc = subprocess.run(["docker", "compose", *[a for f in files for a in ("-f", str(ROOT / f))], "config",
+                           "--format", "json"], capture_output=True, text=True, cwd=ROOT, check=False,
+                          env={**os.environ, **(env or {})})
     assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
 
 
-def test_compose_up_runs_the_services_in_order_and_exits_with_the_verdict(cpverify_image, workspace):
-    env = {**os.environ, "CPVERIFY_IMAGE": IMAGE, "CPVERIFY_ARTIFACTS": str(workspace / "artifacts"),
-           "CPVERIFY_CACHE": str(workspace / "cache"), "CPVERIFY_RUN_ID": "compose1"}
-    compose = ["docker", "compose", "-p", "cpverify-test", "-f", str(ROOT / "compose.yaml"),
-               "-f", str(ROOT / "tests" / "compose.test.yaml")]
+def test_compose_runs_nox_chain_and_reserves_gpus_only_after_the_lint():
+    assert subprocess.run(["docker", "compose", "-f", str(ROOT / "compose.yaml"), "config", "-q"],
+                          capture_output=True, cwd=ROOT, check=False).returncode == 0
+    services = _compose_config("compose.yaml")["services"]
+    assert set(services) == set(COMPOSE_CHAIN)
+    for before, step in itertools.pairwise(COMPOSE_CHAIN):
+        needs = {name: dep["condition"] for name, dep in services[step]["depends_on"].items()}
+        assert needs == {before: "service_completed_successfully"}, step
+    for name, service in services.items():
+        assert service["entrypoint"][:3] == ["cpverify", "run", "--runner"] and service["command"] == [name]
+    # the doctor looks at the GPUs; the first step to hold them for work is cp1, after the lint
+    assert {n for n, s in services.items() if "deploy" in s} == {"doctor", "cp1", "cp2"}
+    assert [n for n, s in services.items() if "build" in s] == ["image"]
+    # a fresh run per `up`: the doctor starts one, the later steps continue the one it started
+    env = {n: s["environment"]["CPVERIFY_RUN_ID"] for n, s in services.items()}
+    assert env.pop("doctor") == "" and set(env.values()) == {"latest"}
+    # the test override changes the image and the GPUs, nothing of the chain
+    test = _compose_config("compose.yaml", "tests/compose.test.yaml", env={"CPVERIFY_IMAGE": IMAGE})["services"]
+    assert {n: s.get("depends_on") for n, s in test.items()} == {n: s.get("depends_on") for n, s in services.items()}
+    assert not any("deploy" in s or "build" in s for s in test.values())
+
+
+def _compose(workspace: Path, **settings: str) -> tuple[list[str], dict]:
+    env = {k: v for k, v in os.environ.items() if k != "CPVERIFY_RUN_ID"}  # each `up` a fresh run
+    env.update(CPVERIFY_IMAGE=IMAGE, CPVERIFY_ARTIFACTS=str(workspace / "artifacts"),
+               CPVERIFY_CACHE=str(workspace / "cache"), **settings)
+    return ["docker", "compose", "-p", "cpverify-test", "-f", str(ROOT / "compose.yaml"),
+            "-f", str(ROOT / "tests" / "compose.test.yaml")], env
+
+
+def test_compose_up_runs_the_chain_in_order_as_a_fresh_run_each_time(cpverify_image, workspace):
+    compose, env = _compose(workspace)
+    artifacts = workspace / "artifacts"
     try:
         proc = subprocess.run([*compose, "up", "--exit-code-from", "verdict", "verdict"],
-                              capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+                              capture_output=True, text=True, env=env, cwd=ROOT, timeout=600, check=False)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-        run_dir = workspace / "artifacts" / "compose1"
-        verdict = json.loads((run_dir / "verdict.json").read_text())
-        assert verdict["status"] == "PASS"
+        first = os.readlink(artifacts / "latest")
+        run_dir = artifacts / first
+        assert json.loads((run_dir / "verdict.json").read_text())["status"] == "PASS"
         assert (run_dir / "verdict.md").is_file()
         state = json.loads((run_dir / "state.json").read_text())
-        assert {"doctor", "model", "arms"} <= set(state)  # doctor -> fetch -> cp1/cp2 all ran
+        assert {"doctor", "model", "compileall", "lint", "arms"} <= set(state)  # every step ran, in this one run
         cp1, cp2 = (run_dir / "logs" / "cp1.log").stat().st_mtime, (run_dir / "logs" / "cp2.log").stat().st_mtime
         assert cp1 <= cp2
+        # the next `up` is another run: its doctor (the same container, started again) takes a new id
+        proc = subprocess.run([*compose, "up", "--exit-code-from", "doctor", "doctor"],
+                              capture_output=True, text=True, env=env, cwd=ROOT, timeout=600, check=False)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        second = os.readlink(artifacts / "latest")
+        assert second != first
+        assert sorted(p.name for p in artifacts.iterdir() if not p.is_symlink()) == sorted([first, second])
     finally:
-        subprocess.run([*compose, "down", "--remove-orphans"], capture_output=True, env=env, cwd=ROOT)
+        subprocess.run([*compose, "down", "--remove-orphans"], capture_output=True, env=env, cwd=ROOT, check=False)
+
+
+def test_compose_up_stopped_by_a_step_exits_1_naming_the_step_and_its_code(cpverify_image, workspace):
+    compose, env = _compose(workspace, CPVERIFY_PROFILE="no-such-profile")
+    try:
+        proc = subprocess.run([*compose, "up", "--exit-code-from", "verdict", "verdict"],
+                              capture_output=True, text=True, env=env, cwd=ROOT, timeout=600, check=False)
+        assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert 'service "doctor" didn\'t complete successfully: exit 2' in proc.stdout + proc.stderr
+    finally:
+        subprocess.run([*compose, "down", "--remove-orphans"], capture_output=True, env=env, cwd=ROOT, check=False)
 
 
 def test_nox_verify_cp_end_to_end(cpverify_image, workspace, tmp_path_factory):
