@@ -26,11 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cpverify.redact import is_secret_name, scrub_credentials
+
 COMMAND_TIMEOUT_S = 20.0
 TORCH_TIMEOUT_S = 90.0  # importing torch cold on a network filesystem can take a minute
 
 ENV_PREFIXES = ("NCCL_", "CUDA_", "TORCH_", "NVTE_", "PYTORCH_", "CUBLAS_", "CUDNN_", "NVIDIA_", "RAY_", "HF_")
-SECRET_NAME_PARTS = ("token", "secret", "password", "passwd", "key", "credential", "auth")
 PACKAGES = ("torch", "nvidia-nccl-cu12", "nvidia-nccl-cu13", "transformer_engine", "flash_attn", "megatron-core",
             "sglang", "slime", "ray", "transformers", "docker", "huggingface_hub", "nvidia-ml-py")
 
@@ -222,17 +223,10 @@ def nccl_version_from_log(path: Path) -> str | None:
     return None
 
 
-def is_secret_name(name: str) -> bool:
-    lowered = name.lower()
-    return any(part in lowered for part in SECRET_NAME_PARTS)
-
-
-_URL_USERINFO = re.compile(r"(://)[^/@\s]+@")
-
-
 def filter_env(env: Mapping[str, str]) -> dict[str, str]:
-    """Variables that shape a GPU run, minus anything whose name smells secret; URL passwords masked."""
-    return {name: _URL_USERINFO.sub(r"\1***@", value) for name, value in sorted(env.items())
+    """Variables that shape a GPU run, minus secret-named ones; credentials in the rest (a mirror's
+    URL password, a signed query) scrubbed."""
+    return {name: scrub_credentials(value) for name, value in sorted(env.items())
             if name.startswith(ENV_PREFIXES) and not is_secret_name(name)}
 
 

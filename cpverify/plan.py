@@ -16,15 +16,12 @@ from dataclasses import dataclass
 from cpverify.artifacts import check_run_id, new_run_id
 from cpverify.errors import InputError
 from cpverify.profiles import MAX_GPUS, PROFILES, Profile
-from cpverify.redact import is_secret_name
+from cpverify.redact import contains_secret, is_secret_name
 
 SLIME_CP_FLAG = "--context-parallel-size"
 PROBE_CP_FLAG = "--cp"
 DEFAULT_SLIME_DIR = "/root/slime"
 DEFAULT_MODEL_DIR = "/root/models/Qwen2.5-0.5B-Instruct"
-
-# Values shaped like a credential, whatever the name they hide under (see commands_sh()).
-_SECRET_VALUE = re.compile(r"^(hf_|ghp_|gho_|github_pat_|sk-|xox[abprs]-|AKIA)[A-Za-z0-9_-]{8,}")
 
 
 @dataclass(frozen=True)
@@ -91,9 +88,9 @@ class Plan:
     def commands_sh(self) -> str:
         """A bash script that reruns every arm as planned: `bash commands.sh [ARM ...]`.
 
-        Secret-looking values (names with token/secret/password/key, or values shaped like a
-        Hugging Face / GitHub / OpenAI token) are written as ${NAME} references that the
-        user must export; their values never reach the file.
+        Secret values (of a secret-looking name, or shaped like a credential: a token, a URL
+        with a password, a signed URL; cpverify.redact decides) are written as ${NAME}
+        references that the user must export; their values never reach the file.
         """
         # Every word that comes from the plan is shlex-quoted, and every comment is one line: a
         # path, an argument or a profile name can never become a command of its own.
@@ -280,8 +277,9 @@ def _show(values: list[str] | None) -> str:
 
 
 def _is_secret(name: str, value: str) -> bool:
-    # is_secret_name knows that --input-key names a dataset column and --wandb-key a credential
-    return is_secret_name(name) or bool(_SECRET_VALUE.match(value or ""))
+    # is_secret_name knows that --input-key names a dataset column and --wandb-key a credential;
+    # contains_secret knows a token, a URL password or a signed URL whatever its name
+    return is_secret_name(name) or contains_secret(value or "")
 
 
 def _ref_name(flag: str) -> str:
@@ -302,8 +300,9 @@ def _mask_arg(argv: tuple[str, ...], i: int, *, shell: bool = False) -> str:
     if token.startswith("--") and eq and _is_secret(flag, value):
         ref = f"${{{_ref_name(flag)}}}"
         return f'{shlex.quote(flag + "=")}"{ref}"' if shell else f"{flag}={ref}"
-    after_secret_flag = prev.startswith("--") and "=" not in prev and is_secret_name(prev)
-    if after_secret_flag or _SECRET_VALUE.match(token):
+    after_secret_flag = (prev.startswith("--") and "=" not in prev and is_secret_name(prev)
+                         and not token.startswith("--"))
+    if after_secret_flag or contains_secret(token):
         ref = f"${{{_ref_name(prev) if after_secret_flag else 'CPVERIFY_SECRET'}}}"
         return f'"{ref}"' if shell else ref
     return shlex.quote(token) if shell else token

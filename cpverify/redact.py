@@ -1,68 +1,82 @@
-"""Scrub secrets and identifying details from anything that leaves the machine.
+"""What a secret is, defined once, and how it is kept out of everything cpverify writes or prints.
 
-verdict.md, verdict.json, env.json, commands.sh and copied logs are pasted into public
-GitHub issues, so every one of them passes through here. The rules err towards
-redacting: a redacted IP in a pasted log costs little, a leaked token costs a lot.
-What must survive is what makes the bundle useful: version strings (NCCL 2.28.9,
-CUDA 12.9), timestamps, numbers such as `--lr 1e-6` or `Timeout(ms)=600000`, and
-slime's data-field flags (`--input-key messages`).
+verdict.md, verdict.json, env.json, commands.sh and the plots are pasted into public GitHub
+issues; logs are written before anyone decides whether to share them. Two strengths of one
+definition cover both:
+
+* **credentials** go always, from everything: the raw logs as they stream to disk
+  (LineScrubber), state.json, the terminal and every shareable file, whatever --no-redact says;
+* **identity** (host names, IPs, the user name, home paths) is replaced in what is meant to be
+  shared (Redactor with identity=True): other hosts become stable placeholders (`host-1`,
+  `ip-1`; one run's Pseudonyms give a host the same one in every file), the user `<user>`, a
+  home directory `~`. The raw logs keep them: they are the evidence of which node failed.
+
+A credential is recognised by its **name** (`is_secret_name`: HF_TOKEN, PGPASSWORD, DB_PASS,
+GITHUB_PAT, SENTRY_DSN, DATABASE_URL, RAY_JOB_HEADERS, --wandb-key ...), as the value of such a
+name in `NAME=value`, `NAME: value`, `"name": "value"`, `--name value`; by the **shape of its
+value**, whatever its name (VALUE_KINDS, one rule per kind as Yelp's detect-secrets keeps one
+plugin per kind: provider prefixes, JWTs, AWS key ids, Slack and Discord webhooks, URL userinfo,
+signed-URL query parameters, Authorization headers, PEM private-key blocks across lines); or
+**literally** (values of secret-named variables of this process and the plan).
+
+Deliberately *not* secrets, because a report without them is useless and a redactor that eats
+them is wrong too: numbers (`perf/actor_train_time` values, `Timeout(ms)=600000`), versions,
+paths, model names, hex digests (git commits, sha256: a W&B API key has the same 40-hex shape
+and is caught by its name, WANDB_API_KEY / --wandb-key, or literally), slime's data-field flags
+(`--input-key messages`) and tokenizer flags (`--fim-pad-token`). There is no entropy rule: on a
+training log it would eat hashes, ids and base64 tensors.
 """
 
 from __future__ import annotations
 
+import bisect
+import contextlib
 import functools
 import getpass
 import ipaddress
+import itertools
 import os
 import re
 import socket
-from collections.abc import Iterable
+import sys
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 TOKEN = "<redacted:token>"
 SECRET = "<redacted:secret>"
-HOST = "<host>"
-IP = "<ip>"
+PRIVATE_KEY = "<redacted:private-key>"
 USER = "<user>"
+_PLACEHOLDER_PREFIX = "<redacted"
 
-# Well-known credential shapes, recognised wherever they appear.
-_TOKEN_PATTERNS = [
-    re.compile(r"\bhf_[A-Za-z0-9]{20,}\b"),  # Hugging Face
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"),  # GitHub classic / OAuth / app tokens
-    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}\b"),  # GitHub fine-grained
-    re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),  # AWS access key id
-    re.compile(r"\bsk-(?:proj-)?[A-Za-z0-9_-]{20,}\b"),  # OpenAI-style API keys
-    re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b"),  # Slack
-    re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\b"),  # JWT
-]
-_TOKENS = re.compile("|".join(f"(?:{p.pattern})" for p in _TOKEN_PATTERNS))  # one pass over the text
-_BEARER = re.compile(r"(?i)\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}")
-_URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@")
+# -- names ------------------------------------------------------------------------------------------
 
-# NAME=value, NAME: value, "name": "value", --name value, --name=value where NAME looks secret.
-# Names are found first and only secret-looking ones consume their value, so a harmless
-# name can never swallow the secret pair that follows it ("export HF_TOKEN=...").
-# A name right after `$` or `${` is a shell reference (commands.sh's ": "${HF_TOKEN:?...}""), not a pair.
-_NAME = re.compile(r"""(?<![\w$-])(?<!\$\{)(?P<quote>["']?)(?P<name>(?:--)?[A-Za-z_][\w.-]*)(?P=quote)""")
-_VALUE = re.compile(r"""(?P<sep>[ \t]*[=:][ \t]*|[ \t]+)(?P<value>"[^"\n]*"|'[^'\n]*'|[^\s,;'"}\])]+)""")
-_SECRET_WORDS = {"token", "secret", "password", "passwd", "pwd", "passphrase", "credential", "credentials",
-                 "apikey", "auth", "authorization", "cookie", "signature"}
-_SECRET_PAIRS = {("api", "key"), ("access", "key"), ("private", "key"), ("secret", "key"), ("session", "key")}
-# slime's data-field flags end in -key but hold column names, not secrets; commands.sh must keep them.
-_BENIGN_KEY_PREFIXES = {"input", "label", "metadata", "tool", "tools", "multimodal", "reward", "prompt",
-                        "response", "image", "sort", "group", "dict", "primary", "partition", "cache", "hash"}
-
-_HOME = re.compile(r"(?<![\w.-])/(?:home|Users)/[^/\s'\"]+")
-_IPV4 = re.compile(r"(?<![\w.+-])(?<!==)(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)")
-_IPV6 = re.compile(r"(?<![\w:.])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w:])")
-# NCCL prefixes its lines with "<hostname>:<pid>:<tid> [<dev>]"; any host, not only ours.
-_NCCL_HOST = re.compile(r"(?<![\w-])[A-Za-z0-9][A-Za-z0-9._-]*(?=:\d+:\d+ \[\d+\])")
-# Generic account names: not identifying, and redacting them would mangle `ray job submit` or `ubuntu:24.04`.
-_GENERIC_USERS = {"root", "ubuntu", "user", "admin", "runner", "ray", "docker", "nvidia", "slime", "test",
-                  "dev", "work", "app", "jovyan", "builder", "ci", "nobody"}
-
-
+# A name is judged by its words (HF_TOKEN, hfToken, --hf-token: hf + token); mostly by its last
+# word, the noun that says what the value is: `token_dispatcher_type` holds a type, `DB_PASS` a pass.
+_NOUNS = {"token", "secret", "secrets", "password", "passwd", "pwd", "passphrase", "pass", "pat", "credential",
+          "credentials", "cred", "creds", "apikey", "dsn", "cookie", "cookies", "signature", "sig", "jwt", "bearer",
+          "headers", "session", "sessionid", "auth", "authorization", "webhook"}
+# Words that make a name secret wherever they stand (PGPASSWORD, TORCH_SECRET_THING, AUTH_HEADER).
+_ANYWHERE_PARTS = ("password", "passwd", "passphrase", "secret", "credential")
+_ANYWHERE_WORDS = {"auth", "authorization", "apikey"}
+# Two-word nouns (DATABASE_URL holds its password, SLACK_WEBHOOK_URL is the credential itself).
+_PAIRS = {("api", "key"), ("access", "key"), ("private", "key"), ("secret", "key"), ("session", "key"),
+          ("database", "url"), ("db", "url"), ("webhook", "url"), ("connection", "string")}
+# A name ending in one of these describes a secret without holding it: PASSWORD_FILE holds a path,
+# AUTH_TYPE a type, SSH_AUTH_SOCK a socket, private_key_id an id.
+_META = {"file", "files", "path", "paths", "dir", "directory", "name", "names", "type", "types", "mode", "len", "length",
+         "size", "timeout", "ttl", "count", "num", "version", "id", "ids", "enabled", "sock", "socket", "host", "port",
+         "endpoint", "url", "uri", "format", "policy", "kind", "expiry", "expires", "location"}
+# Tokenizer vocabulary, not credentials: --fim-pad-token, --eod-token, --rl-skip-bos-token.
+_TOKEN_VOCAB = {"pad", "eos", "bos", "eod", "unk", "sep", "cls", "mask", "middle", "prefix", "suffix", "special", "start",
+                "end", "stop", "image", "video", "audio", "vision", "placeholder", "think", "tool", "im", "system",
+                "dummy", "next", "first", "last", "new"}
+# slime's data-field flags end in -key but hold column names: commands.sh must keep them.
+_BENIGN_KEY_PREFIXES = {"input", "label", "metadata", "tool", "tools", "multimodal", "reward", "prompt", "response",
+                        "image", "sort", "group", "dict", "primary", "partition", "cache", "hash", "memory", "public",
+                        "query", "foreign", "routing", "shard"}
 # The shell's working directories: "pwd" is a password word (DB_PWD), but these two are paths.
 _SHELL_DIRS = {"pwd", "oldpwd"}
 
@@ -75,51 +89,187 @@ def _name_words(name: str) -> list[str]:
 
 @functools.lru_cache(maxsize=4096)  # names repeat on every line of a log
 def is_secret_name(name: str) -> bool:
-    """Does a variable/flag/field name look like it holds a credential?"""
+    """Does a variable, flag, header, query parameter or field name say that its value is a credential?"""
     if name.strip("\"'-").lower() in _SHELL_DIRS:
         return False
     words = _name_words(name)
     if not words:
         return False
-    if any(w in _SECRET_WORDS for w in words):
+    last, previous = words[-1], (words[-2] if len(words) > 1 else "")
+    if (previous, last) in _PAIRS:
         return True
-    if any(pair in _SECRET_PAIRS for pair in zip(words, words[1:], strict=False)):
+    if last in _META:
+        return False
+    if last.endswith("token"):  # GITHUB_TOKEN, accessToken, GHTOKEN; not --fim-pad-token
+        return previous not in _TOKEN_VOCAB
+    if last in ("key", "keys"):  # WANDB_KEY, --wandb-key: a credential; --input-key: a dataset column
+        return previous not in _BENIGN_KEY_PREFIXES
+    if last in _NOUNS:
         return True
-    if words[-1] in ("key", "keys"):
-        # WANDB_KEY, --wandb-key: a credential; --input-key, --label-key: a dataset column name.
-        return len(words) == 1 or words[-2] not in _BENIGN_KEY_PREFIXES
-    return False
+    if any(part in word for word in words for part in _ANYWHERE_PARTS) or _ANYWHERE_WORDS.intersection(words):
+        return True
+    return any(pair in _PAIRS for pair in itertools.pairwise(words))
 
 
-@functools.lru_cache(maxsize=1)
-def _machine_identity() -> tuple[tuple[str, ...], str | None, str | None]:
-    """(host names, user name, home dir) of this machine, looked up once."""
-    hosts: set[str] = set()
+_NOT_LITERAL = {"true", "false", "yes", "no", "on", "off", "none", "null", "unset", "enabled", "disabled"}
+
+
+def _literal_worthy(value: str) -> bool:
+    """Is a value of a secret-named variable worth removing wherever it appears? Not when it is so
+    short or plain that removing it would mangle ordinary text (`SESSION_TIMEOUT=600000` would eat
+    NCCL's `Timeout(ms)=600000`)."""
+    value = value.strip()
+    if len(value) < 6 or value.lower() in _NOT_LITERAL:
+        return False
     try:
-        full = socket.gethostname()
-    except OSError:
-        full = ""
-    for name in (full, full.split(".")[0]):
-        if len(name) >= 3 and name.lower() not in ("localhost", "localhost.localdomain"):
-            hosts.add(name)
-    try:
-        user = getpass.getuser()
-    except Exception:  # no passwd entry in some containers
-        user = None
-    if not user or len(user) < 3 or user.lower() in _GENERIC_USERS:
-        user = None
-    try:
-        home: str | None = str(Path.home())
-    except (KeyError, RuntimeError):  # no HOME and no passwd entry
-        home = None
-    if home in ("/", "/root"):  # /root paths appear in every slime image and identify nobody
-        home = None
-    return tuple(sorted(hosts, key=len, reverse=True)), user, home
+        float(value)
+    except ValueError:
+        return True
+    return False  # a number
 
 
-def _environment_secrets() -> list[str]:
-    """Values of this process's environment variables whose names look secret (HF_TOKEN, ...)."""
-    return [value for name, value in os.environ.items() if is_secret_name(name) and len(value) >= 6]
+# -- values -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of secret recognised by its value: `pattern` finds it, `replace` keeps what is not secret."""
+
+    name: str
+    pattern: re.Pattern[str]
+    replace: Callable[[re.Match[str]], str]
+
+
+def _whole(placeholder: str) -> Callable[[re.Match[str]], str]:
+    return lambda _match: placeholder
+
+
+def _keep(group: str, placeholder: str) -> Callable[[re.Match[str]], str]:
+    """Replace only the named group: the scheme, header or host around it stays readable."""
+    def replace(match: re.Match[str]) -> str:
+        start, end = match.span(group)
+        whole = match.group(0)
+        offset = match.start()
+        return whole[: start - offset] + placeholder + whole[end - offset:]
+    return replace
+
+
+def _secret_query_value(match: re.Match[str]) -> str:
+    if not is_secret_name(match.group("name")) or match.group("value").startswith(_PLACEHOLDER_PREFIX):
+        return match.group(0)
+    return f"{match.group('name')}={SECRET}"
+
+
+VALUE_KINDS: tuple[Kind, ...] = (
+    # provider prefixes
+    Kind("huggingface", re.compile(r"\bhf_[A-Za-z0-9]{20,}\b"), _whole(TOKEN)),
+    Kind("github", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"), _whole(TOKEN)),
+    Kind("github-fine-grained", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"), _whole(TOKEN)),
+    Kind("gitlab", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), _whole(TOKEN)),
+    Kind("aws-access-key-id", re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), _whole(TOKEN)),
+    Kind("openai-anthropic", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"), _whole(TOKEN)),
+    Kind("stripe", re.compile(r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"), _whole(TOKEN)),
+    Kind("slack-token", re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}|\bxapp-\d-[A-Za-z0-9-]{10,}"), _whole(TOKEN)),
+    Kind("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), _whole(TOKEN)),
+    Kind("pypi", re.compile(r"\bpypi-AgE[A-Za-z0-9_-]{20,}"), _whole(TOKEN)),
+    Kind("npm", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), _whole(TOKEN)),
+    Kind("sendgrid", re.compile(r"\bSG\.[\w-]{16,}\.[\w-]{16,}"), _whole(TOKEN)),
+    Kind("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"), _whole(TOKEN)),
+    # webhook URLs are the credential themselves: keep the service, drop the path
+    Kind("slack-webhook", re.compile(r"(?i)(https://hooks\.slack\.com/)(?P<secret>(?:services|workflows|triggers)/[\w/-]+)"),
+         _keep("secret", TOKEN)),
+    Kind("discord-webhook", re.compile(r"(?i)(https://(?:\w+\.)?discord(?:app)?\.com/api/webhooks/)(?P<secret>[\w/-]+)"),
+         _keep("secret", TOKEN)),
+    # scheme://user:password@host, scheme://TOKEN@host (a long user with a digit: not `git@`)
+    Kind("url-userinfo", re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://(?P<secret>[^\s/?#@:'\"<>]*:[^\s/@'\"<>]*|"
+                                    r"(?=[A-Za-z_-]*\d)[A-Za-z0-9_-]{16,})@"), _keep("secret", SECRET)),
+    # ?token=, &sig=, X-Amz-Signature=, X-Amz-Credential=, X-Goog-Signature=, access_token= ... (presigned URLs)
+    Kind("url-query", re.compile(r"(?<=[?&])(?P<name>[A-Za-z][\w.-]*)=(?P<value>[^&#\s\"'<>]+)"), _secret_query_value),
+    # Authorization: Bearer|Basic|Token|... <credential>, as a header, a JSON field or an escaped one
+    Kind("authorization-header", re.compile(
+        r"(?i)\b(?:proxy-)?authorization\\?[\"']?\s*[:=]\s*\\?[\"']?"
+        r"(?:(?:bearer|basic|token|digest|negotiate|ntlm|apikey|key)\s+)?(?P<secret>[^\s\"',;\\]+)"),
+        _keep("secret", TOKEN)),
+    # a bare `Bearer X` / `Basic X` (curl -H, requests' repr): X must look random, so prose survives
+    Kind("bearer", re.compile(r"\b(?:[Bb]earer|BEARER|[Bb]asic|BASIC)\s+(?P<secret>(?=[\w.~+/-]*(?:\d|[+/=]|[a-z][A-Z]))"
+                              r"[A-Za-z0-9._~+/=-]{8,})"), _keep("secret", TOKEN)),
+)
+
+# PEM private keys span lines: BEGIN opens a block that the next lines continue until END.
+_PEM_BEGIN = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+_PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+_PEM_ONE_LINE = re.compile(_PEM_BEGIN.pattern + r".*?" + _PEM_END.pattern)  # "\n"-escaped in JSON, or one line
+# Inside a block: whatever prefix a log adds to every line (Ray's "(Actor pid=1) ", a timestamp, ANSI
+# colour), then key material (base64) or a header (Proc-Type: 4,ENCRYPTED); or a blank line.
+_PEM_BODY = re.compile(r"(?P<prefix>(?:[^\n]*[\s)])?)(?P<body>[A-Za-z0-9+/]+={0,2}|[A-Za-z-]+: [^\n]*)\s*")
+_PEM_BLANK = re.compile(r"(?:\x1b\[[0-9;]*m)*(?:\([^()\n]*\))?(?:\x1b\[[0-9;]*m)*\s*")
+
+# NAME=value pairs. Names are found first and only secret-looking ones consume their value, so a
+# harmless name can never swallow the secret pair that follows it ("export A=1 HF_TOKEN=...").
+# A name right after `$` or `${` is a shell reference (commands.sh's ": "${HF_TOKEN:?...}""), not a pair.
+# The lookahead keeps the scan cheap: only names holding a secret-ish word are considered at all.
+_NAME_STEMS = ("token", "secret", "pass", "pwd", "pat", "cred", "key", "dsn", "auth", "cookie", "sig", "jwt", "bearer",
+               "header", "session", "url", "string", "webhook")
+_NAME = re.compile(r"""(?<![\w$-])(?<!\$\{)(?P<quote>\\?["']?)(?P<name>(?:--)?(?=[\w.-]*?(?i:"""
+                   + "|".join(_NAME_STEMS) + r"""))[A-Za-z_][\w.-]*)(?P=quote)""")
+_VALUE = re.compile(r"""(?P<sep>[ \t]*[=:][ \t]*|[ \t]+)(?P<value>\\"(?:[^"\\\n]|\\[^"])*\\"|"(?:[^"\\\n]|\\.)*"|"""
+                    r"""'(?:[^'\\\n]|\\.)*'|[^\s,;'"}\])]+)""")
+_SCHEMES = {"bearer", "basic", "token", "digest", "negotiate", "ntlm", "apikey", "key"}
+
+# The gate: a line that holds none of these words (lower-cased) can hold no value-shaped secret and no
+# secret pair, so the rules never see it -- most lines of a training log (NCCL INFO, access logs,
+# progress bars). benchmarks/scrub_throughput.md measures what it costs.
+# test_redact.py checks that every rule's trigger contains one of them.
+GATE_WORDS = ("://", "-----begin", "hf_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "akia", "asia", "sk-", "k_live_",
+              "k_test_", "xox", "xapp-", "aiza", "pypi-", "npm_", "sg.", "eyj", "bearer", "basic", *_NAME_STEMS)
+_GATE_STR, _GATE_BYTES = GATE_WORDS, tuple(w.encode() for w in GATE_WORDS)
+
+
+def _trie(words: Iterable[str]) -> str:
+    """One regex for a set of words, shared prefixes factored out (`s(?:ecret|ig|k\\-)`): sre then
+    tries a handful of first characters at each position instead of every word (3x faster here)."""
+    root: dict = {}
+    for word in words:
+        node = root
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def build(node: dict) -> str:
+        if "" in node:
+            return ""  # a word ends here: for a gate, the longer ones add nothing
+        branches = [re.escape(char) + build(child) for char, child in sorted(node.items())]
+        return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+
+    return build(root)
+
+
+# One line: a single regex call (its fixed cost beats 40 `in` tests); a block: 40 finds over it.
+_GATE_LINE = {str: re.compile(_trie(GATE_WORDS)), bytes: re.compile(_trie(GATE_WORDS).encode())}
+
+
+def _gated(lines: list, literals: list) -> list[int]:
+    """Indices of the lines (str or bytes, one type) that hold a gate word or a literal secret."""
+    if len(lines) == 1:  # the common streaming case: no join, no offsets
+        line = lines[0]
+        hit = _GATE_LINE[type(line)].search(line.lower()) or any(s in line for s in literals)
+        return [0] if hit else []
+    block = lines[0][:0].join(lines)
+    starts, offset = [], 0
+    for line in lines:
+        starts.append(offset)
+        offset += len(line)
+    words = _GATE_BYTES if isinstance(block, bytes) else _GATE_STR
+    hot: set[int] = set()
+    for haystack, needles in ((block.lower(), words), (block, literals)):
+        for needle in needles:
+            hit = haystack.find(needle)
+            while hit != -1:
+                index = bisect.bisect_right(starts, hit) - 1
+                hot.add(index)
+                following = index + 1
+                hit = haystack.find(needle, starts[following]) if following < len(starts) else -1
+    return sorted(hot)
 
 
 def _redact_pairs(text: str) -> str:
@@ -135,9 +285,10 @@ def _redact_pairs(text: str) -> str:
         # A bare-space separator only counts for CLI flags (--hf-token VALUE), not prose ("token was").
         if not sep.strip() and not match.group("name").startswith("--"):
             continue
-        if value.startswith(("--", "<redacted")) or value in ("Bearer", "Basic") or value.strip("\"'").startswith("$"):
-            continue  # no value here, already hidden, a scheme whose credential _BEARER hid, or a $REFERENCE
-        quote = value[0] if value[:1] in ("'", '"') else ""
+        bare = value.strip("\"'\\")
+        if value.startswith("--") or bare.startswith(("$", _PLACEHOLDER_PREFIX)) or bare.lower() in _SCHEMES:
+            continue  # no value here, a $REFERENCE, already hidden, or a scheme whose credential is hidden
+        quote = value[:2] if value.startswith('\\"') else value[:1] if value[:1] in ("'", '"') else ""
         out.append(text[pos:found.start("value")])
         out.append(f"{quote}{SECRET}{quote}")
         pos = found.end()
@@ -145,90 +296,372 @@ def _redact_pairs(text: str) -> str:
     return "".join(out)
 
 
-def _redact_ipv6(match: re.Match[str]) -> str:
-    text = match.group(0)
-    try:
-        address = ipaddress.IPv6Address(text)
-    except ValueError:
-        return text
-    return text if address.is_loopback or address.is_unspecified else IP
+class _Credentials:
+    """The credential rules, bound to the literal values known to be secret, applied line by line.
 
-
-def _redact_ipv4(match: re.Match[str]) -> str:
-    text = match.group(0)
-    try:
-        address = ipaddress.IPv4Address(text)
-    except ValueError:
-        return text
-    # Loopback and 0.0.0.0 identify nobody and appear in the reproduction commands.
-    return text if address.is_loopback or address.is_unspecified else IP
-
-
-class Redactor:
-    """Redaction rules bound to this machine and process, built once and applied to many texts.
-
-    The machine's identity and the environment's secret values are looked up at construction,
-    so copying a million-line log costs one lookup, not one per line. `identity=False` (the
-    user's --no-redact) keeps host and user names, home paths and IPs; credentials go always.
+    `line()` carries one piece of state between lines: whether a PEM private-key block is open.
     """
 
-    def __init__(self, extra_secrets: Iterable[str] = (), *, identity: bool = True) -> None:
-        literals = {s for s in (*extra_secrets, *_environment_secrets()) if s and len(s) >= 4}
+    def __init__(self, literals: Iterable[str]) -> None:
         # Longest first, so a secret that contains another is removed whole.
-        self._literals = sorted(literals, key=len, reverse=True)
-        hosts, user, home = _machine_identity()
-        self._identity: list[tuple[re.Pattern[str], str]] = []
-        self._addresses = identity
-        if not identity:
-            return
-        if home:
-            self._identity.append((re.compile(rf"{re.escape(home)}(?![\w.-])"), "~"))
-        self._identity.append((_HOME, "~"))
-        self._identity.append((_NCCL_HOST, HOST))
-        for host in hosts:
-            self._identity.append((re.compile(rf"(?<![\w-]){re.escape(host)}(?![\w-])", re.IGNORECASE), HOST))
-        if user:
-            self._identity.append((re.compile(rf"(?<![\w-]){re.escape(user)}(?![\w-])"), USER))
+        self.literals = sorted({s for s in literals if s}, key=len, reverse=True)
+        self._literal_bytes = [s.encode("utf-8", "surrogateescape") for s in self.literals]
+        self.in_pem = False
 
-    def __call__(self, text: str, *, keep_versions: bool = False) -> str:
-        for secret in self._literals:
-            text = text.replace(secret, SECRET)
-        text = _TOKENS.sub(TOKEN, text)
-        text = _BEARER.sub(lambda m: f"{m.group(1)} {TOKEN}", text)
-        text = _URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}{SECRET}@", text)
-        text = _redact_pairs(text)
-        for pattern, placeholder in self._identity:
-            text = pattern.sub(placeholder, text)
-        if not self._addresses:
-            return text
-        if not keep_versions:
-            text = _IPV4.sub(_redact_ipv4, text)
-        return _IPV6.sub(_redact_ipv6, text)
+    def line(self, line: str) -> str:
+        """One line through every rule (no gate)."""
+        for secret in self.literals:
+            if secret in line:
+                line = line.replace(secret, SECRET)
+        if self.in_pem:
+            line = self._pem_continued(line)
+            if self.in_pem:
+                return line
+        if "-----BEGIN" in line:
+            line = _PEM_ONE_LINE.sub(PRIVATE_KEY, line)
+            opened = _PEM_BEGIN.search(line)
+            if opened:  # the block goes on in the next lines
+                end = len(line.rstrip("\r\n"))
+                line = line[: opened.start()] + PRIVATE_KEY + line[end:]
+                self.in_pem = True
+        for kind in VALUE_KINDS:
+            line = kind.pattern.sub(kind.replace, line)
+        return _redact_pairs(line)
+
+    def lines(self, lines: list, decode: bool = False) -> list:
+        """Consecutive lines (str, or bytes with `decode`): those the gate lets through, and every
+        line while a PEM block is open, go through `line`; the others come back as they are."""
+        out = list(lines)
+        if not lines:
+            return out
+        hot = _gated(lines, self._literal_bytes if decode else self.literals)
+        n, i, h = len(lines), 0, 0
+        while i < n:
+            if not self.in_pem:
+                while h < len(hot) and hot[h] < i:
+                    h += 1
+                if h == len(hot):
+                    break
+                i = hot[h]
+            if decode:  # surrogateescape: bytes that are not UTF-8 reach the file unchanged
+                out[i] = self.line(lines[i].decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
+            else:
+                out[i] = self.line(lines[i])
+            i += 1
+        return out
+
+    def _pem_continued(self, line: str) -> str:
+        closed = _PEM_END.search(line)
+        if closed:
+            self.in_pem = False
+            prefix = line[: closed.start()]
+            return (prefix if _PEM_BLANK.fullmatch(prefix) else "") + PRIVATE_KEY + line[closed.end():]
+        if _PEM_BLANK.fullmatch(line):
+            return line
+        body = _PEM_BODY.fullmatch(line)
+        if body is None:  # not key material: the block was cut short; this line is ordinary output
+            self.in_pem = False
+            return line
+        return line[: body.start("body")] + PRIVATE_KEY + line[body.end("body"):]
+
+    def text(self, text: str) -> str:
+        """All lines of a text, a PEM block spanning them included (state starts fresh)."""
+        self.in_pem = False
+        return "".join(self.lines(text.splitlines(keepends=True)))
+
+
+def _environment_secrets() -> list[str]:
+    """Values of this process's environment variables whose names look secret (HF_TOKEN, ...)."""
+    return [value for name, value in os.environ.items() if is_secret_name(name) and _literal_worthy(value)]
+
+
+def secret_fragments(text: str) -> list[str]:
+    """The secret parts of `text` by the value rules (a URL's password, a token), for literal removal
+    elsewhere: a workload that was given `https://u:PW@host` may print PW alone."""
+    found: list[str] = []
+    for kind in VALUE_KINDS:
+        for match in kind.pattern.finditer(text):
+            if kind.replace(match) == match.group(0):
+                continue  # a query parameter that is not secret
+            groups = match.groupdict()
+            fragment = groups.get("secret") or groups.get("value") or match.group(0)
+            found += [fragment, fragment.partition(":")[2]]  # user:password, and the password alone
+    return [f for f in found if _literal_worthy(f)]
+
+
+def contains_secret(value: str) -> bool:
+    """Does `value` hold a credential by its shape (a token, URL userinfo, a signed URL, a key block)?"""
+    return _Credentials(()).text(value) != value
+
+
+def secret_arguments(argv: Iterable[str]) -> dict[int, str]:
+    """The words of a command line that carry a secret: index -> the secret, which is the word
+    after a secret flag (`--wandb-key V`), the value of `--flag=V` whose flag or value is secret,
+    or a word that is a credential by its shape."""
+    words = [str(word) for word in argv]
+    found: dict[int, str] = {}
+    for i, word in enumerate(words):
+        flag, eq, value = word.partition("=")
+        previous = words[i - 1] if i else ""
+        if word.startswith("--") and eq and (is_secret_name(flag) or contains_secret(value)):
+            found[i] = value
+        elif (previous.startswith("--") and "=" not in previous and is_secret_name(previous)
+              and not word.startswith("--")) or contains_secret(word):
+            found[i] = word
+    return found
+
+
+def scrub_credentials(text: str, *, extra_secrets: Iterable[str] = ()) -> str:
+    """`text` without credentials (identity kept): for files that stay on this machine, like state.json."""
+    return Redactor(extra_secrets, identity=False)(text)
 
 
 class LineScrubber:
-    """Credentials out of raw log lines as they stream to disk: known secret values and token shapes.
+    """Credentials out of raw log lines as they stream to disk (bytes in, bytes out, one line a call).
 
-    Cheap enough for every line a workload prints (a literal search per known secret plus one
-    regex pass), and deliberately narrower than Redactor: host names, IPs and paths stay in the
-    log, which is the evidence (which node failed?), while a token must never reach the disk at
-    all -- a log is written before anyone decides whether to share it.
+    The same rules as Redactor's credentials, holding a PEM block open across lines and so across
+    the writes a workload splits it into; identity stays (the log is the evidence). Cheap enough for
+    every line a workload prints: lines without a gate word skip straight through.
     """
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        values = {s for s in (*secrets, *_environment_secrets()) if s and len(s) >= 6}
-        # Longest first, so a secret that contains another is removed whole.
-        self._literals = sorted((s.encode() for s in values), key=len, reverse=True)
+        self._rules = _Credentials(s for s in (*secrets, *_environment_secrets()) if _literal_worthy(s))
 
     def __call__(self, raw: bytes) -> bytes:
-        for secret in self._literals:
-            if secret in raw:
-                raw = raw.replace(secret, _SECRET_BYTES)
-        return _TOKENS_BYTES.sub(_TOKEN_BYTES, raw)
+        return self._rules.lines([raw], decode=True)[0]
+
+    def lines(self, lines: list[bytes]) -> list[bytes]:
+        """Consecutive lines at once: the gate is cheapest over a whole block (a pipe read of many lines)."""
+        return self._rules.lines(lines, decode=True)
 
 
-_TOKENS_BYTES = re.compile(_TOKENS.pattern.encode())
-_TOKEN_BYTES, _SECRET_BYTES = TOKEN.encode(), SECRET.encode()
+# -- identity ---------------------------------------------------------------------------------------
+
+_HOME = re.compile(r"(?<![\w.-])/(?:home|Users)/[^/\s'\"]+")
+_IPV4 = re.compile(r"(?<![\w.+-])(?<!==)(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)")
+_IPV6 = re.compile(r"(?<![\w:.])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w:])")
+# NCCL prefixes its lines with "<hostname>:<pid>:<tid> [<dev>]"; any host, not only ours.
+_NCCL_HOST = re.compile(r"(?<![\w-])[A-Za-z0-9][A-Za-z0-9._-]*(?=:\d+:\d+ \[\d+\])")
+# The host of a URL (after any userinfo): a cluster head, a mirror, a database.
+_URL_HOST = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://(?:[^\s/@]*@)?(?P<host>[A-Za-z0-9][A-Za-z0-9.-]*)")
+# Fully qualified names: any depth under internal suffixes, three labels or more under public ones
+# (two-label names are too often files: socket.cc, model.pt). Python's dotted names end in no TLD.
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_FQDN = re.compile(rf"(?i)(?<![\w./-])(?:(?:{_LABEL}\.)+(?:internal|local|lan|corp|intranet|localdomain|home\.arpa)"
+                   rf"|(?:{_LABEL}\.){{2,}}(?:com|net|org|io|ai|edu|gov|cloud|cn|uk|de|jp|kr|fr|ca|au|sg|ch|nl|tw|hk|eu|us))"
+                   r"(?![\w-]|\.\w)")
+# Cloud host names that spell an address: ip-172-31-5-10, ec2-54-1-2-3.
+_ADDRESS_HOST = re.compile(r"(?i)\b(?:ip|ec2)-\d{1,3}-\d{1,3}-\d{1,3}-\d{1,3}\b")
+# Public services identify nobody, and a verdict pointing at them must stay readable.
+_VERSION_BEFORE = re.compile(r"(?i)(?:version|cudnn|driver)[\"']?\s*[:=]?\s*[\"']?v?\Z")
+_PUBLIC_DOMAINS = ("huggingface.co", "hf.co", "github.com", "githubusercontent.com", "pytorch.org", "python.org",
+                   "pypi.org", "nvidia.com", "docker.io", "docker.com", "ray.io", "wandb.ai", "googleapis.com",
+                   "slack.com", "discord.com", "readthedocs.io")
+_LOCAL_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
+# Generic account names: not identifying, and redacting them would mangle `ray job submit` or `ubuntu:24.04`.
+_GENERIC_USERS = {"root", "ubuntu", "user", "admin", "runner", "ray", "docker", "nvidia", "slime", "test",
+                  "dev", "work", "app", "jovyan", "builder", "ci", "nobody"}
+
+
+def _is_public(host: str) -> bool:
+    host = host.lower().rstrip(".")
+    return host in _LOCAL_NAMES or any(host == d or host.endswith("." + d) for d in _PUBLIC_DOMAINS)
+
+
+class Pseudonyms:
+    """Stable stand-ins for hosts and IPs: `host-1`, `ip-1`, in order of first appearance.
+
+    With a `path`, the table is loaded from and saved to that file, so every step of one run
+    (separate processes under nox) gives a host the same placeholder in every file. The file
+    names the real hosts: it belongs with the raw logs, not with what is shared.
+    """
+
+    def __init__(self, path: Path | str | None = None) -> None:
+        self.path = Path(path) if path is not None else None
+        self._table: dict[str, dict[str, str]] = {"host": {}, "ip": {}}
+        self._lock = threading.Lock()
+        self._known_names: list[str] = []
+        self._known: re.Pattern[str] | None = None
+        if self.path is not None and self.path.is_file():
+            import json
+
+            with contextlib.suppress(ValueError, OSError):
+                loaded = json.loads(self.path.read_text(encoding="utf-8"))
+                for kind in self._table:
+                    self._table[kind].update({str(k): str(v) for k, v in (loaded.get(kind) or {}).items()})
+
+    def host(self, name: str) -> str:
+        # one machine, one placeholder: gpu-node-17 and gpu-node-17.corp.example.com
+        return self._get("host", name.lower().rstrip(".").split(".")[0])
+
+    def ip(self, address: str) -> str:
+        return self._get("ip", address.lower())
+
+    def known_hosts(self) -> re.Pattern[str] | None:
+        """The short names of the hosts seen so far (gpu-node-17 after gpu-node-17.corp.example.com),
+        those distinctive enough to replace as words: with a digit or a dash, or long."""
+        with self._lock:
+            names = sorted((n for n in self._table["host"] if re.search(r"[\d-]", n) or len(n) >= 8), key=len,
+                           reverse=True)
+        if not names:
+            return None
+        if names != self._known_names:
+            self._known_names = names
+            self._known = re.compile(r"(?i)(?<![\w.-])(?:" + "|".join(map(re.escape, names)) + r")(?![\w-]|\.\w)")
+        return self._known
+
+    def _get(self, kind: str, key: str) -> str:
+        with self._lock:
+            table = self._table[kind]
+            if key not in table:
+                table[key] = f"{kind}-{len(table) + 1}"
+                self._save()
+            return table[key]
+
+    def _save(self) -> None:
+        if self.path is None:
+            return
+        from cpverify.artifacts import atomic_write_json
+
+        atomic_write_json(self.path, {"about": "which placeholder in the shareable files stands for which host "
+                                               "or address; keep it with the raw logs, do not share it",
+                                      **self._table}, mode=0o600)
+
+
+@functools.lru_cache(maxsize=1)
+def _machine_identity() -> tuple[tuple[str, ...], str | None, str | None]:
+    """(host names, user name, home dir) of this machine, looked up once."""
+    hosts: set[str] = set()
+    try:
+        full = socket.gethostname()
+    except OSError:
+        full = ""
+    for name in (full, full.split(".")[0]):
+        if len(name) >= 3 and name.lower() not in _LOCAL_NAMES:
+            hosts.add(name)
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry in some containers
+        user = None
+    if not user or len(user) < 3 or user.lower() in _GENERIC_USERS:
+        user = None
+    try:
+        home: str | None = str(Path.home())
+    except (KeyError, RuntimeError):  # no HOME and no passwd entry
+        home = None
+    if home in ("/", "/root"):  # /root paths appear in every slime image and identify nobody
+        home = None
+    return tuple(sorted(hosts, key=len, reverse=True)), user, home
+
+
+class Redactor:
+    """Redaction rules bound to this machine, this process and one run, applied to many texts.
+
+    Credentials go always. `identity=True` also replaces this machine's user and home paths,
+    other hosts and IPs (through `pseudonyms`, the run's table, so that the same host reads
+    `host-2` in every file); `identity=False` (the user's --no-redact) keeps them. The machine's
+    identity and the environment's secret values are looked up once, at construction.
+    """
+
+    def __init__(self, extra_secrets: Iterable[str] = (), *, identity: bool = True,
+                 pseudonyms: Pseudonyms | None = None) -> None:
+        self.literals = [s for s in (*extra_secrets, *_environment_secrets()) if _literal_worthy(s)]
+        self.identity = identity
+        self.pseudonyms = pseudonyms if pseudonyms is not None else Pseudonyms()
+        hosts, user, home = _machine_identity()
+        self._machine_hosts = [re.compile(rf"(?<![\w-]){re.escape(h)}(?![\w-])", re.IGNORECASE) for h in hosts]
+        self._home = re.compile(rf"{re.escape(home)}(?![\w.-])") if home else None
+        self._user = re.compile(rf"(?<![\w-]){re.escape(user)}(?![\w-])") if user else None
+
+    def add_secrets(self, values: Iterable[str]) -> None:
+        """More literal values to remove (the plan's, once it is known)."""
+        self.literals += [value for value in values if _literal_worthy(value) and value not in self.literals]
+
+    def __call__(self, text: str, *, keep_versions: bool = False) -> str:
+        """`text` redacted. `keep_versions` skips IPv4 matching, for fields known to hold a version
+        (cuDNN 9.10.2.21 is shaped like an address)."""
+        return self.identity_of(_Credentials(self.literals).text(text), keep_versions=keep_versions)
+
+    def lines(self) -> Callable[[str], str]:
+        """A stateful per-line redactor (a PEM block may span the lines it is fed)."""
+        rules = _Credentials(self.literals)
+        return lambda line: self.identity_of(rules.line(line))
+
+    def identity_of(self, text: str, *, keep_versions: bool = False) -> str:
+        if not self.identity:
+            return text
+        if self._home is not None:
+            text = self._home.sub("~", text)
+        text = _HOME.sub("~", text)
+        host = self.pseudonyms.host
+        text = _URL_HOST.sub(lambda m: _keep("host", host(m.group("host")))(m) if self._is_other_host(m.group("host"))
+                             else m.group(0), text)
+        text = _NCCL_HOST.sub(lambda m: host(m.group(0)) if self._is_other_host(m.group(0)) else m.group(0), text)
+        text = _FQDN.sub(lambda m: m.group(0) if _is_public(m.group(0)) else host(m.group(0)), text)
+        text = _ADDRESS_HOST.sub(lambda m: host(m.group(0)), text)
+        for pattern in self._machine_hosts:
+            text = pattern.sub(lambda m: host(m.group(0)), text)
+        known = self.pseudonyms.known_hosts()
+        if known is not None:
+            text = known.sub(lambda m: host(m.group(0)), text)
+        if self._user is not None:
+            text = self._user.sub(USER, text)
+        if not keep_versions:
+            text = _IPV4.sub(self._ipv4, text)
+        return _IPV6.sub(self._ipv6, text)
+
+    @staticmethod
+    def _is_other_host(name: str) -> bool:
+        if _is_public(name) or re.fullmatch(r"[\d.]+|host-\d+|ip-\d+", name):  # addresses: the IP rules decide
+            return False
+        return not (name.isupper() and "." not in name)  # HEAD in `http://HEAD:8265` is a placeholder already
+
+    def _ipv4(self, match: re.Match[str]) -> str:
+        text = match.group(0)
+        try:
+            address = ipaddress.IPv4Address(text)
+        except ValueError:
+            return text
+        if _VERSION_BEFORE.search(match.string, max(0, match.start() - 40), match.start()):
+            return text  # cuDNN 9.10.2.21, "cudnn_version": "9.10.2.21": a version shaped like an address
+        # Loopback and 0.0.0.0 identify nobody and appear in the reproduction commands.
+        return text if address.is_loopback or address.is_unspecified else self.pseudonyms.ip(text)
+
+    def _ipv6(self, match: re.Match[str]) -> str:
+        text = match.group(0)
+        try:
+            address = ipaddress.IPv6Address(text)
+        except ValueError:
+            return text
+        return text if address.is_loopback or address.is_unspecified else self.pseudonyms.ip(str(address))
+
+    def json(self, obj: Any) -> Any:
+        """A redacted deep copy of a JSON-like value: secret-named fields (and the value of a
+        [name, value] pair with a secret name, as the profile's env is kept) lose their value."""
+        def walk(value: Any, key: str | None) -> Any:
+            if isinstance(value, dict):
+                return {self(str(k)): walk(v, str(k)) for k, v in value.items()}
+            if isinstance(value, (list, tuple)):
+                if len(value) == 2 and isinstance(value[0], str) and is_secret_name(value[0]) and value[1] not in _EMPTY:
+                    return [self(value[0]), SECRET]  # an env pair, ("HF_TOKEN", "hf_...")
+                return [SECRET if _follows_secret_flag(value, i) else walk(v, key) for i, v in enumerate(value)]
+            if key is not None and is_secret_name(key) and value not in _EMPTY:
+                return SECRET
+            if isinstance(value, str):
+                return self(value, keep_versions=key is not None and "version" in key.lower())
+            return value
+
+        return walk(obj, None)
+
+
+_EMPTY = (None, "", True, False)
+
+
+def _follows_secret_flag(words: list | tuple, i: int) -> bool:
+    """In an argv list, is words[i] the value of a secret flag (`--wandb-key`, `VALUE`)?"""
+    flag, value = (words[i - 1] if i else None), words[i]
+    return (isinstance(flag, str) and isinstance(value, str) and flag.startswith("--") and "=" not in flag
+            and is_secret_name(flag) and not value.startswith("--") and value not in _EMPTY)
 
 
 def redact_text(text: str, *, extra_secrets: Iterable[str] = (), keep_versions: bool = False,
@@ -236,25 +669,75 @@ def redact_text(text: str, *, extra_secrets: Iterable[str] = (), keep_versions: 
     """Return `text` with credentials, home paths, user/host names and IP addresses replaced.
 
     `extra_secrets` are literal strings to remove wherever they occur (values the caller knows
-    are secret). `keep_versions` skips IPv4 matching, for fields known to hold a version
-    (cuDNN 9.10.2.21 is shaped like an address). For many texts, build one Redactor instead.
+    are secret). For many texts, or placeholders shared between files, build one Redactor.
     """
     return Redactor(extra_secrets, identity=identity)(text, keep_versions=keep_versions)
 
 
 def redact_json(obj: Any, *, extra_secrets: Iterable[str] = (), identity: bool = True) -> Any:
-    """A redacted deep copy of a JSON-like value: secret-named fields lose their value entirely."""
-    scrub = Redactor(extra_secrets, identity=identity)
+    """A redacted deep copy of a JSON-like value (see Redactor.json)."""
+    return Redactor(extra_secrets, identity=identity).json(obj)
 
-    def walk(value: Any, key: str | None) -> Any:
-        if isinstance(value, dict):
-            return {scrub(str(k)): walk(v, str(k)) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [walk(v, key) for v in value]
-        if key is not None and is_secret_name(key) and value not in (None, "", True, False):
-            return SECRET
-        if isinstance(value, str):
-            return scrub(value, keep_versions=key is not None and "version" in key.lower())
-        return value
 
-    return walk(obj, None)
+# -- the terminal -----------------------------------------------------------------------------------
+
+
+class _RedactingStream:
+    """A text stream that passes whole lines through a redactor before the real stream sees them."""
+
+    def __init__(self, stream, redactor: Redactor) -> None:
+        self._stream = stream
+        self.use(redactor)
+
+    def use(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+        self._line = redactor.lines()
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        self._pending += text
+        if "\n" in self._pending:
+            *complete, self._pending = self._pending.split("\n")
+            self._stream.write("".join(self._line(line + "\n") for line in complete))
+        return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        if self._pending:  # a progress line redrawn with \r, or a prompt: it is shown now
+            self._stream.write(self._line(self._pending))
+            self._pending = ""
+        self._stream.flush()
+
+    def __getattr__(self, name: str):  # isatty, encoding, fileno ...: the real stream's
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def redacted_terminal(redactor: Redactor) -> Iterator[None]:
+    """While active, everything written to sys.stdout and sys.stderr is redacted by `redactor`.
+    Nested use swaps the redactor (a run's own placeholders) and restores the outer one after."""
+    streams = ("stdout", "stderr")
+    outer = {name: getattr(sys, name) for name in streams}
+    previous = {}
+    for name, stream in outer.items():
+        if isinstance(stream, _RedactingStream):
+            stream.flush()
+            previous[name] = stream.redactor
+            stream.use(redactor)
+        else:
+            setattr(sys, name, _RedactingStream(stream, redactor))
+    try:
+        yield
+    finally:
+        for name, stream in outer.items():
+            current = getattr(sys, name)
+            if isinstance(current, _RedactingStream):
+                with contextlib.suppress(OSError, ValueError):  # a closed or broken stream
+                    current.flush()
+            if name in previous:
+                stream.use(previous[name])
+            else:
+                setattr(sys, name, stream)

@@ -130,7 +130,7 @@ def test_env_filter_keeps_gpu_settings_and_drops_secrets():
         "HF_ENDPOINT": "https://alice:s3cret@mirror.example/hub",
     }
     kept = _probes.filter_env(env)
-    assert kept == {"CUDA_VISIBLE_DEVICES": "0,1", "HF_ENDPOINT": "https://***@mirror.example/hub",
+    assert kept == {"CUDA_VISIBLE_DEVICES": "0,1", "HF_ENDPOINT": "https://<redacted:secret>@mirror.example/hub",
                     "HF_HOME": "/data/hf", "NCCL_DEBUG": "INFO"}
     assert "s3cret" not in json.dumps(kept)
 

@@ -7,7 +7,8 @@ code, or None while it runs). The watcher then
 
   * reads the output in a background thread and appends every line to the log file the
     moment it arrives (unbuffered: a crash, a kill or Ctrl-C loses nothing printed so far),
-    with credentials scrubbed first (a token must never reach the disk);
+    with credentials scrubbed first (a token must never reach the disk; a private-key block
+    stays scrubbed across lines and across the writes it was split into);
   * feeds each line to the streaming parser, so the orchestrator gets the ParsedLog
     without reading the file again;
   * enforces the Limits from the main thread: overall deadline, hang (no output at all),
@@ -154,8 +155,8 @@ class LogWatcher:
         clock: Callable[[], float] = time.monotonic,
         secrets: Iterable[str] = (),
     ) -> None:
-        """`secrets`: values to scrub from every line (see runners._env.secret_values); token
-        shapes (hf_..., ghp_..., ...) and this process's secret-named variables always are."""
+        """`secrets`: values to scrub from every line (see runners._env.secret_values); everything
+        cpverify.redact recognises as a credential, and this process's secret-named variables, always is."""
         if parser is None:
             from cpverify.logs import LogParser
 
@@ -268,20 +269,21 @@ class LogWatcher:
                 self._last_output = self._clock()
                 pending += chunk
                 *complete, pending = pending.split(b"\n")
-                for line in complete:
-                    self._emit(line + b"\n")
+                # all the lines of a read at once: the scrubber's gate is cheapest over a block
+                for line in self._scrub.lines([line + b"\n" for line in complete]):
+                    self._emit(line)
                 while len(pending) > MAX_LINE_BYTES:
-                    self._emit(pending[:MAX_LINE_BYTES])
+                    self._emit(self._scrub(pending[:MAX_LINE_BYTES]))
                     pending = pending[MAX_LINE_BYTES:]
         except BaseException as exc:  # a broken stream must not kill the watcher, only end it
             self._source_error = exc
         finally:
             if pending:
-                self._emit(pending)  # the last line, printed without a newline
+                self._emit(self._scrub(pending))  # the last line, printed without a newline
             self._source_done.set()
 
     def _emit(self, raw: bytes) -> None:
-        raw = self._scrub(raw)
+        """Append one line, already scrubbed, to the log and feed it to the parser."""
         with self._lock:
             if self._closed or self._write_error is not None:
                 return
