@@ -219,8 +219,9 @@ def test_mounts_env_and_secrets(docker_client, test_image, run_id, tmp_path, mon
                   env={"CUDA_DEVICE_MAX_CONNECTIONS": "1", "HF_TOKEN": "hf_abcdefghijklmnopqrstuvwx"})
     result = runner.run_arm(the_arm, log_path=tmp_path / "m.log", limits=LIMITS)
     assert result.outcome == OK, result.reason
+    # this machine's variables stay out; the plan's reach the container, a secret's value never the log
     assert (tmp_path / "m.log").read_text().splitlines() == [
-        "config.json", "model-read-only", "cmc=1 host=unset hf=unset"]
+        "config.json", "model-read-only", "cmc=1 host=unset hf=<redacted:secret>"]
     assert (artifacts / "out.txt").read_text() == "out\n"
 
 

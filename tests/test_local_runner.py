@@ -160,18 +160,26 @@ def test_missing_workdir_and_non_executable_path_are_blocked(tmp_path):
     assert result.outcome == BLOCKED and "chmod +x" in result.fix
 
 
-def test_environment_reaches_the_workload_without_secrets(tmp_path, monkeypatch):
-    monkeypatch.setenv("WANDB_API_KEY", "wandb-secret-value")
-    monkeypatch.setenv("CPVERIFY_TEST_HOST_VAR", "from-host")
+def test_the_workload_gets_the_plans_env_and_an_allow_list_of_this_machines(tmp_path, monkeypatch):
+    """From this machine: what the stack needs (NCCL_*, PATH, ...), never a credential, nothing else.
+    From the plan: everything, a secret the user set on purpose included -- which the log never shows."""
+    monkeypatch.setenv("WANDB_API_KEY", "wandb-secret-value")  # secret-named
+    monkeypatch.setenv("RAY_ADDRESS", "http://admin:ray-pw-6a2f81@head:8265")  # allowed name, secret value
+    monkeypatch.setenv("HF_ENDPOINT", "https://mirror.example.internal")  # the fetch step's, never the workload's
+    monkeypatch.setenv("CPVERIFY_TEST_HOST_VAR", "from-host")  # not on the allow-list
+    monkeypatch.setenv("NCCL_TEST_HOST_VAR", "from-host")  # NCCL's: on it
     the_arm = arm(
         "env", "sh", "-c",
-        'echo "cmc=$CUDA_DEVICE_MAX_CONNECTIONS host=$CPVERIFY_TEST_HOST_VAR '
-        'hf=${HF_TOKEN:-unset} wandb=${WANDB_API_KEY:-unset}"',
-        env={"CUDA_DEVICE_MAX_CONNECTIONS": "1", "HF_TOKEN": "hf_abcdefghijklmnopqrstuvwx"},
+        'echo "cmc=$CUDA_DEVICE_MAX_CONNECTIONS nccl=${NCCL_TEST_HOST_VAR:-unset} host=${CPVERIFY_TEST_HOST_VAR:-unset} '
+        'wandb=${WANDB_API_KEY:-unset} ray=${RAY_ADDRESS:-unset} endpoint=${HF_ENDPOINT:-unset} '
+        'path=${PATH:+set}"; echo "planned=$GITHUB_PAT"',
+        env={"CUDA_DEVICE_MAX_CONNECTIONS": "1", "GITHUB_PAT": "0f9e8d7c6b5a4f3e2d1c"},
     )
     result, log_path = run(tmp_path, the_arm)
     assert result.outcome == OK
-    assert log_path.read_text().strip() == "cmc=1 host=from-host hf=unset wandb=unset"
+    assert log_path.read_text().splitlines() == [
+        "cmc=1 nccl=from-host host=unset wandb=unset ray=unset endpoint=unset path=set",
+        "planned=<redacted:secret>"]  # it arrived (the line says so), its value did not reach the disk
 
 
 def test_a_workload_that_closes_its_output_early_is_still_awaited(tmp_path):

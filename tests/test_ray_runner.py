@@ -151,11 +151,13 @@ def test_addresses_and_ids():
 
 def test_entrypoint_enters_the_workdir_and_keeps_secret_values_out_of_the_command():
     command, hidden = entrypoint(arm("cp2", "python3", "train.py", "--wandb-key", "abc123secret",
-                                     "--api-key=k-987", "--input-key", "prompt", workdir="/root/slime"))
+                                     "--api-key=k-987", "--input-key", "prompt",
+                                     "--wandb-host=https://me:pw-2c8e4d@wandb.example.internal", workdir="/root/slime"))
     assert command.startswith("cd /root/slime 2>/dev/null || {")
     assert "exec python3 train.py" in command and "--input-key prompt" in command  # a dataset column, not a secret
-    assert "abc123secret" not in command and "k-987" not in command
-    assert sorted(hidden.values()) == ["abc123secret", "k-987"]
+    assert "abc123secret" not in command and "k-987" not in command and "pw-2c8e4d" not in command
+    assert "--wandb-host=\"$CPVERIFY_SECRET_ARG_" in command  # a secret by its value, whatever the flag
+    assert sorted(hidden.values()) == ["abc123secret", "https://me:pw-2c8e4d@wandb.example.internal", "k-987"]
     assert all(f"${name}" in command for name in hidden)
     with pytest.raises(InputError, match="absolute"):
         entrypoint(arm("x", "true", workdir="relative/dir"))
@@ -205,20 +207,21 @@ def test_success_streams_live_and_ends_succeeded(ray_head, ray_run_id, tmp_path,
 
     env_vars = JobSubmissionClient(ray_head).get_job_info(job_id).runtime_env["env_vars"]
     assert env_vars["FAKE_SLIME_CP_FACTOR"] == "1.1"
-    assert "WANDB_API_KEY" not in env_vars and "HF_TOKEN" not in env_vars
+    assert env_vars["WANDB_API_KEY"] == "wandb-secret-value"  # the plan's: the user set it for the workload
+    assert "HF_TOKEN" not in env_vars  # this machine's: never
 
 
 @pytest.mark.ray
 def test_environment_and_secret_arguments(ray_head, ray_run_id, tmp_path):
-    script = ('import os, sys; print("cmc=%s wandb=%s key=%d" % (os.environ.get("CUDA_DEVICE_MAX_CONNECTIONS"), '
+    script = ('import os, sys; print("cmc=%s wandb=%s arglen=%d" % (os.environ.get("CUDA_DEVICE_MAX_CONNECTIONS"), '
               'os.environ.get("WANDB_API_KEY", "unset"), len(sys.argv[-1])))')
     the_arm = arm("env", "python3", "-c", script, "--wandb-key", "s3cr3t-value-123", workdir="/tmp",
                   env={"CUDA_DEVICE_MAX_CONNECTIONS": "1", "WANDB_API_KEY": "wandb-secret-value"})
     result, log_path = run(ray_head, ray_run_id, tmp_path, the_arm)
     assert result.outcome == OK, result.reason
     text = log_path.read_text()
-    assert "cmc=1 wandb=unset key=16" in text  # the argument arrived whole...
-    assert "s3cr3t-value-123" not in text  # ...but neither the log...
+    assert "cmc=1 wandb=<redacted:secret> arglen=16" in text  # the plan's variable and the argument arrived whole...
+    assert "s3cr3t-value-123" not in text and "wandb-secret-value" not in text  # ...but neither the log...
     entrypoint_seen = _client(ray_head).get_job_info(submission_id(ray_run_id, "env")).entrypoint
     assert "s3cr3t-value-123" not in entrypoint_seen and "$CPVERIFY_SECRET_ARG_" in entrypoint_seen  # ...nor `ray job list`
 

@@ -7,9 +7,10 @@ One job per arm, submitted as slime's own docs do it (`ray job submit -- python3
     checkout there), so nothing is uploaded. Only a workload that runs cpverify's own modules
     (the probe: `-m cpverify.probe.workload`) gets this cpverify uploaded as a `py_module`,
     so the orchestrator and the workload are the same version.
-  * runtime_env env_vars: the arm's environment without secret-named variables (_env.py).
-    Secret-looking argv values (`--wandb-key X`) travel as env vars too and are referenced
-    as "$VAR" in the entrypoint, because Ray echoes the entrypoint into the job's log.
+  * runtime_env env_vars: the plan's environment (_env.py), nothing of this machine's.
+    Secret argv values (`--wandb-key X`, `--wandb-host=https://u:PW@h`) travel as env vars
+    too and are referenced as "$VAR" in the entrypoint, because Ray echoes the entrypoint
+    into the job's log.
   * GPUs: slime's train.py reserves its GPUs itself, through placement groups. A driver
     that also reserved them (`entrypoint_num_gpus`) would hold the very GPUs its placement
     groups wait for, and the job would hang on a node with exactly that many. So slime
@@ -53,7 +54,7 @@ from itertools import pairwise
 from pathlib import Path
 
 from cpverify.errors import EnvironmentBlocked, InputError
-from cpverify.redact import is_secret_name
+from cpverify.redact import secret_arguments
 from cpverify.runners._env import secret_values, workload_env
 from cpverify.runners._watch import LogWatcher, ProgressCallback, terminate_as_interrupt
 from cpverify.runners.base import (
@@ -178,19 +179,15 @@ def entrypoint(arm) -> tuple[str, dict[str, str]]:
         raise InputError(f"arm {arm.name} has an empty command", "fix the plan: argv is empty")
     hidden: dict[str, str] = {}
     words = []
+    secrets = secret_arguments(argv)
     for i, word in enumerate(argv):
-        flag, eq, value = word.partition("=")
-        previous = argv[i - 1] if i else ""
-        if word.startswith("--") and eq and is_secret_name(flag):
-            name = f"CPVERIFY_SECRET_ARG_{i}"
-            hidden[name] = value
-            words.append(f'{shlex.quote(flag)}="${name}"')
-        elif previous.startswith("--") and "=" not in previous and is_secret_name(previous):
-            name = f"CPVERIFY_SECRET_ARG_{i}"
-            hidden[name] = word
-            words.append(f'"${name}"')
-        else:
+        if i not in secrets:
             words.append(shlex.quote(word))
+            continue
+        name = f"CPVERIFY_SECRET_ARG_{i}"
+        hidden[name] = secrets[i]
+        flag = word[: len(word) - len(secrets[i]) - 1] if word != secrets[i] else ""
+        words.append(f'{shlex.quote(flag)}="${name}"' if flag else f'"${name}"')
     command = "exec " + " ".join(words)
     workdir = str(arm.workdir or ".")
     if workdir != ".":
@@ -259,9 +256,7 @@ class RayRunner:
     def job_spec(self, arm) -> dict:
         """The `submit_job` keyword arguments for one arm (public so plans and tests can show them)."""
         command, hidden = entrypoint(arm)
-        env, dropped = workload_env(arm.env)  # arm.env only: this machine's environment is not the cluster's
-        if dropped:
-            log.info("not passing secret-looking variables to the Ray job: %s", ", ".join(dropped))
+        env, _ = workload_env(arm.env)  # the plan's env only: this machine's environment is not the cluster's
         runtime_env: dict = {"env_vars": {**env, **hidden}}
         if _runs_cpverify(arm.argv):
             import cpverify
