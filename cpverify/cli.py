@@ -53,17 +53,22 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    try:
-        return int(args.func(args) or 0)
-    except CpverifyError as exc:
-        print(f"cpverify: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("cpverify: interrupted; logs written so far are kept.", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except BrokenPipeError:  # `cpverify parse big.log | head`
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-        return 0
+    from cpverify.redact import Redactor, redacted_terminal
+
+    # Everything printed is redacted like verdict.md (an error may quote a URL with a password,
+    # a summary a host name); `run` swaps in its own rules, sharing its files' placeholders.
+    with redacted_terminal(Redactor(identity=not getattr(args, "no_redact", False))):
+        try:
+            return int(args.func(args) or 0)
+        except CpverifyError as exc:
+            print(f"cpverify: error: {exc}", file=sys.stderr)
+            return exc.exit_code
+        except KeyboardInterrupt:
+            print("cpverify: interrupted; logs written so far are kept.", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        except BrokenPipeError:  # `cpverify parse big.log | head`
+            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+            return 0
 
 
 if __name__ == "__main__":

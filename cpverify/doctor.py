@@ -409,7 +409,11 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.nccl_log is not None and not args.nccl_log.is_file():
         raise InputError(f"--nccl-log {args.nccl_log}: no such file", "pass a log file written with NCCL_DEBUG=INFO")
-    report = collect(cp=args.cp, nccl_log=args.nccl_log)
+    from cpverify.redact import Redactor
+
+    # What the doctor prints or writes is pasted into issues: redacted like verdict.md (a RAY_ or
+    # HF_ variable may hold a URL with a password; paths and hosts identify the machine).
+    report = Redactor().json(collect(cp=args.cp, nccl_log=args.nccl_log))
     if args.json_out is not None:
         _write_json(args.json_out, report)
     print(json.dumps(report, indent=2) if args.json else render(report))

@@ -20,6 +20,7 @@ evidence for the verdict, not a reason to stop before writing it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import subprocess
@@ -58,10 +59,26 @@ class Context:
     def cache(self) -> Path:
         return Path(self.args.cache).expanduser().resolve()
 
+    @functools.cached_property
+    def redactor(self):
+        """The run's redaction: credentials always; identity unless --no-redact, with placeholders
+        (host-1, ip-1) that every step and every file of this run share (logs/placeholders.json)."""
+        from cpverify.redact import Pseudonyms, Redactor
+        from cpverify.runners._env import secret_values
+
+        p = self.profile
+        secrets = secret_values(p.env, [*p.train_args, *p.probe_args])
+        return Redactor(secrets, identity=not self.args.no_redact,
+                        pseudonyms=Pseudonyms(self.run_dir.logs_dir / "placeholders.json"))
+
     def save(self) -> None:
         from cpverify.artifacts import atomic_write_json
+        from cpverify.redact import Redactor
 
-        atomic_write_json(self.run_dir.root / "state.json", self.state)
+        # The run's working record: later steps read its paths and image tags back, so identity
+        # stays (as in the raw logs); credentials never reach it.
+        scrub = Redactor(self.redactor.literals, identity=False)
+        atomic_write_json(self.run_dir.root / "state.json", scrub.json(self.state))
 
     def say(self, text: str) -> None:
         print(f"[cpverify {self.run_dir.run_id}] {text}", file=sys.stderr, flush=True)
@@ -427,9 +444,10 @@ def _write(ctx: Context, plan, verdict) -> None:
         if key in ctx.state:
             env[key] = ctx.state[key]
     # Secret flag values (--wandb-key V) sit in env.json's copy of the profile as plain list items.
-    secrets = tuple(sorted({value for arm in plan.arms for value in secret_values(arm.env, arm.argv)}))
-    report.write_report(ctx.run_dir, verdict, env=env, commands_sh=plan.commands_sh(), redact=not ctx.args.no_redact,
-                        extra_secrets=secrets, plan_arms=plan.arms)
+    secrets = {value for arm in plan.arms for value in secret_values(arm.env, arm.argv)}
+    ctx.redactor.add_secrets(secrets)
+    report.write_report(ctx.run_dir, verdict, env=env, commands_sh=plan.commands_sh(), redactor=ctx.redactor,
+                        plan_arms=plan.arms)
     print(report.render_summary(verdict))
     ctx.say(f"verdict: {verdict.status} -> {ctx.run_dir.verdict_md}")
 
@@ -590,12 +608,15 @@ def run(args) -> int:
         check_slime_checkouts(ctx)
     if steps != ["verdict"]:
         ctx.state.pop("blocked", None)  # a new attempt: whatever blocked an earlier one is checked again
-    for step in steps:
-        code = STEP_FUNCTIONS[step](ctx)
-        if code != EXIT_OK:
-            return code
-        if ctx.state.get("blocked") and step != "verdict":
-            return EXIT_BLOCKED
+    from cpverify.redact import redacted_terminal
+
+    with redacted_terminal(ctx.redactor):  # what the terminal shows uses the files' placeholders
+        for step in steps:
+            code = STEP_FUNCTIONS[step](ctx)
+            if code != EXIT_OK:
+                return code
+            if ctx.state.get("blocked") and step != "verdict":
+                return EXIT_BLOCKED
     return EXIT_OK
 
 
@@ -646,5 +667,6 @@ def register(subparsers) -> None:
     p.add_argument("--no-ulimits", action="store_true",
                    help="do not raise memlock/stack in the containers (rootless Docker, sandboxes; "
                         "NCCL over RDMA needs them)")
-    p.add_argument("--no-redact", action="store_true", help="keep host names, paths and IPs in the artifacts")
+    p.add_argument("--no-redact", action="store_true",
+                   help="keep host names, paths and IPs in the artifacts and the terminal (credentials go always)")
     p.set_defaults(func=run)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -253,16 +253,34 @@ def figures(verdict, plan_arms: Sequence | None = None) -> list[Plot]:
     return [Plot(file, title, fig) for file, title, fig in candidates if fig is not None]
 
 
+def scrub_texts(figure, scrub: Callable[[str], str]) -> None:
+    """Redact every text of a figure (titles, axis and tick labels, legend entries) before it is
+    drawn: a PNG cannot be redacted afterwards, and labels carry revision names and paths."""
+    from matplotlib.text import Text
+
+    for text in figure.findobj(Text):
+        shown = text.get_text()
+        if shown:
+            text.set_text(scrub(shown))
+
+
 def png(figure) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", bbox_inches="tight")  # "tight": keeps a legend placed outside
     return buffer.getvalue()
 
 
-def render(verdict, plan_arms: Sequence | None = None) -> tuple[list[tuple[Plot, bytes]], str]:
-    """([(plot, PNG bytes)], note): no plots and a note when matplotlib is missing; never raises for that."""
+def render(verdict, plan_arms: Sequence | None = None,
+           scrub: Callable[[str], str] | None = None) -> tuple[list[tuple[Plot, bytes]], str]:
+    """([(plot, PNG bytes)], note): no plots and a note when matplotlib is missing; never raises for that.
+    `scrub` redacts every text drawn (and the titles verdict.md shows)."""
     try:
         import matplotlib  # noqa: F401
     except ImportError:
         return [], MISSING_NOTE
-    return [(plot, png(plot.figure)) for plot in figures(verdict, plan_arms)], ""
+    plots = figures(verdict, plan_arms)
+    if scrub is not None:
+        for plot in plots:
+            scrub_texts(plot.figure, scrub)
+            plot.title = scrub(plot.title)
+    return [(plot, png(plot.figure)) for plot in plots], ""

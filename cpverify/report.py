@@ -16,7 +16,7 @@ from tabulate import tabulate
 
 from cpverify import __version__
 from cpverify.artifacts import RunDir, atomic_write_bytes, atomic_write_json, atomic_write_text
-from cpverify.redact import Redactor, redact_json, redact_text
+from cpverify.redact import Redactor
 from cpverify.verdict import Verdict, short_metric, short_rule, timing_metrics
 
 _STATUS_MARK = {"pass": "✅ pass", "fail": "❌ fail", "warn": "⚠️ warn", "skip": "➖ skip"}
@@ -243,8 +243,9 @@ def render_summary(verdict: Verdict) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def render_plot(verdict: Verdict) -> bytes | None:
-    """PNG of the primary metric per counted rollout, one line per arm; None without matplotlib or data."""
+def render_plot(verdict: Verdict, scrub: Callable[[str], str] | None = None) -> bytes | None:
+    """PNG of the primary metric per counted rollout, one line per arm; None without matplotlib or data.
+    `scrub` redacts every text in the image (title, labels, legend)."""
     try:
         # The object API, not pyplot: no global backend to pick, works headless, safe inside other programs.
         from matplotlib.figure import Figure
@@ -270,6 +271,10 @@ def render_plot(verdict: Verdict) -> bytes | None:
     ax.set_ylim(bottom=0)  # from zero, so the gap between the lines reads as the ratio it is
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
+    if scrub is not None:
+        from cpverify.plots import scrub_texts
+
+        scrub_texts(fig, scrub)
     fig.tight_layout()
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png")
@@ -278,29 +283,30 @@ def render_plot(verdict: Verdict) -> bytes | None:
 
 def write_report(run_dir: RunDir | str | Path, verdict: Verdict, *, env: dict | None, commands_sh: str | None,
                  redact: bool = True, extra_secrets: tuple[str, ...] = (), plot: bool = True,
-                 plan_arms: Sequence | None = None) -> dict[str, Path]:
+                 plan_arms: Sequence | None = None, redactor: Redactor | None = None) -> dict[str, Path]:
     """Write verdict.md, verdict.json, commands.sh, env.json (and plot.png plus the cpverify.plots
-    PNGs when matplotlib is there) atomically; returns file name -> path. `plan_arms` (the plan's
-    Arm objects) tell the plots each arm's sequence length and revision."""
+    PNGs when matplotlib is there) atomically, every one redacted; returns file name -> path.
+    `redactor`: the run's (its placeholders are the terminal's and the other steps'); else one is
+    made from `redact` (False: --no-redact keeps host names, paths and IPs; credentials go always)
+    and `extra_secrets`. `plan_arms` (the plan's Arm objects) tell the plots each arm's sequence
+    length and revision."""
     run_dir = run_dir if isinstance(run_dir, RunDir) else RunDir(Path(run_dir))
-    env = env or {}
+    scrub = redactor or Redactor(extra_secrets, identity=redact)
     commands = commands_sh or "#!/usr/bin/env bash\n# No commands were recorded for this verdict.\n"
-    # `redact=False` (--no-redact) keeps host names, paths and IPs; credentials never survive.
-    env = redact_json(env, extra_secrets=extra_secrets, identity=redact)
-    commands = redact_text(commands, extra_secrets=extra_secrets, identity=redact)
-    scrub = Redactor(extra_secrets, identity=redact)
+    env = scrub.json(env or {})
+    commands = scrub(commands)
     from cpverify import plots as plotting
 
-    rendered, plot_note = plotting.render(verdict, plan_arms) if plot else ([], "")
+    rendered, plot_note = plotting.render(verdict, plan_arms, scrub=scrub) if plot else ([], "")
     markdown = render_markdown(verdict, env=env, commands=commands, scrub=scrub,
                                plots=[(p.title, p.file) for p, _ in rendered], plot_note=plot_note)
-    data = redact_json(render_json(verdict), extra_secrets=extra_secrets, identity=redact)
+    data = scrub.json(render_json(verdict))
     # env and commands first: verdict.md is the file users look for, written once the rest exists.
     written = {
         "env.json": atomic_write_json(run_dir.env_json, _finite(env)),
         "commands.sh": atomic_write_text(run_dir.commands_sh, commands, mode=0o755),
     }
-    png = render_plot(verdict) if plot else None
+    png = render_plot(verdict, scrub) if plot else None
     if png:
         written["plot.png"] = atomic_write_bytes(run_dir.plot_png, png)
     for figure, image in rendered:

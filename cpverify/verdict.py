@@ -760,13 +760,14 @@ def run_verdict_command(args) -> int:
     verdict = decide(evidence, comparisons=[names], thresholds=thresholds)
 
     run_dir = RunDir.create(args.out)
-    scrub = Redactor()
+    scrub = Redactor()  # one for the bundle: a host is the same host-N in its logs and in verdict.md
     for name, path in zip(names, paths.values(), strict=True):
-        # The bundle carries the logs it judged, scrubbed line by line (they may hold tokens or hosts).
+        # The bundle carries the logs it judged, redacted (they may hold tokens, keys or hosts).
         # open_log: a gzip or UTF-16 log is copied as the text it holds.
         with atomic_writer(run_dir.log_path(name)) as out, open_log(path) as raw:
-            for line in io.TextIOWrapper(raw, encoding="utf-8", errors="replace"):
-                out.write(scrub(line))
+            line = scrub.lines()  # a private-key block may span lines
+            for text in io.TextIOWrapper(raw, encoding="utf-8", errors="replace"):
+                out.write(line(text))
     reproduce = ["cpverify", "verdict", "--baseline", f"logs/{names[0]}.log", "--candidate", f"logs/{names[1]}.log",
                  "--baseline-cp", str(args.baseline_cp), "--candidate-cp", str(args.candidate_cp),
                  "--pass-ratio", f"{args.pass_ratio:g}", "--warmup", str(args.warmup), "--min-steps",
@@ -775,7 +776,7 @@ def run_verdict_command(args) -> int:
                 "# Reproduce this verdict from the logs in this bundle (run it from this directory).\n"
                 "# The slime commands behind the logs were not recorded: the logs were given to cpverify.\n"
                 "set -euo pipefail\n" + shlex.join(reproduce) + "\n")
-    written = report.write_report(run_dir, verdict, env=_basic_env(paths), commands_sh=commands)
+    written = report.write_report(run_dir, verdict, env=_basic_env(paths), commands_sh=commands, redactor=scrub)
 
     if args.json:
         print(json.dumps(json.loads(written["verdict.json"].read_text(encoding="utf-8")), indent=2))

@@ -7,7 +7,8 @@ Behaviour is steered by environment variables, never by cpverify itself:
   FAKE_SLIME_BASE_S      actor_train_time at CP=1 (default 1.0)
   FAKE_SLIME_CP_FACTOR   multiplier of actor_train_time when --context-parallel-size > 1 (default 1.05)
   FAKE_SLIME_FAULT       none | nccl_timeout | hang | silent_hang | oom | exit137 | segfault | no_steps
-                         | nccl_network (a lost peer: NCCL's lines name this host, a peer IP and a home path)
+                         | nccl_network (a lost peer: NCCL's lines name this host, other nodes, a peer IP
+                           and a home path)
                          (exit137 kills itself, which PID 1 of a container cannot: kill it from outside there)
   FAKE_SLIME_STEP_S      wall seconds between rollouts (default 0.05)
   FAKE_SLIME_IGNORE_CP   1 = behave like a misspelled CP flag: report cp=1 whatever was asked
@@ -20,9 +21,15 @@ Fault-injection tests (tests/faults) add:
                          dump and Megatron's argument listing do (where leaked secrets would show)
   FAKE_SLIME_SHM_BYTES   reserve this many bytes in /dev/shm at start-up, as NCCL's shared-memory
                          transport does; print NCCL's real error and exit 1 when it does not fit
+  FAKE_SLIME_ECHO_PROMPTS  N = print the first N prompts of --prompt-data, as a rollout's sample
+                         dump does (where a secret in the dataset would show)
+  FAKE_SLIME_PRINT_FILE  a file: print its text at start-up in writes of FAKE_SLIME_WRITE_BYTES
+                         bytes (default 7), each flushed, so lines -- and a PEM block -- reach the
+                         reader in pieces (what a workload's own output may hold)
 """
 
 import argparse
+import json
 import os
 import random
 import signal
@@ -34,6 +41,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--context-parallel-size", type=int, default=1)
 parser.add_argument("--actor-num-gpus-per-node", type=int, default=8)
 parser.add_argument("--num-rollout", type=int, default=None)
+parser.add_argument("--prompt-data", default=None)
 args, _unknown = parser.parse_known_args()  # slime ignores unknown flags too
 
 cp = 1 if os.environ.get("FAKE_SLIME_IGNORE_CP") == "1" else args.context_parallel_size
@@ -57,8 +65,24 @@ def say(text):
     global emitted
     print(text, flush=True)
     if ledger is not None:
-        emitted += 1
-        ledger.write(f"{emitted}\t{text}\n")
+        for line in text.split("\n"):  # a text of several lines is several lines of the log
+            emitted += 1
+            ledger.write(f"{emitted}\t{line}\n")
+        ledger.flush()
+
+
+def say_in_pieces(text, size):
+    """Print whole lines in writes of `size` bytes, each flushed; record the lines once written."""
+    global emitted
+    data = text if text.endswith("\n") else text + "\n"
+    for start in range(0, len(data), size):
+        sys.stdout.write(data[start:start + size])
+        sys.stdout.flush()
+        time.sleep(0.0005)  # a separate write the reader sees, not one merged read
+    if ledger is not None:
+        for line in data.splitlines():
+            emitted += 1
+            ledger.write(f"{emitted}\t{line}\n")
         ledger.flush()
 
 
@@ -70,6 +94,14 @@ def log(actor, filename, lineno, message):
 if os.environ.get("FAKE_SLIME_PRINT_ENV") == "1":
     say(f"(MegatronTrainRayActor pid={pid}) runtime_env env_vars: {dict(sorted(os.environ.items()))}")
     say(f"(MegatronTrainRayActor pid={pid}) arguments: {' '.join(sys.argv[1:])}")
+if os.environ.get("FAKE_SLIME_PRINT_FILE"):
+    with open(os.environ["FAKE_SLIME_PRINT_FILE"], encoding="utf-8") as printed:
+        say_in_pieces(printed.read(), int(os.environ.get("FAKE_SLIME_WRITE_BYTES", "7")))
+if int(os.environ.get("FAKE_SLIME_ECHO_PROMPTS", "0")) and args.prompt_data:
+    with open(args.prompt_data, encoding="utf-8") as prompts:
+        for _, record in zip(range(int(os.environ["FAKE_SLIME_ECHO_PROMPTS"])), prompts):
+            content = json.loads(record)["messages"][-1]["content"]
+            say(f"(RolloutManager pid={pid}) sample prompt: {content}")
 shm_bytes = int(os.environ.get("FAKE_SLIME_SHM_BYTES", "0"))
 if shm_bytes:
     segment = f"/dev/shm/nccl-fake-{pid}"
@@ -124,6 +156,11 @@ for rollout in range(args.num_rollout):
         say(f"(MegatronTrainRayActor pid={pid}) torch.distributed.DistBackendError: NCCL error in: "
             f"/home/alice/src/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, remote process "
             f"exited or there was a network error, NCCL version 2.28.9")
+        # the other node, as Ray names it when its actor there dies
+        say(f"(MegatronTrainRayActor pid={pid + 1}, ip=10.23.4.56) ray.exceptions.ActorDiedError: The actor died "
+            f"unexpectedly before finishing this task. Its node gpu-node-17.corp.example.com "
+            f"(ip-172-31-5-10.us-west-2.compute.internal) was marked dead because the detector has missed too many "
+            f"heartbeats from it.")
         sys.exit(1)
     if fault == "oom" and rollout == 2:
         say(f"(MegatronTrainRayActor pid={pid}) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 58.15 GiB. GPU 0 has a total capacity of 139.81 GiB of which 47.69 GiB is free.")

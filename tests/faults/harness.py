@@ -70,23 +70,33 @@ class Workspace:
             return self.out / run_id / "work" / "ledger"
         return self.root / "ledgers" / run_id
 
-    def config(self, run_id: str, fake_env: dict[str, str], **fields) -> Path:
-        """A profile override file: short limits and the stand-in's fault switches in the arms'
-        environment (the Docker runner passes only the plan's environment to containers)."""
+    def arm_env(self, run_id: str, fake_env: dict[str, str]) -> dict[str, str]:
+        """The arms' environment: the profile's, the stand-in's fault switches and its ledger
+        (the Docker runner passes only the plan's environment to containers)."""
         ledger = self.ledger_dir(run_id)
         ledger.mkdir(parents=True, exist_ok=True)
         seen = f"{CONTAINER_WORK}/ledger" if self.runner == "docker" else str(ledger)
-        env = {**dict(SLIME_ENV), "FAKE_SLIME_STEP_S": "0.01", "FAKE_SLIME_LEDGER": seen, **fake_env}
+        return {**dict(SLIME_ENV), "FAKE_SLIME_STEP_S": "0.01", "FAKE_SLIME_LEDGER": seen, **fake_env}
+
+    def config(self, run_id: str, fake_env: dict[str, str], **fields) -> Path:
+        """A profile override file: short limits, and the arms' environment in its [env]."""
+        env = self.arm_env(run_id, fake_env)
         lines = [f"{key} = {json.dumps(value)}" for key, value in {**FAST_LIMITS, **fields}.items()]
         lines += ["", "[env]"] + [f"{key} = {json.dumps(str(value))}" for key, value in env.items()]
         path = self.root / f"{run_id}.toml"
         path.write_text("\n".join(lines) + "\n")
         return path
 
-    def argv(self, run_id: str, *extra: str, only: str = ONE_ARM, fake_env: dict | None = None, **fields) -> list[str]:
+    def argv(self, run_id: str, *extra: str, only: str = ONE_ARM, fake_env: dict | None = None,
+             set_env: dict | None = None, **fields) -> list[str]:
+        """`set_env`: variables to give by `--set env=...` too (which replaces the config's [env],
+        so it carries that environment as well)."""
         argv = [sys.executable, "-m", "cpverify", "run", "--runner", self.runner, "--gpus", "none",
                 "--slime-dir", str(FAKE_SLIME), "--cache", str(self.cache), "--out", str(self.out),
                 "--run-id", run_id, "--config", str(self.config(run_id, fake_env or {}, **fields))]
+        if set_env:
+            merged = {**self.arm_env(run_id, fake_env or {}), **set_env}
+            argv += ["--set", "env=" + ",".join(f"{key}={value}" for key, value in merged.items())]
         if only:
             argv += ["--only", only]
         if self.runner == "docker":
