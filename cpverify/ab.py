@@ -170,7 +170,7 @@ def revisions(*, slime_dir: str | None, slime_ref: str | None = None, slime_ref_
 # -- the plan -----------------------------------------------------------------------------------
 
 def build_ab_plan(profile, *, run_id: str, gpus, model_dir: str, data_path: str | None,
-                  base_dir: str, base_label: str, candidate_dir: str, candidate_label: str):
+                  base_dir: str, base_label: str, candidate_dir: str, candidate_label: str, python: str = "python3"):
     """One plan with every CP arm twice, `base-cpN` and `cand-cpN`, compared within each revision."""
     from cpverify.plan import Plan, arm_diff, build_plan
 
@@ -178,7 +178,7 @@ def build_ab_plan(profile, *, run_id: str, gpus, model_dir: str, data_path: str 
         raise InputError(f"an A/B of slime revisions needs a slime profile, not {profile.name!r} ({profile.kind})",
                          "use --profile smoke or --profile long")
     plans = {role: build_plan(profile, run_id=run_id, gpus=gpus, model_dir=model_dir, data_path=data_path,
-                              slime_dir=directory, slime_ref=label)
+                              slime_dir=directory, slime_ref=label, python=python)
              for role, directory, label in ((BASE, base_dir, base_label), (CANDIDATE, candidate_dir, candidate_label))}
     arms = tuple(replace(arm, name=f"{role}-{arm.name}") for role, plan in plans.items() for arm in plan.arms)
     comparisons = tuple((f"{role}-{b}", f"{role}-{c}") for role, plan in plans.items() for b, c in plan.comparisons)

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
@@ -27,6 +28,9 @@ from cpverify import _probes
 from cpverify._probes import Fact, Host
 from cpverify._versions import parse_version
 from cpverify.errors import EXIT_BLOCKED, EXIT_OK, ArtifactWriteError, InputError
+
+if TYPE_CHECKING:
+    from cpverify.runners.local import WorkloadPython
 
 SCHEMA_VERSION = 1
 
@@ -247,12 +251,28 @@ def is_blocked(checks: list[Check]) -> bool:
     return any(c.required and c.status == "fail" for c in checks)
 
 
-def collect(*, cp: int = 2, nccl_log: str | Path | None = None, host: Host | None = None) -> dict:
-    """The whole report as JSON-ready data: facts, checks, and whether a required check failed."""
+def check_workload_python(python: WorkloadPython, required: bool) -> Check:
+    """Can the workload's interpreter import what the workload imports? Required where cpverify
+    runs the workload with it (the local runner); elsewhere the facts are the host's, for the record."""
+    need = f"a Python that imports {' and '.join(python.needs)} (--python, CPVERIFY_PYTHON)"
+    if python.ok:
+        return Check("workload_python", "pass", f"{python.path} ({python.chosen_by})", need, required=required)
+    return Check("workload_python", "fail" if required else "warn", python.problem(), need, python.fix(), required)
+
+
+def collect(*, cp: int = 2, nccl_log: str | Path | None = None, host: Host | None = None,
+            python: WorkloadPython | None = None, python_required: bool = False) -> dict:
+    """The whole report as JSON-ready data: facts, checks, and whether a required check failed.
+    With `python` (the workload's interpreter), torch, CUDA and NCCL are that interpreter's."""
     if cp < 1:
         raise InputError(f"--cp {cp} is not a CP size", "use --cp 2 (or another size >= 1)")
+    if python is not None and host is None:
+        host = Host(python=python.path)
     facts = gather_facts(host, nccl_log=Path(nccl_log) if nccl_log else None)
     checks = evaluate(facts, cp)
+    if python is not None:
+        facts["workload_python"] = Fact(python.to_json(), source=python.chosen_by)
+        checks.append(check_workload_python(python, python_required))
     return {
         "schema_version": SCHEMA_VERSION,
         "collected_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -279,8 +299,10 @@ def _clip(text: str, limit: int = 60) -> str:
 
 
 def _fact_rows(facts: dict, notes: _Notes) -> list[tuple[str, str]]:
-    def show(name: str, render: Callable[[object], str]) -> tuple[str, str]:
-        fact = facts[name]
+    def show(name: str, render: Callable[[object], str]) -> tuple[str, str] | None:
+        fact = facts.get(name)
+        if fact is None:  # workload_python: only where an interpreter was chosen
+            return None
         return name, notes.cite(fact["error"]) if fact["error"] else render(fact["value"])
 
     def gpus(v):
@@ -289,9 +311,11 @@ def _fact_rows(facts: dict, notes: _Notes) -> list[tuple[str, str]]:
                          f"MIG {g['mig_mode'] or 'n/a'}" for g in v["gpus"]) + \
             f" | CUDA (driver) {v.get('cuda_driver_version') or '?'}"
 
-    return [
+    rows = [
         show("host", lambda v: f"{v['os']}, python {v['python']}, {v['cpus']} CPUs"),
         show("gpus", gpus),
+        show("workload_python", lambda v: f"{v['path']} ({v['chosen_by']})"
+             + (f"; cannot import {', '.join(v['missing'])}" if v["missing"] else "")),
         show("torch", lambda v: f"torch {v['torch']}, CUDA runtime {v.get('cuda_runtime')}, NCCL {v.get('nccl')}, "
                                 f"{v.get('device_count')} visible GPUs"),
         show("nccl_log", str),
@@ -306,6 +330,7 @@ def _fact_rows(facts: dict, notes: _Notes) -> list[tuple[str, str]]:
         show("packages", lambda v: ", ".join(f"{k} {ver}" for k, ver in v.items()) or "none found"),
         show("env", lambda v: " ".join(f"{k}={_clip(val)}" for k, val in v.items()) or "none set"),
     ]
+    return [row for row in rows if row is not None]
 
 
 WIDTH = 120  # the terminal the tables must fit: long texts wrap, collection errors become notes
@@ -403,6 +428,9 @@ def register(subparsers) -> None:
     p.add_argument("--cp", type=int, default=2, help="the CP size to check for (default 2)")
     p.add_argument("--nccl-log", type=Path, default=None, help="a log with NCCL_DEBUG=INFO lines (NCCL version)")
     p.add_argument("--json-out", type=Path, default=None, help="also write the JSON report to this file")
+    p.add_argument("--python", default=None,
+                   help="the Python whose torch, CUDA and NCCL to report (default: CPVERIFY_PYTHON, else the "
+                        "first python3/python on PATH that imports torch)")
     p.set_defaults(func=run)
 
 
@@ -410,10 +438,13 @@ def run(args: argparse.Namespace) -> int:
     if args.nccl_log is not None and not args.nccl_log.is_file():
         raise InputError(f"--nccl-log {args.nccl_log}: no such file", "pass a log file written with NCCL_DEBUG=INFO")
     from cpverify.redact import Redactor
+    from cpverify.runners.local import PYTHON_ENV, workload_python
 
+    explicit, chosen_by = (args.python, "--python") if args.python else (os.environ.get(PYTHON_ENV), PYTHON_ENV)
+    python = workload_python(explicit, chosen_by=chosen_by)
     # What the doctor prints or writes is pasted into issues: redacted like verdict.md (a RAY_ or
     # HF_ variable may hold a URL with a password; paths and hosts identify the machine).
-    report = Redactor().json(collect(cp=args.cp, nccl_log=args.nccl_log))
+    report = Redactor().json(collect(cp=args.cp, nccl_log=args.nccl_log, python=python))
     if args.json_out is not None:
         _write_json(args.json_out, report)
     print(json.dumps(report, indent=2) if args.json else render(report))

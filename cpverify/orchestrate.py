@@ -46,6 +46,7 @@ class Context:
     profile: object
     run_dir: object
     state: dict = field(default_factory=dict)
+    rechecked: set = field(default_factory=set)  # what this process has checked again itself (not from state)
 
     @property
     def kind(self) -> str:
@@ -156,6 +157,8 @@ def build_run_plan(ctx: Context):
         gpus = parse_gpus(ctx.args.gpus)
     paths = _workload_paths(ctx)
     revisions = _revisions(ctx)
+    python = workload_python(ctx)
+    python = python.path if python is not None else "python3"
     if revisions and revisions[1] is not None:
         from cpverify.ab import build_ab_plan
 
@@ -163,9 +166,38 @@ def build_run_plan(ctx: Context):
         candidate_dir = CONTAINER_SLIME_CANDIDATE if ctx.runner == "docker" else str(candidate.host_dir)
         return build_ab_plan(ctx.profile, run_id=ctx.run_dir.run_id, gpus=gpus, model_dir=paths["model_dir"],
                              data_path=paths["data_path"], base_dir=paths["slime_dir"], base_label=base.label,
-                             candidate_dir=candidate_dir, candidate_label=candidate.label)
+                             candidate_dir=candidate_dir, candidate_label=candidate.label, python=python)
     return build_plan(ctx.profile, run_id=ctx.run_dir.run_id, gpus=gpus,
-                      slime_ref=revisions[0].label if revisions else None, **paths)
+                      slime_ref=revisions[0].label if revisions else None, python=python, **paths)
+
+
+def workload_python(ctx: Context, *, refresh: bool = False):
+    """The interpreter the local runner runs the arms with (None for docker and ray: there the arms'
+    python3 is the image's or the cluster's). Chosen once and recorded in the run's state; the doctor
+    and the arm steps choose again, since a new attempt re-checks what could have changed."""
+    if ctx.runner != "local":
+        return None
+    from cpverify.runners._env import workload_env
+    from cpverify.runners.local import PYTHON_ENV, WorkloadPython
+    from cpverify.runners.local import workload_python as choose
+
+    needs = ("torch", "slime") if ctx.kind == "slime" else ("torch", "cpverify.probe.workload")
+    requested = getattr(ctx.args, "python", None)
+    explicit, chosen_by = (requested, "--python") if requested else (os.environ.get(PYTHON_ENV) or None, PYTHON_ENV)
+    recorded = ctx.state.get("workload_python")
+    fresh_enough = not refresh or "workload_python" in ctx.rechecked
+    if recorded and fresh_enough and recorded.get("requested") == explicit and tuple(recorded["needs"]) == needs:
+        return WorkloadPython.from_json(recorded)
+    # asked the way the arms will run: from their directory, with their environment
+    workdir = Path(_workload_paths(ctx)["slime_dir"]) if ctx.kind == "slime" else Path.cwd()
+    env, _dropped = workload_env(ctx.profile.env, base=os.environ)
+    python = choose(explicit, chosen_by=chosen_by, needs=needs, cwd=workdir if workdir.is_dir() else None, env=env)
+    ctx.state["workload_python"] = {**python.to_json(), "requested": explicit}
+    ctx.rechecked.add("workload_python")
+    ctx.save()
+    ctx.say(f"workload python: {python.path} ({python.chosen_by})"
+            + ("" if python.ok else f"; it cannot import {', '.join(python.missing)}"))
+    return python
 
 
 # -- steps ------------------------------------------------------------------------------------
@@ -173,7 +205,14 @@ def build_run_plan(ctx: Context):
 def step_doctor(ctx: Context) -> int:
     from cpverify import doctor
 
-    report = doctor.collect(cp=max(ctx.profile.cp_sizes))
+    python = workload_python(ctx, refresh=True)
+    if python is None:  # docker, ray: this host's torch is recorded for the report, not required
+        from cpverify.runners.local import PYTHON_ENV
+        from cpverify.runners.local import workload_python as choose
+
+        requested = getattr(ctx.args, "python", None)
+        python = choose(requested or os.environ.get(PYTHON_ENV) or None, chosen_by="--python" if requested else PYTHON_ENV)
+    report = doctor.collect(cp=max(ctx.profile.cp_sizes), python=python, python_required=ctx.runner == "local")
     ctx.state["doctor"] = report
     ctx.save()
     print(doctor.render(report), file=sys.stderr)
@@ -280,7 +319,8 @@ def step_compileall(ctx: Context) -> int:
         ctx.say(f"compileall: profile {ctx.profile.name} runs no slime code")
         return EXIT_OK
     target = "slime/backends/megatron_utils"
-    command = ["python3", "-m", "compileall", "-q", target]
+    python = workload_python(ctx)  # the arms' interpreter: the syntax it accepts is the one that counts
+    command = [python.path if python is not None else "python3", "-m", "compileall", "-q", target]
     paths = _workload_paths(ctx)
     if ctx.runner == "docker":
         from cpverify.plan import Arm
@@ -336,12 +376,17 @@ def step_arms(ctx: Context, which: str) -> int:
     from cpverify.locks import GpuLock
     from cpverify.runners.base import ArmInterrupted
 
-    plan = build_run_plan(ctx)
-    baseline = ctx.profile.baseline_cp
-    arms = [a for a in plan.arms if (a.cp == baseline) == (which == "cp1")]
     if ctx.state.get("blocked"):
         ctx.say(f"{which}: skipped, the run is blocked: {ctx.state['blocked']['reason']}")
         return EXIT_OK
+    python = workload_python(ctx, refresh=True)
+    if python is not None and not python.ok:  # before any GPU is held: the arms would die on import
+        if ctx.args.gpus != "none":
+            return write_blocked(ctx, python.problem(), python.fix())
+        ctx.say(f"{which}: {python.problem()}; ignored because of --gpus none")
+    plan = build_run_plan(ctx)
+    baseline = ctx.profile.baseline_cp
+    arms = [a for a in plan.arms if (a.cp == baseline) == (which == "cp1")]
     if ctx.runner == "local" and ctx.args.gpus and ctx.args.gpus != "none":
         # the local runner inherits this process's environment: pin the arms to the plan's GPUs
         os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, plan.gpus))
@@ -440,7 +485,7 @@ def _write(ctx: Context, plan, verdict) -> None:
 
     env = {"cpverify_run": ctx.run_dir.run_id, "profile": dataclasses.asdict(ctx.profile),
            "runner": ctx.runner, "gpus": list(plan.gpus)}
-    for key in ("doctor", "image", "model", "data", "compileall", "lint"):
+    for key in ("doctor", "image", "model", "data", "compileall", "lint", "workload_python"):
         if key in ctx.state:
             env[key] = ctx.state[key]
     # Secret flag values (--wandb-key V) sit in env.json's copy of the profile as plain list items.
@@ -633,6 +678,10 @@ def register(subparsers) -> None:
     p.add_argument("--runner", choices=RUNNERS, default=os.environ.get("CPVERIFY_RUNNER") or "docker",
                    help="where arms run: docker (GPU containers), local (subprocesses here), ray (Ray Jobs) "
                         "(default: %(default)s; CPVERIFY_RUNNER sets it)")
+    p.add_argument("--python", metavar="PYTHON",
+                   help="the interpreter that runs the arms with the local runner (default: CPVERIFY_PYTHON, else "
+                        "the first python3/python on PATH that imports torch, and slime for slime profiles; the "
+                        "run is BLOCKED when it cannot import them)")
     p.add_argument("--gpus", help="GPU indices (0,1) or a count (2); both arms use the same GPUs. "
                                   "'none' runs without a GPU request (pipeline tests only)")
     p.add_argument("--only", metavar="STEPS", help=f"comma-separated steps: {', '.join(STEPS)}, arms, all")

@@ -147,8 +147,11 @@ def build_plan(
     data_path: str | None = None,
     slime_dir: str = DEFAULT_SLIME_DIR,
     slime_ref: str | None = None,
+    python: str = "python3",
 ) -> Plan:
-    """All arms of `profile` and the pairs to compare; raises InputError if a pair differs in more than CP."""
+    """All arms of `profile` and the pairs to compare; raises InputError if a pair differs in more than CP.
+    `python` is the arms' interpreter: python3 as slime's image and GPU hosts name the one with torch;
+    the local runner's choice (--python) where it runs the arms itself."""
     check_run_id(run_id)  # it is written into commands.sh
     gpus = tuple(range(profile.gpus)) if gpus is None else tuple(int(g) for g in gpus)
     if len(gpus) != profile.gpus or len(set(gpus)) != len(gpus) or min(gpus) < 0:
@@ -159,11 +162,12 @@ def build_plan(
         )
     data_path = str(data_path or profile.dataset_path())
     if profile.kind == "slime":
-        arms = tuple(_slime_arm(profile, cp, model_dir, data_path, slime_dir, slime_ref) for cp in profile.cp_sizes)
+        arms = tuple(_slime_arm(profile, cp, model_dir, data_path, slime_dir, slime_ref, python)
+                     for cp in profile.cp_sizes)
         comparisons = tuple((f"cp{profile.baseline_cp}", f"cp{cp}") for cp in profile.candidate_cps)
         allowed = {SLIME_CP_FLAG}
     else:
-        arms = tuple(_probe_arm(profile, cp, seq_len) for seq_len in profile.seq_lens for cp in profile.cp_sizes)
+        arms = tuple(_probe_arm(profile, cp, seq_len, python) for seq_len in profile.seq_lens for cp in profile.cp_sizes)
         comparisons = tuple(
             (_probe_name(profile.baseline_cp, s), _probe_name(cp, s)) for s in profile.seq_lens for cp in profile.candidate_cps
         )
@@ -174,9 +178,10 @@ def build_plan(
     return plan
 
 
-def _slime_arm(profile: Profile, cp: int, model_dir: str, data_path: str, slime_dir: str, slime_ref: str | None) -> Arm:
+def _slime_arm(profile: Profile, cp: int, model_dir: str, data_path: str, slime_dir: str, slime_ref: str | None,
+               python: str) -> Arm:
     argv = (
-        "python3", "train.py",
+        python, "train.py",
         *profile.train_args,
         *profile.model_args,
         # One node, all of the profile's GPUs. slime's default of 8 GPUs per node would make a
@@ -192,10 +197,9 @@ def _slime_arm(profile: Profile, cp: int, model_dir: str, data_path: str, slime_
     return Arm(f"cp{cp}", cp, argv, profile.env, slime_dir, slime_ref=slime_ref)
 
 
-def _probe_arm(profile: Profile, cp: int, seq_len: int) -> Arm:
+def _probe_arm(profile: Profile, cp: int, seq_len: int, python: str) -> Arm:
     argv = (
-        # python3, not `python`: the interpreter that holds torch on slime's image and GPU hosts
-        "python3", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(profile.gpus),
+        python, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(profile.gpus),
         "-m", "cpverify.probe.workload",
         PROBE_CP_FLAG, str(cp), "--seq-len", str(seq_len),
         "--steps", str(profile.steps), "--warmup", str(profile.warmup_steps),

@@ -86,6 +86,24 @@ def pytest_runtest_setup(item) -> None:
         pytest.skip(f"{marker} unavailable: {problem}")
 
 
+# ------------------------------------------------------------------ a GPU host, recorded
+
+
+@pytest.fixture
+def two_gpu_host(tmp_path) -> dict[str, str]:
+    """PATH with a stand-in `nvidia-smi` answering as the recorded 2x H200 host (tests/data/doctor/, from
+    benchmarks/run_probe_device.sh on nvidia-h200-x2): the doctor's GPU checks pass on this GPU-less machine."""
+    data = ROOT / "tests" / "data" / "doctor"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script = bin_dir / "nvidia-smi"
+    script.write_text("#!/bin/sh\ncase \"$*\" in\n"
+                      f"  *--query-gpu*) cat '{data / 'h200x2-query-gpu.csv'}' ;;\n"
+                      f"  *) cat '{data / 'h200x2-nvidia-smi.txt'}' ;;\nesac\n")
+    script.chmod(0o755)
+    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+
 # ------------------------------------------------------------------ Docker fixtures
 
 

@@ -10,7 +10,6 @@ command is the quick, standalone way. `--dry-run` only prints the commands.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import subprocess
@@ -72,22 +71,28 @@ def register(subparsers) -> None:
     p.add_argument("--bypass-cp", action="store_true", help="DEBUG: break CP on purpose; the check must fail")
     p.add_argument("--out", type=Path, default=None, help="where logs go (default artifacts/probe-<time>)")
     p.add_argument("--dry-run", action="store_true", help="print the torchrun commands and exit")
+    p.add_argument("--python", default=None,
+                   help="the interpreter that runs torchrun (default: CPVERIFY_PYTHON, else the first python3/python "
+                        "on PATH that imports torch)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from cpverify.runners.local import PYTHON_ENV, workload_python
+
+    explicit, chosen_by = (args.python, "--python") if args.python else (os.environ.get(PYTHON_ENV) or None, PYTHON_ENV)
+    python = workload_python(explicit, chosen_by=chosen_by, needs=("torch", "cpverify.probe.workload"))
     arms = arm_commands(cp=args.cp, seq_len=args.seq_len, steps=args.steps, warmup=args.warmup,
-                        nproc=args.nproc, bypass_cp=args.bypass_cp)
+                        nproc=args.nproc, python=python.path, bypass_cp=args.bypass_cp)
     if args.bandwidth:
-        arms = {"bandwidth": bandwidth_argv(nproc=args.nproc or args.cp), **arms}
+        arms = {"bandwidth": bandwidth_argv(nproc=args.nproc or args.cp, python=python.path), **arms}
     if args.dry_run:
         for name, argv in arms.items():
             print(f"# {name}\n{subprocess.list2cmdline(argv)}")
         return EXIT_OK
-    if importlib.util.find_spec("torch") is None:
-        raise EnvironmentBlocked(f"torch is not installed for {sys.executable}",
-                                 "pip install 'cpverify[probe]' (torch >= 2.7 with CUDA), or run the probe "
-                                 "profile in the container: cpverify run --profile probe --runner docker")
+    if not python.ok:
+        raise EnvironmentBlocked(python.problem(), python.fix())
+    print(f"python: {python.path} ({python.chosen_by})", file=sys.stderr)
     out = args.out or Path("artifacts") / time.strftime("probe-%Y%m%d-%H%M%S")
     (out / "logs").mkdir(parents=True, exist_ok=True)
     results = {name: _run_arm(argv, out / "logs" / f"{name}.log") for name, argv in arms.items()}

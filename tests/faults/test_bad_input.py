@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -322,20 +321,6 @@ def test_a_config_file_that_cannot_be_read(local_ws, rid, case):
     proc = subprocess.run(argv, capture_output=True, text=True, env=local_ws.env(), cwd=ROOT, timeout=60, check=False)
     outcome = type("Outcome", (), {"code": proc.returncode, "stderr": proc.stderr, "run_dir": local_ws.out / rid})
     assert_stopped_before_any_arm(outcome, code=2, problem=f"override file {path} {problem}", fix=fix)
-
-
-@pytest.fixture
-def two_gpu_host(tmp_path) -> dict[str, str]:
-    """PATH with a stand-in `nvidia-smi` answering as the recorded 2x H200 host (see the module doc)."""
-    data = ROOT / "tests" / "data" / "doctor"
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    script = bin_dir / "nvidia-smi"
-    script.write_text("#!/bin/sh\ncase \"$*\" in\n"
-                      f"  *--query-gpu*) cat '{data / 'h200x2-query-gpu.csv'}' ;;\n"
-                      f"  *) cat '{data / 'h200x2-nvidia-smi.txt'}' ;;\nesac\n")
-    script.chmod(script.stat().st_mode | stat.S_IEXEC)
-    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
 
 
 def _without_gpus_none(argv: list[str], gpus: str | None) -> list[str]:

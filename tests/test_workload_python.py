@@ -1,0 +1,201 @@
+"""Which Python runs a local workload (--python, CPVERIFY_PYTHON, else the first Python on PATH
+that imports what the workload imports), the doctor's torch/NCCL facts from that Python, and a
+run BLOCKED before any GPU is held when it cannot import them.
+
+torch cannot be installed on CI machines (no registry there, and no GPU to use it), so "a Python
+with torch" is this test's Python behind a wrapper script whose PYTHONPATH holds a stand-in torch
+package: the attributes the doctor reads (version, CUDA runtime, NCCL) and nothing else. A
+Python without torch is this test's Python, which has none. Both are real interpreters, found on
+PATH and started as the workload would be.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hfcache import make_model_cache
+
+from cpverify.errors import InputError
+from cpverify.profiles import get_profile
+from cpverify.runners.local import workload_python
+
+ROOT = Path(__file__).resolve().parent.parent
+FAKE_SLIME = ROOT / "tests" / "fake_slime"
+STAND_IN_TORCH = {
+    "torch/__init__.py": '__version__ = "2.11.0+stand-in"\nfrom . import cuda, version\n',
+    "torch/version.py": 'cuda = "12.9"\n',
+    "torch/cuda/__init__.py": "from . import nccl\n\ndef is_available():\n    return False\n\n"
+                              "def device_count():\n    return 0\n",
+    "torch/cuda/nccl.py": "def version():\n    return (2, 28, 9)\n",
+}
+
+
+def _python(directory: Path, pythonpath: Path | None = None) -> Path:
+    """`directory/python3`: this test's interpreter, with `pythonpath` in front of its path."""
+    directory.mkdir(parents=True)
+    script = directory / "python3"
+    prefix = f'PYTHONPATH="{pythonpath}${{PYTHONPATH:+:$PYTHONPATH}}" ' if pythonpath else ""
+    script.write_text(f'#!/bin/sh\n{prefix}exec "{sys.executable}" "$@"\n')
+    script.chmod(0o755)
+    return script
+
+
+@pytest.fixture
+def pythons(tmp_path) -> tuple[Path, Path]:
+    """(a python3 without torch, a python3 with the stand-in torch), each in a directory of its own."""
+    stubs = tmp_path / "site"
+    for name, text in STAND_IN_TORCH.items():
+        (stubs / name).parent.mkdir(parents=True, exist_ok=True)
+        (stubs / name).write_text(text)
+    return _python(tmp_path / "plain"), _python(tmp_path / "torch-env", stubs)
+
+
+def _path(*dirs: Path, rest: str | None = None) -> str:
+    return os.pathsep.join([*map(str, dirs), rest if rest is not None else os.environ["PATH"]])
+
+
+# ----------------------------------------------------------------------------- the choice itself
+
+
+def test_the_first_python_on_path_that_imports_torch_is_chosen(pythons):
+    plain, with_torch = pythons
+    env = {**os.environ, "PATH": _path(plain.parent, with_torch.parent)}
+    chosen = workload_python(needs=("torch",), env=env)
+    assert chosen.path == str(with_torch) and chosen.ok
+    assert chosen.chosen_by == "the first Python on PATH that imports torch"
+    assert chosen.tried[:2] == (str(plain), str(with_torch))  # the plain one was asked first
+
+
+def test_when_no_python_imports_torch_the_first_is_named_with_what_it_lacks(pythons):
+    plain, _ = pythons
+    env = {**os.environ, "PATH": _path(plain.parent)}
+    chosen = workload_python(needs=("torch",), env=env)
+    if chosen.ok:
+        pytest.skip(f"{chosen.path} on this machine's PATH imports torch")
+    assert chosen.path == str(plain)
+    assert chosen.missing == {"torch": "ModuleNotFoundError: No module named 'torch'"}
+    assert f"none of {plain}, " in chosen.fix() and "--python" in chosen.fix() and "CPVERIFY_PYTHON" in chosen.fix()
+
+
+def test_an_explicit_python_is_used_as_given_even_without_torch(pythons):
+    plain, with_torch = pythons
+    env = {**os.environ, "PATH": _path(with_torch.parent)}
+    chosen = workload_python(str(plain), chosen_by="CPVERIFY_PYTHON", needs=("torch",), env=env)
+    assert chosen.path == str(plain) and chosen.chosen_by == "CPVERIFY_PYTHON"
+    assert "torch" in chosen.missing
+    assert chosen.problem().startswith(f"the workload's Python {plain} (CPVERIFY_PYTHON) cannot import torch")
+
+
+def test_an_explicit_python_that_does_not_exist_is_bad_input(tmp_path):
+    with pytest.raises(InputError) as raised:
+        workload_python(str(tmp_path / "nope" / "python3"))
+    assert raised.value.exit_code == 2
+    assert "no such interpreter" in raised.value.problem and "--python" in raised.value.fix
+
+
+def test_imports_are_checked_from_the_workload_directory(pythons):
+    """slime's train.py imports `slime` from its own checkout, as the check does."""
+    _, with_torch = pythons
+    env = {**os.environ, "PATH": _path(with_torch.parent)}
+    assert workload_python(str(with_torch), needs=("torch", "slime"), cwd=FAKE_SLIME, env=env).ok
+    elsewhere = workload_python(str(with_torch), needs=("torch", "slime"), cwd=ROOT / "tests", env=env)
+    assert list(elsewhere.missing) == ["slime"] and "--slime-dir" in elsewhere.fix()
+
+
+# ----------------------------------------------------------------------------- cpverify run
+
+
+@pytest.fixture
+def run(tmp_path, two_gpu_host):
+    """`cpverify run --runner local` on the recorded 2x H200 host (its doctor's GPU checks pass)."""
+    make_model_cache(tmp_path / "cache" / "hf", get_profile("smoke").model_repo, get_profile("smoke").model_revision)
+
+    def go(*args: str, path: str = two_gpu_host["PATH"], env: dict | None = None, run_id: str = "w1"):
+        argv = [sys.executable, "-m", "cpverify", "run", "--runner", "local", "--out", str(tmp_path / "out"),
+                "--cache", str(tmp_path / "cache"), "--run-id", run_id, *args]
+        full = {k: v for k, v in os.environ.items() if k != "CPVERIFY_PYTHON"}
+        full.update(PATH=path, HF_HUB_OFFLINE="1", CPVERIFY_LOCK_DIR=str(tmp_path), **(env or {}))
+        proc = subprocess.run(argv, capture_output=True, text=True, env=full, cwd=ROOT, timeout=300, check=False)
+        return proc, tmp_path / "out" / run_id
+
+    return go
+
+
+def test_probe_without_torch_is_blocked_by_the_doctor_naming_the_python_and_the_fix(run, pythons):
+    plain, _ = pythons
+    proc, run_dir = run("--profile", "probe", "--gpus", "0,1", "--python", str(plain),
+                        "--only", "doctor,lint,cp1,cp2,verdict")
+    assert proc.returncode == 4, proc.stderr[-3000:]
+    assert f"workload python: {plain} (--python); it cannot import torch" in proc.stderr
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert verdict["status"] == "BLOCKED"
+    assert f"workload_python: the workload's Python {plain} (--python) cannot import torch" in verdict["headline"]
+    assert "gpu_count" not in verdict["headline"]  # the recorded host has its two GPUs
+    fixes = " ".join(c["fix"] for c in verdict["checks"])
+    assert "pass --python (or export CPVERIFY_PYTHON)" in fixes
+    assert "--num-rollout" not in verdict["headline"] and "custom-megatron" not in fixes  # no slime advice
+    assert not list((run_dir / "logs").glob("cp*.log"))  # no arm ran: no GPU was held
+    env = json.loads((run_dir / "env.json").read_text())
+    assert env["workload_python"]["path"] == str(plain) and "torch" in env["workload_python"]["missing"]
+
+
+def test_the_arm_steps_check_the_python_even_without_the_doctor(run, pythons):
+    plain, _ = pythons
+    proc, run_dir = run("--profile", "probe", "--gpus", "0,1", "--only", "lint,cp1,verdict",
+                        env={"CPVERIFY_PYTHON": str(plain)})
+    assert proc.returncode == 4, proc.stderr[-3000:]
+    headline = json.loads((run_dir / "verdict.json").read_text())["headline"]
+    assert f"the workload's Python {plain} (CPVERIFY_PYTHON) cannot import torch" in headline
+    assert not list((run_dir / "logs").glob("cp*.log"))
+
+
+def test_slime_profile_needs_torch_and_slime_from_the_checkout(run, pythons):
+    plain, with_torch = pythons
+    proc, run_dir = run("--profile", "smoke", "--gpus", "0,1", "--slime-dir", str(FAKE_SLIME), "--python",
+                        str(plain), "--only", "doctor,verdict")
+    assert proc.returncode == 4, proc.stderr[-3000:]
+    assert "cannot import torch" in json.loads((run_dir / "verdict.json").read_text())["headline"]
+    proc, run_dir = run("--profile", "smoke", "--gpus", "0,1", "--slime-dir", str(FAKE_SLIME), "--python",
+                        str(with_torch), "--only", "doctor,lint", run_id="w2")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"workload python: {with_torch} (--python)\n" in proc.stderr
+
+
+def test_the_default_is_a_python_that_imports_torch_and_the_doctor_asks_it(run, pythons, two_gpu_host):
+    """The issue's case: cpverify itself runs from a Python without torch (nox's tool environment);
+    the workload's Python is found on PATH, named, used for the arms, and asked for torch and NCCL."""
+    plain, with_torch = pythons
+    proc, run_dir = run("--profile", "probe", "--gpus", "0,1", "--only", "doctor,lint,verdict",
+                        path=_path(plain.parent, with_torch.parent, rest=two_gpu_host["PATH"]))
+    assert proc.returncode == 4, proc.stderr[-3000:]  # BLOCKED only because the arms never ran
+    chosen = f"workload python: {with_torch} (the first Python on PATH that imports torch and cpverify.probe.workload)"
+    assert chosen in proc.stderr
+    env = json.loads((run_dir / "env.json").read_text())
+    torch = env["doctor"]["facts"]["torch"]
+    assert torch["value"]["torch"] == "2.11.0+stand-in" and torch["source"].startswith(str(with_torch))
+    checks = {c["name"]: c for c in env["doctor"]["checks"]}
+    assert checks["nccl_version"]["status"] == "pass" and "2.28.9 (torch)" in checks["nccl_version"]["value"]
+    assert checks["workload_python"]["status"] == "pass"
+    commands = (run_dir / "commands.sh").read_text()
+    assert f"{with_torch} -m torch.distributed.run" in commands  # the arms run with it, and say so
+    assert "the arm was never run" in json.loads((run_dir / "verdict.json").read_text())["headline"]
+
+
+def test_the_standalone_probe_uses_the_same_choice(pythons):
+    plain, with_torch = pythons
+    env = {**os.environ, "PATH": _path(plain.parent, with_torch.parent)}
+    env.pop("CPVERIFY_PYTHON", None)
+    dry = subprocess.run([sys.executable, "-m", "cpverify", "probe", "--dry-run"], capture_output=True, text=True,
+                         env=env, cwd=ROOT, timeout=120, check=False)
+    assert dry.returncode == 0, dry.stderr
+    assert f"{with_torch} -m torch.distributed.run" in dry.stdout
+    blocked = subprocess.run([sys.executable, "-m", "cpverify", "probe", "--python", str(plain)], capture_output=True,
+                             text=True, env=env, cwd=ROOT, timeout=120, check=False)
+    assert blocked.returncode == 4
+    assert f"the workload's Python {plain} (--python) cannot import torch" in blocked.stderr
+    assert "fix: pass --python" in blocked.stderr
