@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -346,44 +348,50 @@ def test_known_flags_table_has_slime_and_megatron_flags():
 # --- the generator of the known-flags table ---------------------------------------------------------
 
 
-def _generator():
-    import importlib.util
+def test_generator_lists_exactly_what_slimes_parsers_define():
+    """tools/gen_known_flags.py runs slime's own parse_args() and lists every parser's long options.
+    Against the stand-in (slime itself needs Megatron and SGLang; benchmarks/deep-lint-real-slime.md
+    records the run against the real parsers): its pre-parser, SGLang parser and main parser."""
+    import subprocess
+    import sys
 
-    spec = importlib.util.spec_from_file_location("gen_known_flags", Path(__file__).parents[1] / "tools" / "gen_known_flags.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, str(root / "tools" / "gen_known_flags.py"), "--slime", "abc123",
+                           "--megatron", "def456", "--sglang", "0.0"], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(root / "tests" / "fake_slime")})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[1] == "# slime abc123; Megatron-LM def456; SGLang 0.0."
+    flags = [line for line in lines if not line.startswith("#")]
+    assert flags == sorted(flags) and len(flags) == len(set(flags))
+    sys.path.insert(0, str(root / "tests" / "fake_slime"))
+    try:
+        from slime.utils import arguments as fake
+    finally:
+        sys.path.remove(str(root / "tests" / "fake_slime"))
+    expected = {flag for flag, _ in fake._MAIN_FLAGS} | {
+        "--help",  # the main parser's own
+        "--train-backend", "--debug-rollout-only", "--debug-train-only", "--load-debug-rollout-data",  # pre-parser
+        "--rollout-num-gpus-per-engine", "--sglang-mem-fraction-static"}  # SGLang's parser
+    assert set(flags) == expected
 
 
-def test_generator_reads_flags_statically():
-    gen = _generator()
-    source = (
-        "import argparse\n"
-        "def add(parser):\n"
-        "    parser.add_argument('--plain', type=int)\n"
-        "    parser.add_argument(\"--offload-x\", action=argparse.BooleanOptionalAction)\n"
-        "    parser.add_argument('--flag', action='store_true')\n"
-    )
-    assert gen.literal_flags(source) == {"--plain", "--offload-x", "--flag"}
-    assert gen.boolean_optional_flags(source) == {"--no-offload-x"}
-    dataclass_source = (
-        "@dataclass\nclass TransformerConfig(ModelParallelConfig):\n"
-        "    num_layers: int = 0\n    add_qkv_bias: bool = False\n    _private: int = 1\n"
-        "    layernorm_epsilon: float = field(default=1e-5, metadata={'argparse_meta': {'arg_names': ['--norm-epsilon']}})\n"
-    )
-    assert gen.dataclass_flags(dataclass_source) == {
-        "--num-layers", "--add-qkv-bias", "--no-add-qkv-bias", "--disable-add-qkv-bias", "--layernorm-epsilon"}
-    assert "--norm-epsilon" in gen.literal_flags(dataclass_source)
-    patch = (
-        "diff --git a/megatron/core/transformer/transformer_config.py b/megatron/core/transformer/transformer_config.py\n"
-        "+++ b/megatron/core/transformer/transformer_config.py\n"
-        "+    post_mlp_layernorm: bool = False\n"
-        "-    old_field: int = 1\n"
-        "diff --git a/megatron/training/arguments.py b/megatron/training/arguments.py\n"
-        "+    group.add_argument('--use-gated-attention', action='store_true')\n"
-    )
-    assert gen.patch_flags(patch) == {"--post-mlp-layernorm", "--no-post-mlp-layernorm",
-                                      "--disable-post-mlp-layernorm", "--use-gated-attention"}
+def test_known_flags_come_from_the_real_parsers():
+    """The shipped list was generated from slime 624b824a's real parsers (the old text scan accepted
+    442 flags that do not exist and missed two that do)."""
+    known = lint.known_flags()
+    header = (resources.files("cpverify") / "data" / "known_flags.txt").read_text().splitlines()[1]
+    assert "slime 624b824a" in header and "Megatron-LM 1dcf0daf" in header and "SGLang 0.5.15.post1" in header
+    assert {"--override-opt_param-scheduler", "--use-checkpoint-opt_param-scheduler", "--debug-train-only",
+            "--load-debug-rollout-data", "--ci-load-grad-norm", "--sglang-mem-fraction-static"} <= known
+    assert not {"--apply-rope-fusion", "--add-bias-linear", "--disable-bf16"} & known
+
+
+def test_sglang_flags_are_checked_once_the_list_has_them():
+    findings = lint_argv(good_args() + ["--sglang-mem-fraction-statc", "0.7"], env=SMOKE_ENV, gpus=2)
+    typo = by_flag(findings, "--sglang-mem-fraction-statc")
+    assert typo and typo[0].severity == ERROR and "--sglang-mem-fraction-static" in typo[0].fix
+    assert lint_argv(good_args() + ["--sglang-mem-fraction-static", "0.7"], env=SMOKE_ENV, gpus=2) == []
 
 
 def test_train_only_and_custom_rollout_modes_need_no_generation_flags():
