@@ -375,7 +375,7 @@ def plan_from_args(args) -> Plan:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "plan", help="print each arm's exact command and what differs between arms",
+        "plan", help="summarize each arm and what differs between arms (--sh: the exact commands)",
         description="Print a summary of the profile's arms and prove that each compared pair differs only "
                     "in the CP size; --sh prints the exact commands (the commands.sh a run writes), --json "
                     "the whole plan. Runs nothing; exit 2 when a pair would differ in more than CP.")
