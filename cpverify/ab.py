@@ -170,26 +170,31 @@ def revisions(*, slime_dir: str | None, slime_ref: str | None = None, slime_ref_
 # -- the plan -----------------------------------------------------------------------------------
 
 def build_ab_plan(profile, *, run_id: str, gpus, model_dir: str, data_path: str | None,
-                  base_dir: str, base_label: str, candidate_dir: str, candidate_label: str, python: str = "python3"):
+                  base_dir: str, base_label: str, candidate_dir: str, candidate_label: str, python: str = "python3",
+                  work_dir: str | None = None):
     """One plan with every CP arm twice, `base-cpN` and `cand-cpN`, compared within each revision."""
-    from cpverify.plan import Plan, arm_diff, build_plan
+    from cpverify.plan import DEFAULT_WORK_DIR, GRAD_NORM_LOAD, GRAD_NORM_SAVE, Plan, arm_diff, build_plan
+
+    work_dir = work_dir or DEFAULT_WORK_DIR
 
     if profile.kind != "slime":
         raise InputError(f"an A/B of slime revisions needs a slime profile, not {profile.name!r} ({profile.kind})",
                          "use --profile smoke or --profile long")
     plans = {role: build_plan(profile, run_id=run_id, gpus=gpus, model_dir=model_dir, data_path=data_path,
-                              slime_dir=directory, slime_ref=label, python=python)
+                              slime_dir=directory, slime_ref=label, python=python, work_dir=work_dir)
              for role, directory, label in ((BASE, base_dir, base_label), (CANDIDATE, candidate_dir, candidate_label))}
     arms = tuple(replace(arm, name=f"{role}-{arm.name}") for role, plan in plans.items() for arm in plan.arms)
     comparisons = tuple((f"{role}-{b}", f"{role}-{c}") for role, plan in plans.items() for b, c in plan.comparisons)
     for base_arm, cand_arm in zip(plans[BASE].arms, plans[CANDIDATE].arms, strict=True):
-        # The two revisions must run the very same command: only where it runs may differ.
-        extra = [line for line in arm_diff(base_arm, cand_arm) if not line.startswith("workdir:")]
+        # The two revisions must run the very same command: only where it runs may differ, and
+        # (train-only) where each revision keeps its own CP=1 grad norms for its own check.
+        own = ("workdir:", f"{GRAD_NORM_SAVE}:", f"{GRAD_NORM_LOAD}:")
+        extra = [line for line in arm_diff(base_arm, cand_arm) if not line.startswith(own)]
         if extra:
             raise InputError(f"the base and candidate {base_arm.name} arms differ in more than the slime checkout: "
                              + "; ".join(extra), "an A/B must change only the slime revision")
     first = plans[BASE]
-    return Plan(run_id, profile, arms, comparisons, first.gpus, first.model_dir, first.data_path, base_dir)
+    return Plan(run_id, profile, arms, comparisons, first.gpus, first.model_dir, first.data_path, base_dir, work_dir)
 
 
 @dataclass(frozen=True)

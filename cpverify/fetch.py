@@ -203,6 +203,9 @@ def register(subparsers) -> None:
     p.add_argument("--cache", type=Path, default=None, help="model cache directory (default: CPVERIFY_CACHE/hf or the HF cache)")
     p.add_argument("--data-dir", type=Path, default=None, help="where to stage the prompt data (default: <cache>/../data)")
     p.add_argument("--offline", action="store_true", help="use the cache only (same as HF_HUB_OFFLINE=1)")
+    p.add_argument("--model-dir", type=Path, default=None,
+                   help="a local model directory to verify instead of downloading (offline hosts, your own "
+                        "checkpoint): required files, weights, config.json against the model arguments")
     p.add_argument("--json", action="store_true", help="print the model path, revision and data path as JSON")
     p.set_defaults(func=_cli)
 
@@ -214,9 +217,14 @@ def _cli(args) -> int:
     cache = Path(args.cache or default_cache_dir())
     out: dict[str, object] = {"profile": profile.name}
     if getattr(profile, "kind", "slime") == "slime":
-        path = fetch_model(profile.model_repo, profile.model_revision, cache_dir=cache, offline=args.offline or None)
-        report = ensure_model(path, model_args=profile.model_args, revision=profile.model_revision)
-        out.update(model=str(path), revision=profile.model_revision, files_checked=report.checked)
+        if args.model_dir:  # a local directory: no hub revision to claim, its files are checked as they are
+            path = args.model_dir.expanduser().resolve()
+            report = ensure_model(path, model_args=profile.model_args)
+            out.update(model=str(path), revision=None, files_checked=report.checked)
+        else:
+            path = fetch_model(profile.model_repo, profile.model_revision, cache_dir=cache, offline=args.offline or None)
+            report = ensure_model(path, model_args=profile.model_args, revision=profile.model_revision)
+            out.update(model=str(path), revision=profile.model_revision, files_checked=report.checked)
         data_dir = Path(args.data_dir or cache.parent / "data")
         out["data"] = str(stage_dataset(Path(profile.dataset_path()), data_dir))
     if args.json:

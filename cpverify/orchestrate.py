@@ -4,9 +4,11 @@ The steps, in order (each is also a nox session and a compose service):
 
   doctor      host facts and checks; a failed required check ends the run BLOCKED
   image       build the pinned image (docker runner only)
-  fetch       model via huggingface_hub, verified; prompt data staged (slime profiles)
+  fetch       model via huggingface_hub (or --model-dir), verified; prompt data staged (slime
+              profiles); for train-only, the rollouts written in the workload's Python
   compileall  `python -m compileall slime/backends/megatron_utils` on the slime under test
-  lint        every arm's arguments and environment, before any GPU is held
+  lint        every arm's arguments and environment, before any GPU is held: the static lint,
+              then slime's own parser on each arm in the workload's Python (cpverify.deep_lint)
   cp1, cp2    the baseline arm(s), then the candidate arm(s), on the same GPUs, under one lock
   verdict     parse every log, decide, write verdict.md / verdict.json / env.json / commands.sh
 
@@ -111,7 +113,13 @@ def _workload_paths(ctx: Context) -> dict[str, str]:
         slime = CONTAINER_SLIME if in_container else str(Path(ctx.args.slime_dir).resolve())
     else:
         slime = "/root/slime"
-    return {"model_dir": str(model), "data_path": str(data), "slime_dir": slime}
+    work = CONTAINER_WORK if in_container else str(_host_work_dir(ctx))
+    return {"model_dir": str(model), "data_path": str(data), "slime_dir": slime, "work_dir": work}
+
+
+def _host_work_dir(ctx: Context) -> Path:
+    """The run's writable work directory on this machine (mounted at CONTAINER_WORK in containers)."""
+    return ctx.run_dir.root.resolve() / "work"
 
 
 def _revisions(ctx: Context):
@@ -166,7 +174,8 @@ def build_run_plan(ctx: Context):
         candidate_dir = CONTAINER_SLIME_CANDIDATE if ctx.runner == "docker" else str(candidate.host_dir)
         return build_ab_plan(ctx.profile, run_id=ctx.run_dir.run_id, gpus=gpus, model_dir=paths["model_dir"],
                              data_path=paths["data_path"], base_dir=paths["slime_dir"], base_label=base.label,
-                             candidate_dir=candidate_dir, candidate_label=candidate.label, python=python)
+                             candidate_dir=candidate_dir, candidate_label=candidate.label, python=python,
+                             work_dir=paths["work_dir"])
     return build_plan(ctx.profile, run_id=ctx.run_dir.run_id, gpus=gpus,
                       slime_ref=revisions[0].label if revisions else None, python=python, **paths)
 
@@ -300,18 +309,90 @@ def step_fetch(ctx: Context) -> int:
 
     p = ctx.profile
     if ctx.args.model_dir:
-        model = Path(ctx.args.model_dir)
+        model = Path(ctx.args.model_dir).expanduser().resolve()
         report = fetch.ensure_model(model, model_args=p.model_args)
+        # a local directory (an offline host, a fine-tune, a random checkpoint): not the profile's hub revision
+        ctx.state["model"] = {"repo": None, "revision": None, "path": str(model), "local": True,
+                              "files_checked": report.checked}
+        what = f"local model {model}"
     else:
         model = fetch.fetch_model(p.model_repo, p.model_revision, cache_dir=ctx.cache / "hf")
         report = fetch.ensure_model(model, model_args=p.model_args, revision=p.model_revision)
+        ctx.state["model"] = {"repo": p.model_repo, "revision": p.model_revision, "path": str(model),
+                              "files_checked": report.checked}
+        what = f"model {p.model_repo}@{p.model_revision[:12]}"
     data = fetch.stage_dataset(p.dataset_path(), ctx.cache / "data")
-    ctx.state["model"] = {"repo": p.model_repo, "revision": p.model_revision, "path": str(model),
-                          "files_checked": report.checked}
     ctx.state["data"] = str(data)
     ctx.save()
-    ctx.say(f"fetch: model {p.model_repo}@{p.model_revision[:12]} verified ({report.checked} files), data {data}")
+    ctx.say(f"fetch: {what} verified ({report.checked} checksummed files), data {data}")
+    if p.train_only:
+        return _write_rollouts(ctx)
     return EXIT_OK
+
+
+def _write_rollouts(ctx: Context) -> int:
+    """The train-only arms' rollouts, written once per run by slime's own Sample class in the
+    workload's Python (cpverify.slime_hooks.make_rollouts), where every arm can read them."""
+    plan = build_run_plan(ctx)
+    written = []
+    for command in plan.data_commands:
+        try:
+            code, output = run_tool(ctx, command.name, list(command.argv), env=ctx.profile.env)
+        except EnvironmentBlocked as exc:
+            return write_blocked(ctx, f"fetch: {exc.problem}", exc.fix)
+        if code != 0:
+            raise InputError(f"writing the train-only rollouts failed ({' '.join(command.argv[:3])} exited {code}):\n"
+                             f"{output.strip()[-2000:]}",
+                             "the workload's Python must import slime and torch (and cpverify): run in the image "
+                             "(--runner docker) or activate slime's environment; nothing was run on a GPU")
+        written.append(output.strip().splitlines()[-1] if output.strip() else command.name)
+    ctx.state["rollouts"] = written
+    ctx.save()
+    for line in written:
+        ctx.say(f"fetch: {line}")
+    return EXIT_OK
+
+
+def run_tool(ctx: Context, name: str, argv: list[str], *, env=(), timeout_s: float = 900) -> tuple[int, str]:
+    """Run a GPU-less command where the arms run, in the slime checkout: a throwaway container of the
+    image with the arms' mounts (docker), else a subprocess in this environment (local; Ray: the
+    checkout as the user points at it), with no GPU visible. Returns (exit code, output); the output
+    is also kept as logs/<name>.log. Raises EnvironmentBlocked when it cannot start at all."""
+    paths = _workload_paths(ctx)
+    log_path = ctx.run_dir.logs_dir / f"{name}.log"
+    if ctx.runner == "docker":
+        from cpverify.plan import Arm
+        from cpverify.runners.base import BLOCKED, Limits
+        from cpverify.runners.docker import DockerRunner
+
+        runner = DockerRunner(image=_image_tag(ctx), run_id=ctx.run_dir.run_id, gpus=None, mounts=_docker_mounts(ctx),
+                              ulimits={}, shm_size="1g")
+        result = runner.run_arm(Arm(name, 0, tuple(argv), tuple(env), paths["slime_dir"]), log_path=log_path,
+                                limits=Limits(deadline_s=timeout_s, hang_s=timeout_s, stall_s=10**9))
+        if result.outcome == BLOCKED:
+            raise EnvironmentBlocked(result.reason, result.fix)
+        code = result.exit_code if result.exit_code is not None else -1
+        return code, (log_path.read_text(errors="replace") if log_path.exists() else result.reason)
+    from cpverify.runners._env import workload_env
+
+    if not Path(paths["slime_dir"]).is_dir():  # Ray: the checkout as the cluster's nodes see it
+        raise EnvironmentBlocked(f"{name}: the slime checkout {paths['slime_dir']} is not on this machine",
+                                 "run cpverify on a machine that sees the checkout at the same path (the Ray head, "
+                                 "on a shared filesystem)")
+    full_env, _dropped = workload_env(env, base=os.environ)  # tokens are for fetch only
+    full_env["CUDA_VISIBLE_DEVICES"] = ""  # nothing here may hold a GPU
+    try:
+        proc = subprocess.run(argv, cwd=paths["slime_dir"], capture_output=True, text=True, env=full_env, check=False,
+                              timeout=timeout_s)
+        code, output = proc.returncode, proc.stdout + proc.stderr
+    except FileNotFoundError:
+        raise EnvironmentBlocked(f"{argv[0]!r} was not found on PATH",
+                                 f"activate the environment that runs slime so that `command -v {argv[0]}` finds it")
+    except subprocess.TimeoutExpired as exc:
+        code, output = -1, f"{(exc.stdout or '')}{(exc.stderr or '')}\n{name}: no result after {timeout_s:.0f}s"
+    ctx.run_dir.logs_dir.mkdir(parents=True, exist_ok=True)
+    log_path.write_text(output)
+    return code, output
 
 
 def step_compileall(ctx: Context) -> int:
@@ -322,30 +403,13 @@ def step_compileall(ctx: Context) -> int:
     python = workload_python(ctx)  # the arms' interpreter: the syntax it accepts is the one that counts
     command = [python.path if python is not None else "python3", "-m", "compileall", "-q", target]
     paths = _workload_paths(ctx)
-    if ctx.runner == "docker":
-        from cpverify.plan import Arm
-        from cpverify.runners.base import BLOCKED, Limits
-        from cpverify.runners.docker import DockerRunner
-
-        # A GPU-less, throwaway container of the same image, with the same mounts as the arms.
-        check = Arm("compileall", 0, tuple(command), (), paths["slime_dir"])
-        runner = DockerRunner(image=_image_tag(ctx), run_id=ctx.run_dir.run_id, gpus=None, mounts=_docker_mounts(ctx),
-                              ulimits={}, shm_size="64m")
-        log_path = ctx.run_dir.logs_dir / "compileall.log"
-        result = runner.run_arm(check, log_path=log_path, limits=Limits(deadline_s=600, hang_s=600, stall_s=10**9))
-        if result.outcome == BLOCKED:
-            return write_blocked(ctx, f"compileall: {result.reason}", result.fix)
-        code = result.exit_code if result.exit_code is not None else -1
-        output = log_path.read_text(errors="replace") if log_path.exists() else result.reason
-    elif not Path(paths["slime_dir"]).is_dir():  # Ray: a path on the cluster's nodes (checked before submitting)
+    if ctx.runner == "ray" and not Path(paths["slime_dir"]).is_dir():  # a path on the cluster's nodes
         ctx.say(f"compileall: {paths['slime_dir']} is not on this machine; skipped (the Ray runner checks it on the node)")
         return EXIT_OK
-    else:
-        from cpverify.runners._env import workload_env
-
-        env, _dropped = workload_env({}, base=os.environ)  # tokens are for fetch only
-        proc = subprocess.run(command, cwd=paths["slime_dir"], capture_output=True, text=True, env=env, check=False)
-        code, output = proc.returncode, proc.stdout + proc.stderr
+    try:
+        code, output = run_tool(ctx, "compileall", command)
+    except EnvironmentBlocked as exc:
+        return write_blocked(ctx, f"compileall: {exc.problem}", exc.fix)
     ctx.state["compileall"] = {"exit_code": code, "output": output[-4000:]}
     ctx.save()
     if code != 0:
@@ -360,6 +424,8 @@ def step_lint(ctx: Context) -> int:
 
     plan = build_run_plan(ctx)
     findings = lint_plan(plan)
+    if ctx.kind == "slime":
+        findings = _deep_lint(ctx, plan, findings)
     if findings:
         print(format_findings(findings), file=sys.stderr)
     errors = [f for f in findings if f.severity == "error"]
@@ -370,6 +436,29 @@ def step_lint(ctx: Context) -> int:
         return EXIT_FAIL
     ctx.say(f"lint: {len(plan.arms)} arm(s) clean ({len(findings)} warning(s))")
     return EXIT_OK
+
+
+def _deep_lint(ctx: Context, plan, static: list) -> list:
+    """slime's own parse_args() on every arm, in the workload's Python (cpverify.deep_lint)."""
+    from cpverify import deep_lint
+    from cpverify.artifacts import atomic_write_json
+
+    arch = deep_lint.arch_from_doctor(ctx.state.get("doctor"), plan.gpus)
+    request = deep_lint.request(plan, arch if arch is not None else deep_lint.ASSUMED_ARCH)
+    host_path = _host_work_dir(ctx) / "deep-lint-request.json"
+    host_path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(host_path, request)
+    seen_path = f"{CONTAINER_WORK}/{host_path.name}" if ctx.runner == "docker" else str(host_path)
+    python = plan.arms[0].argv[0]
+    ctx.say("lint: slime's own parser on every arm, in the workload's Python (no GPU)")
+    try:
+        code, output = run_tool(ctx, "deep-lint", [python, *deep_lint.TOOL, seen_path], env=ctx.profile.env)
+    except EnvironmentBlocked as exc:
+        code, output = -1, f"{exc.problem} ({exc.fix})"
+    results = deep_lint.results_from(output)
+    ctx.state["deep_lint"] = results
+    deep = deep_lint.findings(plan, results, exit_code=code, output=output, arch_assumed=arch is None)
+    return deep_lint.merge(static, deep, results)
 
 
 def step_arms(ctx: Context, which: str) -> int:
@@ -433,6 +522,7 @@ def _verdict_after_interrupt(ctx: Context) -> None:
 
 def step_verdict(ctx: Context) -> int:
     from cpverify.logs import ParsedLog, parse_file
+    from cpverify.plan import GRAD_NORM_LOAD
     from cpverify.runners.base import BLOCKED, INTERRUPTED, ArmResult
     from cpverify.verdict import ArmEvidence, Thresholds, decide
 
@@ -458,7 +548,8 @@ def step_verdict(ctx: Context) -> int:
             result = ArmResult(arm.name, BLOCKED, None, log_path, 0.0, reason="the arm was never run",
                                fix=f"run `cpverify run --only {'cp1' if arm.cp == p.baseline_cp else 'cp2'}` first "
                                    "(or `nox -s verify_cp`)")
-        evidence.append(ArmEvidence(arm.name, arm.cp, parsed, result))
+        evidence.append(ArmEvidence(arm.name, arm.cp, parsed, result,
+                                    grad_norm_checked=GRAD_NORM_LOAD in arm.argv))
     verdict = decide(evidence, comparisons=list(plan.comparisons), thresholds=thresholds)
     from cpverify import ab
 
@@ -485,7 +576,7 @@ def _write(ctx: Context, plan, verdict) -> None:
 
     env = {"cpverify_run": ctx.run_dir.run_id, "profile": dataclasses.asdict(ctx.profile),
            "runner": ctx.runner, "gpus": list(plan.gpus)}
-    for key in ("doctor", "image", "model", "data", "compileall", "lint", "workload_python"):
+    for key in ("doctor", "image", "model", "data", "rollouts", "compileall", "lint", "deep_lint", "workload_python"):
         if key in ctx.state:
             env[key] = ctx.state[key]
     # Secret flag values (--wandb-key V) sit in env.json's copy of the profile as plain list items.
@@ -629,10 +720,10 @@ def run(args) -> int:
     from cpverify.profiles import resolve_profile
 
     profile = resolve_profile(args.profile, toml=args.config, assignments=[*args.assignments, *matrix_assignments(args)])
-    if getattr(args, "seq_len", None) and profile.kind != "probe":
-        raise InputError(f"--seq-len applies to the probe profile, not {profile.name!r}",
-                         "for slime, the response length sets the sequence length: use --profile long, or "
-                         "--set train_args=... with --rollout-max-response-len")
+    if getattr(args, "seq_len", None) and not (profile.kind == "probe" or profile.train_only):
+        raise InputError(f"--seq-len applies to the probe and train-only profiles, not {profile.name!r}",
+                         "use --profile train-only (slime's trainer at the response lengths you give), or --profile "
+                         "long, or --set train_args=... with --rollout-max-response-len")
     if args.runner not in RUNNERS:  # argparse checks choices on the command line, not a default from the environment
         raise InputError(f"CPVERIFY_RUNNER={args.runner!r} is not a runner",
                          f"set it to one of {', '.join(RUNNERS)} (or pass --runner)")
@@ -693,13 +784,14 @@ def register(subparsers) -> None:
     p.add_argument("--cache", default=os.environ.get("CPVERIFY_CACHE") or "~/.cache/cpverify",
                    help="model and data cache, mounted read-only into the arms (default: %(default)s; "
                         "CPVERIFY_CACHE sets it)")
-    p.add_argument("--model-dir", help="use this model directory instead of fetching (verified the same way)")
+    p.add_argument("--model-dir", help="use this local model directory instead of fetching (offline hosts, your own "
+                                       "checkpoint); verified the same way and checked against MODEL_ARGS")
     p.add_argument("--slime-dir", default=os.environ.get("CPVERIFY_SLIME_DIR") or None,
                    help="your slime checkout: mounted read-only (docker) or run in place (local)")
     p.add_argument("--cp", metavar="SIZES", help="CP sizes, e.g. 1,2,4: every size runs on the same GPUs and is "
                                                  "compared with the profile's baseline (CP=1)")
-    p.add_argument("--seq-len", metavar="LENGTHS", help="probe sequence lengths, e.g. 8K,32K,128K (one arm per CP "
-                                                        "and length)")
+    p.add_argument("--seq-len", metavar="LENGTHS", help="probe sequence lengths or train-only response lengths, "
+                                                        "e.g. 8K,32K,128K (one arm per CP and length)")
     p.add_argument("--slime-ref", metavar="REF", help="run this commit of the --slime-dir clone (exported with git "
                                                       "archive); with --slime-ref-candidate, the A/B base")
     p.add_argument("--slime-ref-candidate", metavar="REF",

@@ -4,6 +4,12 @@ A plan is pure data built from a profile and a few paths. It guarantees the one 
 A/B of CP needs: paired arms differ only in the CP size (`--context-parallel-size` for slime,
 `--cp` for the probe). `build_plan` refuses to return a plan that breaks it, and
 `Plan.commands_sh()` writes the bash script that reproduces every arm exactly.
+
+Train-only arms (profile `train-only`) read rollouts the plan's data commands write
+(`Plan.data_commands`: cpverify.slime_hooks.make_rollouts, in the workload's Python) and carry
+slime's own numerics check: the baseline arm saves its grad norm at every step
+(`--ci-save-grad-norm P`), every other arm loads the same P (`--ci-load-grad-norm P`) and slime
+asserts they agree within 1%. That handoff is the one difference besides CP a pair may have.
 """
 
 from __future__ import annotations
@@ -22,6 +28,11 @@ SLIME_CP_FLAG = "--context-parallel-size"
 PROBE_CP_FLAG = "--cp"
 DEFAULT_SLIME_DIR = "/root/slime"
 DEFAULT_MODEL_DIR = "/root/models/Qwen2.5-0.5B-Instruct"
+DEFAULT_WORK_DIR = "/artifacts"  # the run's writable work directory as the workload sees it (Docker)
+GRAD_NORM_SAVE, GRAD_NORM_LOAD = "--ci-save-grad-norm", "--ci-load-grad-norm"
+ROLLOUT_DATA_FLAG = "--load-debug-rollout-data"
+TRAIN_ONLY_PROMPT_LEN = 64  # prompt tokens of every synthetic sample
+ROLLOUT_SEED = 1234
 
 
 @dataclass(frozen=True)
@@ -62,6 +73,7 @@ class Plan:
     model_dir: str
     data_path: str
     slime_dir: str
+    work_dir: str = DEFAULT_WORK_DIR
 
     def arm(self, name: str) -> Arm:
         for arm in self.arms:
@@ -79,11 +91,40 @@ class Plan:
             "data_path": self.data_path,
             "slime_dir": self.slime_dir,
             "arms": [arm.to_json() for arm in self.arms],
+            "data_commands": [arm.to_json() for arm in self.data_commands],
             "comparisons": [
                 {"baseline": b, "candidate": c, "diff": arm_diff(self.arm(b), self.arm(c))}
                 for b, c in self.comparisons
             ],
         }
+
+    @property
+    def data_commands(self) -> tuple[Arm, ...]:
+        """The commands that write the rollouts the train-only arms read, one per rollout set.
+
+        Built from each arm's own flags (one definition: the numbers slime reads are the ones
+        the rollouts are made with), run in the arm's working directory with its Python.
+        """
+        commands: dict[str, Arm] = {}
+        for arm in self.arms:
+            _, opts = _options(arm.argv)
+            template = (opts.get(ROLLOUT_DATA_FLAG) or [None])[-1]
+            if template is None or template in commands:
+                continue
+
+            def value(flag: str, default: str, opts=opts) -> str:
+                return (opts.get(flag) or [default])[-1]
+
+            argv = (arm.argv[0], "-m", "cpverify.slime_hooks.make_rollouts", "--out", template,
+                    "--num-rollout", value("--num-rollout", "1"),
+                    "--rollout-batch-size", value("--rollout-batch-size", "1"),
+                    "--n-samples-per-prompt", value("--n-samples-per-prompt", "1"),
+                    "--prompt-len", str(TRAIN_ONLY_PROMPT_LEN),
+                    "--response-len", value("--rollout-max-response-len", str(arm.seq_len or 1024)),
+                    "--seed", str(ROLLOUT_SEED))
+            name = "rollouts" + (f"-s{_size(arm.seq_len)}" if arm.seq_len else "")
+            commands[template] = Arm(name, 0, argv, (), arm.workdir, seq_len=arm.seq_len)
+        return tuple(commands.values())
 
     def commands_sh(self) -> str:
         """A bash script that reruns every arm as planned: `bash commands.sh [ARM ...]`.
@@ -131,6 +172,15 @@ class Plan:
             "  esac",
             "}",
             "",
+        ]
+        if self.data_commands:
+            lines += ["# The rollouts the train-only arms read: seeded, so the same files every time (a set already",
+                      "# written is reused).", "prepare_data() {"]
+            for command in self.data_commands:
+                lines.append(f"  (cd {shlex.quote(command.workdir)} && "
+                             + _wrap([shlex.quote(a) for a in command.argv], indent="    ") + ")")
+            lines += ["}", "prepare_data", ""]
+        lines += [
             'arms=("$@"); [ ${#arms[@]} -gt 0 ] || arms=("${all_arms[@]}")',
             'for arm in "${arms[@]}"; do run_arm "$arm"; done',
             "",
@@ -148,10 +198,13 @@ def build_plan(
     slime_dir: str = DEFAULT_SLIME_DIR,
     slime_ref: str | None = None,
     python: str = "python3",
+    work_dir: str = DEFAULT_WORK_DIR,
 ) -> Plan:
     """All arms of `profile` and the pairs to compare; raises InputError if a pair differs in more than CP.
     `python` is the arms' interpreter: python3 as slime's image and GPU hosts name the one with torch;
-    the local runner's choice (--python) where it runs the arms itself."""
+    the local runner's choice (--python) where it runs the arms itself. `work_dir` is the run's
+    writable directory as the workload sees it: train-only arms read their rollouts from it and hand
+    the baseline's grad norms over through it."""
     check_run_id(run_id)  # it is written into commands.sh
     gpus = tuple(range(profile.gpus)) if gpus is None else tuple(int(g) for g in gpus)
     if len(gpus) != profile.gpus or len(set(gpus)) != len(gpus) or min(gpus) < 0:
@@ -161,26 +214,32 @@ def build_plan(
             "or override the profile's gpus",
         )
     data_path = str(data_path or profile.dataset_path())
-    if profile.kind == "slime":
+    if profile.kind == "slime" and not profile.train_only:
         arms = tuple(_slime_arm(profile, cp, model_dir, data_path, slime_dir, slime_ref, python)
                      for cp in profile.cp_sizes)
         comparisons = tuple((f"cp{profile.baseline_cp}", f"cp{cp}") for cp in profile.candidate_cps)
         allowed = {SLIME_CP_FLAG}
     else:
-        arms = tuple(_probe_arm(profile, cp, seq_len, python) for seq_len in profile.seq_lens for cp in profile.cp_sizes)
+        if profile.kind == "slime":
+            arms = tuple(_train_only_arm(profile, cp, seq_len, model_dir, slime_dir, slime_ref, work_dir, python)
+                         for seq_len in profile.seq_lens for cp in profile.cp_sizes)
+            allowed = {SLIME_CP_FLAG}
+        else:
+            arms = tuple(_probe_arm(profile, cp, seq_len, python) for seq_len in profile.seq_lens
+                         for cp in profile.cp_sizes)
+            allowed = {PROBE_CP_FLAG}
         comparisons = tuple(
-            (_probe_name(profile.baseline_cp, s), _probe_name(cp, s)) for s in profile.seq_lens for cp in profile.candidate_cps
+            (_arm_name(profile.baseline_cp, s), _arm_name(cp, s)) for s in profile.seq_lens for cp in profile.candidate_cps
         )
-        allowed = {PROBE_CP_FLAG}
-    plan = Plan(run_id, profile, arms, comparisons, gpus, model_dir, data_path, slime_dir)
+    plan = Plan(run_id, profile, arms, comparisons, gpus, model_dir, data_path, slime_dir, work_dir)
     for baseline, candidate in comparisons:
         check_pair(plan.arm(baseline), plan.arm(candidate), allowed=allowed)
     return plan
 
 
-def _slime_arm(profile: Profile, cp: int, model_dir: str, data_path: str, slime_dir: str, slime_ref: str | None,
-               python: str) -> Arm:
-    argv = (
+def _slime_words(profile: Profile, model_dir: str, python: str) -> tuple[str, ...]:
+    """What every slime arm runs, before the flags that are per arm."""
+    return (
         python, "train.py",
         *profile.train_args,
         *profile.model_args,
@@ -191,10 +250,39 @@ def _slime_arm(profile: Profile, cp: int, model_dir: str, data_path: str, slime_
         # slime loads an HF directory directly for both; no torch_dist conversion needed.
         "--hf-checkpoint", model_dir,
         "--ref-load", model_dir,
-        "--prompt-data", data_path,
+    )
+
+
+def _slime_arm(profile: Profile, cp: int, model_dir: str, data_path: str, slime_dir: str, slime_ref: str | None,
+               python: str) -> Arm:
+    argv = (*_slime_words(profile, model_dir, python), "--prompt-data", data_path, SLIME_CP_FLAG, str(cp))
+    return Arm(f"cp{cp}", cp, argv, profile.env, slime_dir, slime_ref=slime_ref)
+
+
+def rollout_dir(work_dir: str, seq_len: int) -> str:
+    """Where the rollouts of one response length live (and the baseline's grad norms over them)."""
+    return f"{work_dir.rstrip('/')}/train-only/s{_size(seq_len)}"
+
+
+def _train_only_arm(profile: Profile, cp: int, seq_len: int, model_dir: str, slime_dir: str, slime_ref: str | None,
+                    work_dir: str, python: str) -> Arm:
+    data = rollout_dir(work_dir, seq_len)
+    # slime fills {role}, {rollout_id} and {step_id}. Per revision in an A/B: two revisions may
+    # legitimately differ in numerics, and each is checked against its own CP=1.
+    revision = f"{re.sub(r'[^A-Za-z0-9._-]', '_', slime_ref)}-" if slime_ref else ""
+    handoff = GRAD_NORM_SAVE if cp == profile.baseline_cp else GRAD_NORM_LOAD
+    argv = (
+        *_slime_words(profile, model_dir, python),
+        "--rollout-max-response-len", str(seq_len),
+        # one sample (prompt + response) per micro-batch per GPU: with CP=N a micro-batch holds N
+        # samples shared by the N ranks, so every GPU carries the same tokens at every CP
+        "--max-tokens-per-gpu", str(seq_len + TRAIN_ONLY_PROMPT_LEN),
+        "--debug-train-only",
+        ROLLOUT_DATA_FLAG, f"{data}/rollout_{{rollout_id}}.pt",
+        handoff, f"{data}/grad-norm-{revision}{{role}}-{{rollout_id}}-{{step_id}}.pt",
         SLIME_CP_FLAG, str(cp),
     )
-    return Arm(f"cp{cp}", cp, argv, profile.env, slime_dir, slime_ref=slime_ref)
+    return Arm(_arm_name(cp, seq_len), cp, argv, profile.env, slime_dir, seq_len=seq_len, slime_ref=slime_ref)
 
 
 def _probe_arm(profile: Profile, cp: int, seq_len: int, python: str) -> Arm:
@@ -205,12 +293,15 @@ def _probe_arm(profile: Profile, cp: int, seq_len: int, python: str) -> Arm:
         "--steps", str(profile.steps), "--warmup", str(profile.warmup_steps),
         *profile.probe_args,
     )
-    return Arm(_probe_name(cp, seq_len), cp, argv, profile.env, ".", seq_len=seq_len)
+    return Arm(_arm_name(cp, seq_len), cp, argv, profile.env, ".", seq_len=seq_len)
 
 
-def _probe_name(cp: int, seq_len: int) -> str:
-    size = f"{seq_len // 1024}k" if seq_len % 1024 == 0 else str(seq_len)
-    return f"cp{cp}-s{size}"
+def _size(seq_len: int) -> str:
+    return f"{seq_len // 1024}k" if seq_len % 1024 == 0 else str(seq_len)
+
+
+def _arm_name(cp: int, seq_len: int) -> str:
+    return f"cp{cp}-s{_size(seq_len)}"
 
 
 # --- arm comparison ----------------------------------------------------------------------
@@ -257,11 +348,30 @@ def arm_diff(a: Arm, b: Arm) -> list[str]:
     return diff
 
 
+def grad_norm_handoff(a: Arm, b: Arm) -> set[str]:
+    """The flags of slime's grad-norm check wired from baseline `a` to candidate `b`, if it is wired
+    exactly so: `a` saves to one path and loads nothing, `b` loads that same path and saves nothing."""
+    _, opts_a = _options(a.argv)
+    _, opts_b = _options(b.argv)
+    saved, loaded = opts_a.get(GRAD_NORM_SAVE), opts_b.get(GRAD_NORM_LOAD)
+    if saved and len(saved) == 1 and saved == loaded and GRAD_NORM_LOAD not in opts_a and GRAD_NORM_SAVE not in opts_b:
+        return {GRAD_NORM_SAVE, GRAD_NORM_LOAD}
+    return set()
+
+
 def check_pair(a: Arm, b: Arm, *, allowed: set[str]) -> list[str]:
-    """The diff of a compared pair; raises InputError unless it is exactly a change of CP."""
+    """The diff of a compared pair; raises InputError unless it is exactly a change of CP (plus,
+    for train-only arms, the grad-norm handoff from a to b)."""
     diff = arm_diff(a, b)
     changed = {line.split(":", 1)[0] for line in diff}
-    extra = [line for line in diff if line.split(":", 1)[0] not in allowed]
+    handoff = grad_norm_handoff(a, b)
+    wired = {GRAD_NORM_SAVE, GRAD_NORM_LOAD} & {*_options(a.argv)[1], *_options(b.argv)[1]}
+    if wired and not handoff:  # both save, the baseline loads, one side only: no check, or a check of nothing
+        raise InputError(f"arms {a.name} and {b.name} wire slime's grad-norm check wrongly ({', '.join(sorted(wired))})",
+                         f"the baseline saves ({GRAD_NORM_SAVE} P) and the candidate loads the same P "
+                         f"({GRAD_NORM_LOAD} P), as the train-only profile wires it; or neither uses them")
+    permitted = allowed | handoff
+    extra = [line for line in diff if line.split(":", 1)[0] not in permitted]
     if extra or not changed & allowed:
         problem = (
             f"arms {a.name} and {b.name} differ in more than the CP size: " + "; ".join(extra)

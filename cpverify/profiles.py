@@ -2,11 +2,13 @@
 
 Like torchtitan's job config, every field maps one-to-one to a CLI override
 (`--set pass_ratio=1.5`) and to a key of an override TOML file, so a profile printed in
-a verdict is the whole story of what ran. Three profiles ship:
+a verdict is the whole story of what ran. Four profiles ship:
 
-  smoke  the seeds' 2-GPU Qwen2.5-0.5B run (CP=1 vs CP=2), corrected so it runs on slime HEAD;
-  long   the same with responses forced to 8K tokens, where CP has something to split;
-  probe  a torch-native ring-attention check (cpverify.probe.workload) that needs no slime.
+  smoke       the seeds' 2-GPU Qwen2.5-0.5B run (CP=1 vs CP=2), corrected so it runs on slime HEAD;
+  long        the same with responses forced to 8K tokens, where CP has something to split;
+  train-only  slime's trainer alone on rollouts cpverify generates (no SGLang), at response
+              lengths the user picks (`--seq-len`), with slime's own CP=1-vs-CP=N grad-norm check;
+  probe       a torch-native ring-attention check (cpverify.probe.workload) that needs no slime.
 
 Paths (model, prompts, slime checkout) and the CP size are not in `train_args`: the plan
 fills them in per arm (cpverify.plan), so two arms cannot drift apart by accident.
@@ -35,6 +37,16 @@ PLAN_OWNED_FLAGS = (
     "--hf-checkpoint",
     "--ref-load",
     "--prompt-data",
+)
+# ... and into each train-only arm: the response length from `seq_lens`, the rollouts cpverify
+# writes, and the grad-norm handoff from the baseline arm to the others (cpverify.plan).
+TRAIN_ONLY_OWNED_FLAGS = (
+    "--rollout-max-response-len",
+    "--max-tokens-per-gpu",
+    "--debug-train-only",
+    "--load-debug-rollout-data",
+    "--ci-save-grad-norm",
+    "--ci-load-grad-norm",
 )
 
 QWEN_REPO = "Qwen/Qwen2.5-0.5B-Instruct"
@@ -74,10 +86,13 @@ SMOKE_TRAIN_ARGS = (
     "--input-key", "messages",
     "--apply-chat-template",
     "--rollout-shuffle",
-    # The seed's `--rollout-num 8` does not exist: SGLang's pre-parser reads it as an
-    # abbreviation of --rollout-num-gpus-per-engine, and slime then stops with "num_epoch is
-    # not set, but num_rollout is not set".
-    "--num-rollout", "8",
+    # The seed's `--rollout-num 8` does not exist. Megatron's parser (slime's flags included,
+    # abbreviations off) drops it with parse_known_args, so num_rollout stays unset and slime stops
+    # with "num_epoch is not set, but num_rollout is not set"; SGLang's parser (abbreviations on)
+    # meanwhile reads it as --rollout-num-gpus-per-engine 8.
+    # 16 rollouts: rollout 0 and 1 are warm-up in real slime (warmup_steps=2), and 7 counted steps
+    # were not enough for a decisive verdict in every real run; 14 are.
+    "--num-rollout", "16",
     "--rollout-batch-size", "2",
     # The seed's `--n-samples-per-prompt 1` gives 2 samples per rollout for a global batch of 8:
     # dp_schedule asserts "num_rollouts (2) < global_batch_size (8)". 2 x 4 = 8: one step per rollout.
@@ -103,6 +118,9 @@ SMOKE_TRAIN_ARGS = (
     "--use-dynamic-batch-size",
     "--max-tokens-per-gpu", "2048",
     "--rollout-num-gpus-per-engine", "1",
+    # As slime's own 0.5B tests set it (tests/test_qwen2.5_0.5B_short.py): colocated, SGLang's
+    # KV cache must leave room for Megatron's weights and optimizer state on the same GPU.
+    "--sglang-mem-fraction-static", "0.7",
     # The seed sets no reward: slime stops with "Rule-based RM type is not specified". The
     # prompts have no labels, so a deterministic, label-free, network-free reward is used
     # (not `--rm-type random`, which is unseeded and makes the two arms train differently).
@@ -113,6 +131,10 @@ SMOKE_TRAIN_ARGS = (
     # Megatron defaults both to 0.1: random masks make CP=1 and CP=2 numerics incomparable.
     "--attention-dropout", "0.0",
     "--hidden-dropout", "0.0",
+    # Megatron fuses the weight-gradient accumulation with apex's fused_weight_gradient_mlp_cuda
+    # and raises in ColumnParallelLinear where apex is absent (any slime environment but slime's
+    # image). Both arms pay the same small cost, so the CP ratio is unaffected.
+    "--no-gradient-accumulation-fusion",
     # --ci-test asserts in-process, every step: train/train_rollout_logprob_abs_diff <= 0.1
     # (Megatron's recomputed log-probs agree with SGLang's) and -1 < rollout/log_probs < 0.
     # --ci-disable-kl-checker (kept from the seed) turns off the exact-equality checks at the
@@ -121,6 +143,10 @@ SMOKE_TRAIN_ARGS = (
     "--ci-test",
     "--ci-disable-kl-checker",
 )
+
+# Rollouts 0 and 1 are warm-up in real slime: on 2x H200 (slime 624b824a, 24-rollout train-only runs)
+# actor_train took 2.6-7.0 s at rollout 0 and 0.8-2.8 s at rollout 1 against a steady ~0.34 s.
+SLIME_WARMUP = 2
 
 SLIME_ENV = (
     # Megatron asserts this for TP>1 or CP>1 on Hopper and older: without it CP=1 runs and
@@ -141,6 +167,22 @@ SLIME_ENV = (
 )
 
 
+def _derived(args: tuple[str, ...], *, replace: dict[str, str] | None = None, drop=frozenset(),
+             add: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """`args` with some flags' values replaced and some flags dropped (with their values), then `add`."""
+    replace = replace or {}
+    out: list[str] = []
+    dropping = False
+    for word in args:
+        if word.startswith("--"):
+            dropping = word in drop
+            if not dropping:
+                out.append(word)
+        elif not dropping:
+            out.append(replace.get(out[-1], word) if out else word)
+    return (*out, *add)
+
+
 def _long_train_args() -> tuple[str, ...]:
     """smoke's flags with 8K responses and a micro-batch budget that holds one of them."""
     # 9216 tokens per GPU holds one 8192-token response plus its prompt per micro-batch, as in
@@ -151,18 +193,38 @@ def _long_train_args() -> tuple[str, ...]:
     # tail whose mean log-prob can fall below -1: a failure that says nothing about CP.
     # (train/train_rollout_logprob_abs_diff is still logged, and the verdict can read it.)
     dropped = {"--ci-test", "--ci-disable-kl-checker"}
-    out: list[str] = []
-    for arg in SMOKE_TRAIN_ARGS:
-        if out and out[-1] in replaced:
-            out.append(replaced[out[-1]])
-        elif arg not in dropped:
-            out.append(arg)
     # A 0.5B instruct model stops after a few hundred tokens; this generate hook sets SGLang's
     # ignore_eos so every response runs to --rollout-max-response-len and the CP load is known.
-    return (*out, "--custom-generate-function-path", FIXED_LENGTH_GENERATE_FN)
+    return _derived(SMOKE_TRAIN_ARGS, replace=replaced, drop=dropped,
+                    add=("--custom-generate-function-path", FIXED_LENGTH_GENERATE_FN))
+
+
+def _train_only_args() -> tuple[str, ...]:
+    """smoke's model and training flags without what only rollout uses (the device kit's proven run)."""
+    dropped = {
+        # rollout: SGLang, the prompts, the reward. The rollouts cpverify writes carry their
+        # tokens and rewards, and --load-debug-rollout-data starts no SGLang engine.
+        "--input-key", "--apply-chat-template", "--rollout-shuffle", "--rollout-num-gpus-per-engine",
+        "--sglang-mem-fraction-static", "--custom-rm-path",
+        # colocation only makes room for SGLang; without it nothing is offloaded between rollouts
+        "--colocate",
+        # --ci-test compares Megatron's log-probs with the rollout's (synthetic rollouts have none)
+        # and wants -1 < mean log-prob < 0; slime's grad-norm check (wired by the plan) is the
+        # numerics gate of this profile instead
+        "--ci-test", "--ci-disable-kl-checker",
+        # set per arm by the plan from the response length (`seq_lens`)
+        "--rollout-max-response-len", "--max-tokens-per-gpu",
+    }
+    # 24 rollouts: the first two are warm-up in real slime; with 22 counted steps the interval of a
+    # ~1.25x ratio was about +-10% in real 24-rollout runs on 2x H200 (8 rollouts: +-25%).
+    replaced = {"--num-rollout": "24"}
+    # cuDNN attention through TransformerEngine (which slime's CP needs anyway: it packs sequences),
+    # so no flash-attn wheel is needed (none exists for every torch).
+    return _derived(SMOKE_TRAIN_ARGS, replace=replaced, drop=dropped, add=("--attention-backend", "fused"))
 
 
 LONG_TRAIN_ARGS = _long_train_args()
+TRAIN_ONLY_TRAIN_ARGS = _train_only_args()
 
 PROBE_ENV = (
     # NVLink multicast off: on shared hosts a crash inside it can take the GPUs out of service
@@ -200,7 +262,10 @@ class Profile:
     stall_s: float = 1200.0  # lines but no training step for this long -> stalled
     train_args: tuple[str, ...] = ()  # slime only; MODEL_ARGS, paths, GPUs and CP are added by the plan
     env: tuple[tuple[str, str], ...] = ()
-    seq_lens: tuple[int, ...] = ()  # probe only: one arm per (cp, seq_len)
+    # probe and train-only: one arm per (cp, length) -- the probe's sequence length, train-only's
+    # response length (every synthetic response has exactly this many tokens)
+    seq_lens: tuple[int, ...] = ()
+    train_only: bool = False  # slime only: train on rollouts cpverify writes (cpverify.plan), no SGLang
     steps: int = 0  # probe only: timed steps per arm
     probe_args: tuple[str, ...] = ()  # probe only: extra workload flags for every arm (e.g. --bypass-cp, --gqa repeat)
 
@@ -270,9 +335,18 @@ def _problems(p: Profile) -> list[str]:
     if any("\0" in word for word in words):
         problems.append("an argument or env value holds a NUL character, which no command line can carry")
     if p.kind == "slime":
-        owned = [a for a in p.train_args if a.split("=")[0] in PLAN_OWNED_FLAGS]
+        owned_flags = PLAN_OWNED_FLAGS + (TRAIN_ONLY_OWNED_FLAGS if p.train_only else ())
+        owned = [a for a in p.train_args if a.split("=")[0] in owned_flags]
         if owned:
-            problems.append(f"train_args must not set {', '.join(owned)}: the plan sets them (paths, GPUs, CP per arm)")
+            problems.append(f"train_args must not set {', '.join(owned)}: the plan sets them (paths, GPUs, CP, "
+                            "and for train-only the response length and rollouts, per arm)")
+        if p.train_only and (not p.seq_lens or any(s < 1 for s in p.seq_lens)):
+            problems.append("a train-only profile needs positive seq_lens (the response lengths)")
+        if not p.train_only and p.seq_lens:
+            problems.append("seq_lens applies to the probe and train-only profiles; a slime profile's response "
+                            "length is --rollout-max-response-len in train_args")
+    elif p.train_only:
+        problems.append("train_only applies to slime profiles only")
     if p.kind == "probe":
         if not p.seq_lens or any(s < 1 for s in p.seq_lens):
             problems.append("a probe profile needs positive seq_lens")
@@ -296,6 +370,7 @@ PROFILES: dict[str, Profile] = {
             ),
             train_args=SMOKE_TRAIN_ARGS,
             env=SLIME_ENV,
+            warmup_steps=SLIME_WARMUP,
         ),
         Profile(
             name="long",
@@ -306,7 +381,24 @@ PROFILES: dict[str, Profile] = {
             ),
             train_args=LONG_TRAIN_ARGS,
             env=SLIME_ENV,
+            warmup_steps=SLIME_WARMUP,
             deadline_s=7200.0,
+        ),
+        Profile(
+            name="train-only",
+            kind="slime",
+            description=(
+                "slime's trainer alone, no SGLang: smoke's model and training flags on 24 rollouts that "
+                "cpverify writes with slime's own Sample class (seeded, identical for every arm; 2 prompts "
+                "x 4 samples, responses of exactly --seq-len tokens, default 1K). The CP=1 arm saves its "
+                "grad norms and slime asserts the CP=2 arm's match within 1% at every step. The fastest "
+                "answer to 'does CP work, and what does it cost in training', free of rollout noise."
+            ),
+            train_args=TRAIN_ONLY_TRAIN_ARGS,
+            env=SLIME_ENV,
+            warmup_steps=SLIME_WARMUP,
+            train_only=True,
+            seq_lens=(1024,),
         ),
         Profile(
             name="probe",

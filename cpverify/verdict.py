@@ -121,6 +121,9 @@ ERROR_FIXES = {
     "ray_placement_group_wait": ("--actor-num-gpus-per-node (default 8) must not exceed the GPUs given to Ray; "
                                  "set it to the arm's GPU count"),
     "cp_correctness": "a cpverify correctness check failed: compare against the single-GPU reference; report upstream",
+    "slime_grad_norm_mismatch": ("on identical rollouts CP>1's gradients differ from CP=1's beyond slime's 1% tolerance: "
+                                 "a CP numerics problem; rerun once to rule out a nondeterministic kernel "
+                                 "(NVTE_ALLOW_NONDETERMINISTIC_ALGO=0), then report it upstream with this bundle"),
     "layout_mismatch": "ranks disagree on the parallel layout: make every node use the same train args",
     "run_restarted": "the log holds more than one run (step numbers go backwards): give each arm its own log file",
 }
@@ -179,6 +182,9 @@ class ArmEvidence:
     cp_requested: int
     parsed: ParsedLog
     result: ArmResult | None = None
+    # slime itself compared this arm's grad norm at every step with the baseline arm's on identical
+    # rollouts (train-only: --ci-load-grad-norm of the path the baseline saved to)
+    grad_norm_checked: bool = False
 
 
 @dataclass
@@ -581,7 +587,9 @@ def _comparison_checks(base: ArmEvidence, cand: ArmEvidence, arms: dict[str, Arm
                             f"NCCL differs between arms ({b_version} vs {c_version})",
                             "run both arms in the same image; only the CP flag may differ"))
 
-    if numerics:
+    if cand.grad_norm_checked:  # slime's own gate replaces the first-step comparison below
+        checks.append(_grad_norm_gate(cand, pair))
+    elif numerics:
         off = [row for row in numerics if not row["within_tolerance"]]
         step = numerics[0]["step"]
         if not t.deterministic:
@@ -602,6 +610,25 @@ def _comparison_checks(base: ArmEvidence, cand: ArmEvidence, arms: dict[str, Arm
         checks.append(Check(f"numerics:{pair}", "fail", "no common train step to compare",
                             "make sure both logs hold slime's `step N:` lines", effect=INCONCLUSIVE))
     return checks
+
+
+def _grad_norm_gate(cand: ArmEvidence, pair: str) -> Check:
+    """slime's grad-norm check as the numerics gate: slime asserts, at every step, that the
+    candidate's grad norm matches the one the baseline saved (math.isclose, rel/abs 0.01)."""
+    name = f"numerics:{pair}"
+    mismatch = next((e for e in cand.parsed.errors if e.cls == "slime_grad_norm_mismatch"), None)
+    steps = sum(1 for s in cand.parsed.steps if s.kind == "step")
+    outcome = cand.result.outcome if cand.result else None
+    if mismatch is not None:
+        return Check(name, "fail", f"slime's grad-norm check failed at line {mismatch.line}: "
+                     f"{_excerpt(_LEADING_TAGS.sub('', mismatch.text), 160)} (same rollouts as the baseline, "
+                     "rel/abs 0.01)", ERROR_FIXES["slime_grad_norm_mismatch"], cand.name, FAIL,
+                     brief=" — slime's grad-norm check failed")
+    if steps and outcome in (None, "ok"):
+        return Check(name, "pass", f"slime checked the grad norm of all {steps} steps against the baseline's on "
+                     "the same rollouts (--ci-load-grad-norm, rel/abs 0.01): every one matched", arm=cand.name)
+    return Check(name, "fail", f"slime's grad-norm check did not run to the end ({steps} step(s) checked, runner "
+                 f"outcome {outcome!r})", "see this arm's other checks for what stopped it", cand.name, INCONCLUSIVE)
 
 
 # -- the decision -----------------------------------------------------------------------------

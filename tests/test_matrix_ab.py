@@ -17,6 +17,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from helpers.slime_log import synthetic_arm
+from hfcache import make_model_cache
 
 from cpverify import ab, orchestrate
 from cpverify.cli import build_parser, main
@@ -260,9 +261,14 @@ def test_docker_mounts_both_checkouts_read_only_at_their_own_paths(tmp_path):
 # -- A/B: end to end ------------------------------------------------------------------------------
 
 
-def test_ab_of_two_refs_end_to_end(slime_repo, tmp_path):
+def test_ab_of_two_refs_end_to_end(slime_repo, tmp_path, monkeypatch):
     """--slime-ref base --slime-ref-candidate HEAD: four arms on the local runner, one verdict with the A/B."""
-    code = main(["run", "--profile", "smoke", "--runner", "local", "--gpus", "none", "--only", "lint,cp1,cp2,verdict",
+    # the model is fetched first: the lint runs slime's own parser, which reads the model's config.json
+    profile = get_profile("smoke")
+    make_model_cache(tmp_path / "cache" / "hf", profile.model_repo, profile.model_revision)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    code = main(["run", "--profile", "smoke", "--runner", "local", "--gpus", "none",
+                 "--only", "fetch,lint,cp1,cp2,verdict", "--cache", str(tmp_path / "cache"),
                  "--slime-dir", str(slime_repo), "--slime-ref", "base", "--slime-ref-candidate", "HEAD",
                  "--out", str(tmp_path / "out"), "--run-id", "ab"])
     run_dir = tmp_path / "out" / "ab"

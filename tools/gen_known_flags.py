@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's cpverify
 
-from cpverify.slime_hooks.deep_lint import option_strings, recorded_parsers  # noqa: E402
+from cpverify.slime_hooks.deep_lint import option_strings, recorded_parsers
 
 # Enough for every parser to run (Megatron's requires --rollout-batch-size); no --debug-train-only,
 # so SGLang's parser runs too. What validation says afterwards does not matter here.
@@ -44,7 +44,7 @@ def known_flags() -> list[str]:
         with recorded_parsers() as seen, contextlib.redirect_stderr(io.StringIO()):
             try:
                 parse_args()
-            except (Exception, SystemExit):  # validation of the probe argv: irrelevant
+            except (Exception, SystemExit):  # noqa: BLE001, S110  (validation of the probe argv: irrelevant here)
                 pass
     finally:
         sys.argv = saved

@@ -21,6 +21,7 @@ and those logs end up pasted into public issues.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 
 from cpverify.redact import (
@@ -61,13 +62,25 @@ def _pairs(env: Mapping[str, str] | Iterable[tuple[str, str]]) -> dict[str, str]
     return {str(k): str(v) for k, v in dict(env).items()}
 
 
+# Search paths a plan may extend but must not replace: a profile's PYTHONPATH=/root/Megatron-LM is
+# where slime's image keeps Megatron; a local slime environment has its own path list, which must
+# come first (its Megatron, its packages, cpverify itself).
+PATH_LISTS = ("PYTHONPATH",)
+
+
 def workload_env(arm_env: Mapping[str, str] | Iterable[tuple[str, str]],
                  base: Mapping[str, str] | None = None) -> tuple[dict[str, str], list[str]]:
     """(the allowed part of `base` (this machine's environment, local runner only) + the plan's
-    `arm_env` whole, the names of `base` left out)."""
+    `arm_env` whole, the names of `base` left out). A PATH_LISTS variable in both keeps `base`'s
+    entries first and appends the plan's."""
     base = dict(base or {})
     kept = {name: value for name, value in base.items() if _inherited(name, value)}
-    return {**kept, **_pairs(arm_env)}, sorted(set(base) - set(kept))
+    arm = _pairs(arm_env)
+    for name in PATH_LISTS:
+        if kept.get(name) and name in arm:
+            entries = kept[name].split(os.pathsep)
+            arm[name] = os.pathsep.join(entries + [e for e in arm[name].split(os.pathsep) if e not in entries])
+    return {**kept, **arm}, sorted(set(base) - set(kept))
 
 
 def secret_values(arm_env: Mapping[str, str] | Iterable[tuple[str, str]], argv: Iterable[str] = (),

@@ -68,7 +68,7 @@ def option_strings(seen) -> set[str]:
 
 def unconsumed(seen, argv: list[str]) -> list[str] | None:
     """Flags of argv that every parser which finished left over; None when none finished."""
-    leftovers = [set(_flag(t) for t in left if t.startswith("--")) for _, left in seen if left is not None]
+    leftovers = [{_flag(t) for t in left if t.startswith("--")} for _, left in seen if left is not None]
     if not leftovers:
         return None
     flags = dict.fromkeys(_flag(t) for t in argv if t.startswith("--") and len(t) > 2)
@@ -107,7 +107,7 @@ def lint_arm(parse_args, name: str, argv: list[str], env: dict[str, str]) -> dic
             except SystemExit as exc:  # argparse printed `train.py: error: ...` and exited
                 errors = [line for line in stderr.getvalue().splitlines() if ": error: " in line]
                 result.update(stage="argparse", error=errors[-1] if errors else f"argparse exited with {exc.code}")
-            except Exception as exc:  # slime's, Megatron's or SGLang's validation refused the arguments
+            except Exception as exc:  # noqa: BLE001  (slime's, Megatron's or SGLang's validation, whatever it raises)
                 result.update(stage="validation", error=f"{type(exc).__name__}: {exc}",
                               where=traceback.format_exc().strip().splitlines()[-3:])
         result["unknown"] = unconsumed(seen, argv)
@@ -143,7 +143,7 @@ def _check_schedule(args, result: dict) -> None:
     except AssertionError as exc:
         result.update(stage="dp_schedule", error=f"AssertionError: {exc}")
         return
-    except Exception:  # another signature (another slime version): the schedule cannot be simulated here
+    except Exception:  # noqa: BLE001  (another slime version's signature: the schedule cannot be simulated here)
         return
     result["schedule"] = {"samples": samples, "dp": dp, "steps_per_rollout": len(per_rank),
                           "microbatches_per_rank": per_rank}

@@ -12,6 +12,11 @@ Behaviour is steered by environment variables, never by cpverify itself:
                          (exit137 kills itself, which PID 1 of a container cannot: kill it from outside there)
   FAKE_SLIME_STEP_S      wall seconds between rollouts (default 0.05)
   FAKE_SLIME_IGNORE_CP   1 = behave like a misspelled CP flag: report cp=1 whatever was asked
+  FAKE_SLIME_GRAD_DRIFT  relative change of the grad norm when --context-parallel-size > 1 (default 0):
+                         with --ci-load-grad-norm, beyond 1% it fails slime's check as slime does
+Train-only flags behave as slime's: --load-debug-rollout-data reads rollout_{rollout_id} files
+(a missing one stops the run with torch.load's error), --ci-save-grad-norm writes each step's grad
+norm and --ci-load-grad-norm asserts math.isclose(rel/abs 0.01) against it ("grad norm mismatch").
 Fault-injection tests (tests/faults) add:
   FAKE_SLIME_LEDGER      a directory: after printing each line, append "N<TAB>line" to
                          cp<N>.ledger there, so a test knows exactly which lines were emitted
@@ -30,6 +35,7 @@ Fault-injection tests (tests/faults) add:
 
 import argparse
 import json
+import math
 import os
 import random
 import signal
@@ -42,6 +48,9 @@ parser.add_argument("--context-parallel-size", type=int, default=1)
 parser.add_argument("--actor-num-gpus-per-node", type=int, default=8)
 parser.add_argument("--num-rollout", type=int, default=None)
 parser.add_argument("--prompt-data", default=None)
+parser.add_argument("--load-debug-rollout-data", default=None)
+parser.add_argument("--ci-save-grad-norm", default=None)
+parser.add_argument("--ci-load-grad-norm", default=None)
 args, _unknown = parser.parse_known_args()  # slime ignores unknown flags too
 
 cp = 1 if os.environ.get("FAKE_SLIME_IGNORE_CP") == "1" else args.context_parallel_size
@@ -173,11 +182,26 @@ for rollout in range(args.num_rollout):
         import ctypes
 
         ctypes.string_at(0)
+    if args.load_debug_rollout_data and not os.path.isfile(args.load_debug_rollout_data.format(rollout_id=rollout)):
+        say(f"(MegatronTrainRayActor pid={pid}) FileNotFoundError: [Errno 2] No such file or directory: "
+            f"'{args.load_debug_rollout_data.format(rollout_id=rollout)}'")
+        sys.exit(1)
     log("MegatronTrainRayActor", "timer.py", 32, f"Timer actor_train end (elapsed: {actor_train:.1f}s)")
+    drift = float(os.environ.get("FAKE_SLIME_GRAD_DRIFT", "0")) if cp > 1 else 0.0
+    grad_norm = (2.95 + 0.01 * rollout) * (1 + drift)
     log("MegatronTrainRayActor", "model.py", 918,
         f"step {rollout}: {{'train/loss': -6.05e-09, 'train/pg_loss': -6.05e-09, 'train/entropy_loss': 0.1844, "
         f"'train/pg_clipfrac': 0.0, 'train/ppo_kl': 0.0, 'train/train_rollout_logprob_abs_diff': 0.0184, "
-        f"'train/kl_loss': 0.0020, 'train/grad_norm': 0.0799, 'train/lr-pg_0': 1e-06, 'train/global_batch_size': 8, 'train/step': {rollout}}}")
+        f"'train/kl_loss': 0.0020, 'train/grad_norm': {grad_norm}, 'train/lr-pg_0': 1e-06, 'train/global_batch_size': 8, 'train/step': {rollout}}}")
+    if args.ci_save_grad_norm:
+        with open(args.ci_save_grad_norm.format(role="actor", rollout_id=rollout, step_id=0), "w") as f:
+            f.write(repr(grad_norm))
+    elif args.ci_load_grad_norm:
+        with open(args.ci_load_grad_norm.format(role="actor", rollout_id=rollout, step_id=0)) as f:
+            expected = float(f.read())
+        if not math.isclose(grad_norm, expected, rel_tol=0.01, abs_tol=0.01):
+            say(f"(MegatronTrainRayActor pid={pid}) AssertionError: grad norm mismatch: {grad_norm} != {expected}")
+            sys.exit(1)
     log("MegatronTrainRayActor", "train_metric_utils.py", 401,
         f"perf {rollout}: {{'perf/sleep_time': 4.03, 'perf/update_weights_time': 0.33, 'perf/wake_up_time': 1.94, "
         f"'perf/data_preprocess_time': 0.002, 'perf/train_wait_time': {rollout_time}, 'perf/ref_log_probs_time': {ref_log_probs}, "
