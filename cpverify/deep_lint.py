@@ -144,7 +144,9 @@ def _fix_for(error: str | None, stage: str) -> str:
     if stage == "dp_schedule":
         return ("make --rollout-batch-size x --n-samples-per-prompt a multiple of --global-batch-size "
                 "(at least one step per rollout)")
-    for record in parse_stream(io.BytesIO((error or "").encode())).errors:
+    records = parse_stream(io.BytesIO((error or "").encode())).errors
+    # the finest class first: the same line also carries its coarse class (assertion_error, config_error)
+    for record in sorted(records, key=lambda r: r.cls == getattr(r, "coarse", r.cls)):
         fix = ERROR_FIXES.get(record.cls) or ERROR_FIXES.get(getattr(record, "coarse", ""))
         if fix:
             return fix

@@ -197,6 +197,10 @@ def test_slimes_refusal_is_an_error_quoting_slime_with_the_verdicts_fix():
         exit_code=0, output="", arch_assumed=False)
     assert [(f.severity, f.where) for f in found] == [(ERROR, "cp2-s1k")]
     assert "num_rollout is not set" in found[0].why and "--num-rollout" in found[0].fix
+    hf = deep_lint.findings(_plan(), [_result(stage="validation", error=(
+        "AssertionError: hf_validate_args failed: hidden_size in hf config 896 is not equal to hidden_size None, "
+        "please check the config."))], exit_code=0, output="", arch_assumed=False)
+    assert "MODEL_ARGS" in hf[0].fix  # the fine class's fix, not the generic one for any assertion
     argparse_error = deep_lint.findings(_plan(), [_result(stage="argparse", error=(
         "train.py: error: argument --train-backend: invalid choice: 'fsdp' (choose from 'megatron')"))],
         exit_code=0, output="", arch_assumed=False)
