@@ -135,6 +135,23 @@ def test_env_filter_keeps_gpu_settings_and_drops_secrets():
     assert "s3cret" not in json.dumps(kept)
 
 
+def test_doctor_output_carries_no_credentials_or_host_names(tmp_path, monkeypatch, capsys):
+    """`doctor --json`, `--json-out` and the table are pasted into issues: a RAY_ADDRESS or HF_ENDPOINT
+    with a password or a token in its query, and the host it names, appear in none of them."""
+    from cpverify.cli import main
+
+    monkeypatch.setenv("RAY_ADDRESS", "http://admin:ray-pw-6a2f81@ray-head.corp.example.com:8265")
+    monkeypatch.setenv("HF_ENDPOINT", "https://hf-mirror.corp.example.com/?token=mirror-tok-83bd27")
+    monkeypatch.setenv("NCCL_SOCKET_IFNAME", "eth0")
+    for extra in (["--json", "--json-out", str(tmp_path / "doctor.json")], []):
+        main(["doctor", *extra])
+        out = capsys.readouterr()
+        shown = out.out + out.err + ((tmp_path / "doctor.json").read_text() if extra else "")
+        for planted in ("ray-pw-6a2f81", "mirror-tok-83bd27", "corp.example.com"):
+            assert planted not in shown, (planted, extra)
+        assert "NCCL_SOCKET_IFNAME" in shown and "http://<redacted:secret>@host-" in shown
+
+
 def test_hf_cache_dir_follows_huggingface_hub_rules():
     assert _probes.hf_cache_dir({"HF_HUB_CACHE": "/a", "HF_HOME": "/b"}) == Path("/a")
     assert _probes.hf_cache_dir({"HF_HOME": "/b"}) == Path("/b/hub")

@@ -149,3 +149,19 @@ def test_missing_matplotlib_skips_plots_with_a_note(sweep, tmp_path, monkeypatch
     written = report.write_report(tmp_path, verdict, env={}, commands_sh=None, plan_arms=plan.arms)
     assert set(written) == {"verdict.md", "verdict.json", "commands.sh", "env.json"}
     assert "Plots skipped: matplotlib is not installed" in written["verdict.md"].read_text()
+
+
+def test_every_text_drawn_is_redacted(sweep):
+    """A PNG cannot be redacted once drawn: titles, legends and ticks pass through the scrubber first
+    (an A/B revision label is a directory or branch name; a label may quote a host)."""
+    from matplotlib.text import Text
+
+    from cpverify.redact import Redactor
+
+    verdict, plan = sweep
+    planted = {name: f"{name} on gpu-node-17.corp.example.com token=abc123secret" for name in verdict.labels}
+    verdict.labels.update(planted)
+    rendered, _ = plots.render(verdict, plan.arms, scrub=Redactor())
+    texts = [t.get_text() for plot, _ in rendered for t in plot.figure.findobj(Text) if t.get_text()]
+    assert any("host-1" in text for text in texts)  # the labels were drawn, redacted
+    assert not [text for text in texts if "corp.example.com" in text or "abc123secret" in text]
