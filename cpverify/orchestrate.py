@@ -145,7 +145,9 @@ def check_slime_checkouts(ctx: Context) -> None:
         checkouts = [("--slime-dir", revisions[0].host_dir)]
         if revisions[1] is not None:
             checkouts.append(("--slime-dir-candidate", revisions[1].host_dir))
-    elif ctx.args.slime_dir or ctx.runner == "local":
+    elif ctx.args.slime_dir:  # this machine's path (with Docker the workload sees it at /slime-under-test)
+        checkouts = [("--slime-dir", Path(ctx.args.slime_dir))]
+    elif ctx.runner == "local":
         checkouts = [("--slime-dir", Path(_workload_paths(ctx)["slime_dir"]))]
     else:
         return
