@@ -139,8 +139,13 @@ class Plan:
         needed = sorted({name for arm in self.arms for name in _secret_refs(arm)})
         about = []
         if self.profile.kind == "slime":
-            about.append(f"Model {self.profile.model_repo}@{self.profile.model_revision} in {self.model_dir}; "
-                         f"prompts {self.data_path}; slime in {self.slime_dir}.")
+            # a hub snapshot is named after its revision; anything else is a local directory (--model-dir)
+            hub = self.model_dir.rstrip("/").endswith(f"/snapshots/{self.profile.model_revision}")
+            model = (f"Model {self.profile.model_repo}@{self.profile.model_revision} in {self.model_dir}" if hub
+                     else f"Model: the local directory {self.model_dir} (shaped as {self.profile.model_repo})")
+            data = (f"rollouts under {self.work_dir} (prepare_data)" if self.data_commands
+                    else f"prompts {self.data_path}")
+            about.append(f"{model}; {data}; slime in {self.slime_dir}.")
         refs = sorted({arm.slime_ref for arm in self.arms if arm.slime_ref})
         if refs:
             about.append(f"slime revision: {', '.join(refs)}")

@@ -3,13 +3,14 @@
 No registry is reachable from CI, so the images are made from scratch:
   cpverify-test-python:bookworm   a Debian minbase rootfs (debootstrap) with python3 + pip,
                                   fed to `docker import`;
-  cpverify-test-slimebase:latest  the above + tests/fake_slime at /root/slime: the stand-in
+  cpverify-test-slimebase:<digest>  the above + tests/fake_slime at /root/slime: the stand-in
                                   for slime's published image (slime itself needs GPUs).
 Built once per engine; later calls find them by tag.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import shutil
@@ -19,9 +20,21 @@ import tempfile
 from pathlib import Path
 
 PYTHON_BASE = "cpverify-test-python:bookworm"
-SLIME_BASE = "cpverify-test-slimebase:latest"
-CPVERIFY_IMAGE = "cpverify-slime:test"  # docker/Dockerfile on SLIME_BASE (conftest's cpverify_image)
 HERE = Path(__file__).resolve().parent
+
+
+def _fake_slime_digest() -> str:
+    """A digest of tests/fake_slime: the stand-in image is tagged with it, so an image built from an
+    older stand-in (images outlive a checkout on CI machines) is never taken for the current one."""
+    digest = hashlib.sha256()
+    for path in sorted((HERE / "fake_slime").rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            digest.update(path.relative_to(HERE).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+SLIME_BASE = f"cpverify-test-slimebase:{_fake_slime_digest()}"
+CPVERIFY_IMAGE = "cpverify-slime:test"  # docker/Dockerfile on SLIME_BASE (conftest's cpverify_image)
 MIRROR = os.environ.get("CPVERIFY_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 
 

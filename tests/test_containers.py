@@ -77,6 +77,22 @@ def test_docker_runner_pipeline_passes(cpverify_image, workspace, docker_client)
     assert _managed_containers(docker_client, "dock1") == []
     env = json.loads((run_dir / "env.json").read_text())
     assert env["image"]["image_id"].startswith("sha256:")
+    # slime's own parser ran on both arms inside the image (the stand-in slime at /root/slime), no GPU
+    assert [(r["name"], r["ok"]) for r in env["deep_lint"]] == [("cp1", True), ("cp2", True)]
+
+
+def test_docker_runner_train_only(cpverify_image, workspace, docker_client):
+    """Rollouts written inside the image into the run's work directory, read by both arms; the CP=1
+    arm's grad norms handed to the CP=2 arm through the same mount."""
+    proc, run_dir = _run(workspace, "--profile", "train-only", "--gpus", "none", "--no-ulimits",
+                         "--only", "fetch,lint,cp1,cp2,verdict", run_id="dockto")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert verdict["status"] == "PASS"
+    gate = next(c for c in verdict["checks"] if c["name"].startswith("numerics:"))
+    assert gate["status"] == "pass" and "all 24 steps" in gate["detail"]
+    assert len(list((run_dir / "work" / "train-only" / "s1k").glob("rollout_*.pt"))) == 24
+    assert _managed_containers(docker_client, "dockto") == []
 
 
 def test_gpu_request_without_nvidia_runtime_is_blocked_with_the_fix(cpverify_image, workspace, docker_client):

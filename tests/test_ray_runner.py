@@ -370,8 +370,8 @@ def test_cpverify_run_with_the_ray_runner(ray_head, tmp_path, monkeypatch):
     monkeypatch.setenv("CPVERIFY_LOCK_DIR", str(tmp_path))
     run_id = f"pytest-{uuid.uuid4().hex[:10]}"
     code = main(["run", "--profile", "smoke", "--runner", "ray", "--ray-address", ray_head, "--gpus", "none",
-                 "--slime-dir", str(FAKE_SLIME), "--only", "lint,cp1,cp2,verdict", "--out", str(tmp_path),
-                 "--run-id", run_id])
+                 "--slime-dir", str(FAKE_SLIME), "--only", "fetch,lint,cp1,cp2,verdict", "--out", str(tmp_path),
+                 "--run-id", run_id, *_fetched_model(tmp_path, monkeypatch)])
     verdict = json.loads((tmp_path / run_id / "verdict.json").read_text())
     assert code == 0 and verdict["status"] == "PASS", verdict["headline"]
     assert [a["cp_effective"] for a in verdict["arms"]] == [1, 2]
@@ -379,6 +379,36 @@ def test_cpverify_run_with_the_ray_runner(ray_head, tmp_path, monkeypatch):
         assert job_status(ray_head, submission_id(run_id, name)) == "SUCCEEDED"
         assert f"Running entrypoint for job {submission_id(run_id, name)}" in (tmp_path / run_id / "logs" /
                                                                                 f"{name}.log").read_text()
+
+
+def _fetched_model(tmp_path, monkeypatch) -> list[str]:
+    """A model cache for the fetch step (the lint runs slime's own parser, which reads config.json)."""
+    from hfcache import make_model_cache
+
+    from cpverify.profiles import get_profile
+
+    smoke = get_profile("smoke")
+    make_model_cache(tmp_path / "cache" / "hf", smoke.model_repo, smoke.model_revision)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return ["--cache", str(tmp_path / "cache")]
+
+
+@pytest.mark.ray
+def test_train_only_with_the_ray_runner(ray_head, tmp_path, monkeypatch):
+    """Rollouts written where the jobs read them, the CP=1 job's grad norms checked by the CP=2 job."""
+    from cpverify.cli import main
+
+    monkeypatch.setenv("CPVERIFY_LOCK_DIR", str(tmp_path))
+    run_id = f"pytest-{uuid.uuid4().hex[:10]}"
+    code = main(["run", "--profile", "train-only", "--runner", "ray", "--ray-address", ray_head, "--gpus", "none",
+                 "--slime-dir", str(FAKE_SLIME), "--only", "fetch,lint,cp1,cp2,verdict", "--out", str(tmp_path),
+                 "--run-id", run_id, *_fetched_model(tmp_path, monkeypatch)])
+    verdict = json.loads((tmp_path / run_id / "verdict.json").read_text())
+    assert code == 0 and verdict["status"] == "PASS", verdict["headline"]
+    gate = next(c for c in verdict["checks"] if c["name"].startswith("numerics:"))
+    assert gate["status"] == "pass" and "all 24 steps" in gate["detail"]
+    for name in ("cp1-s1k", "cp2-s1k"):
+        assert job_status(ray_head, submission_id(run_id, name)) == "SUCCEEDED"
 
 
 def _client(address):

@@ -92,6 +92,10 @@ def test_commands_sh_writes_the_rollouts_before_the_arms(tmp_path):
     script = build_plan(TRAIN_ONLY, run_id="r1", work_dir="/w").commands_sh()
     assert script.index("prepare_data() {") < script.index("\nprepare_data\n") < script.index('run_arm "$arm"')
     assert "-m cpverify.slime_hooks.make_rollouts" in script
+    # not the profile's hub revision: a local directory (--model-dir) is named as what it is
+    assert "# Model: the local directory /root/models/Qwen2.5-0.5B-Instruct" in script
+    hub = build_plan(TRAIN_ONLY, run_id="r1", model_dir=f"/c/snapshots/{TRAIN_ONLY.model_revision}").commands_sh()
+    assert f"# Model {TRAIN_ONLY.model_repo}@{TRAIN_ONLY.model_revision} in /c/snapshots/" in hub
     (tmp_path / "c.sh").write_text(script)
     assert subprocess.run(["bash", "-n", str(tmp_path / "c.sh")], check=False).returncode == 0
 
