@@ -405,6 +405,13 @@ def _finite(metrics: dict[str, float]) -> dict[str, float | None]:
 # ---------------------------------------------------------------------------- patterns
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+
+
+def strip_ansi(text: str) -> str:
+    """Text without terminal colour codes (Ray colours its actor prefixes on a TTY)."""
+    return _ANSI.sub("", text) if "\x1b" in text else text
+
+
 # Ray's prefix, possibly wrapped in (broken) colour codes: "[36m(Actor pid=1, ip=..)[0m ".
 _PREFIX = re.compile(
     r"^(?:\x1b?\[[0-9;]{0,8}m)*\((?P<actor>[A-Za-z_][\w.:-]*)?(?: ?pid=\d+)?(?:, ?ip=[\w.:-]+)?"

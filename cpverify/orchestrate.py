@@ -551,8 +551,9 @@ def step_verdict(ctx: Context) -> int:
                                fix=f"run `cpverify run --only {'cp1' if arm.cp == p.baseline_cp else 'cp2'}` first "
                                    "(or `nox -s verify_cp`)")
         evidence.append(ArmEvidence(arm.name, arm.cp, parsed, result,
-                                    grad_norm_checked=GRAD_NORM_LOAD in arm.argv))
-    verdict = decide(evidence, comparisons=list(plan.comparisons), thresholds=thresholds)
+                                    grad_norm_checked=GRAD_NORM_LOAD in arm.argv,
+                                    expected_rollouts=p.planned_rollouts, log_path=log_path))
+    verdict = decide(evidence, comparisons=list(plan.comparisons), thresholds=thresholds, workload=p.kind)
     from cpverify import ab
 
     design = ab.design(plan)

@@ -294,6 +294,17 @@ class Profile:
 
         return packaged_dataset_path(self.dataset)
 
+    @property
+    def planned_rollouts(self) -> int | None:
+        """Rollouts every arm is started with (ids 0..n-1): slime's --num-rollout, or the probe's
+        warm-up plus measured steps; None when the train args do not say (slime then counts epochs)."""
+        if self.kind == "probe":
+            return self.warmup_steps + self.steps
+        from cpverify.lint import parse_command
+
+        count = parse_command(["train.py", *self.train_args]).number("--num-rollout")
+        return count if isinstance(count, int) else None
+
     def limits(self):
         """The runner limits of this profile (cpverify.runners.base.Limits)."""
         from cpverify.runners.base import Limits
@@ -313,6 +324,10 @@ def _problems(p: Profile) -> list[str]:
         problems.append(f"cp_sizes repeats a size: {p.cp_sizes!r}")
     elif p.baseline_cp not in p.cp_sizes:
         problems.append(f"baseline_cp {p.baseline_cp} is not one of cp_sizes {p.cp_sizes!r}")
+    elif p.baseline_cp != min(p.cp_sizes):
+        # The verdict asks what a larger CP costs against the smaller one (cpverify.verdict.decide).
+        problems.append(f"baseline_cp {p.baseline_cp} must be the smallest of cp_sizes {p.cp_sizes!r}: every "
+                        f"larger CP is measured against it (leave baseline_cp={min(p.cp_sizes)})")
     elif len(p.cp_sizes) < 2:
         problems.append("cp_sizes needs a baseline and at least one candidate")
     else:

@@ -4,6 +4,7 @@ and write the bundle (verdict.md, verdict.json, commands.sh, env.json) atomicall
 
 from __future__ import annotations
 
+import collections
 import io
 import json
 import math
@@ -16,10 +17,14 @@ from tabulate import tabulate
 
 from cpverify import __version__
 from cpverify.artifacts import RunDir, atomic_write_bytes, atomic_write_json, atomic_write_text
+from cpverify.logs import strip_ansi
 from cpverify.redact import Redactor
 from cpverify.verdict import Verdict, short_metric, short_rule, timing_metrics
 
-_STATUS_MARK = {"pass": "✅ pass", "fail": "❌ fail", "warn": "⚠️ warn", "skip": "➖ skip"}
+# A check's row says what it means for the verdict: the status it forces, or that it decides nothing.
+_MEANING_MARK = {"FAIL": "❌ FAIL", "INCONCLUSIVE": "❔ INCONCLUSIVE", "BLOCKED": "⛔ BLOCKED", "warning": "⚠️ warning",
+                 "pass": "✅ pass", "not judged": "➖ not judged"}
+EVIDENCE_LINES = 30  # lines of a failed arm's log shown before its failure
 
 
 def _cell(value: Any) -> str:
@@ -106,10 +111,10 @@ def _arms_table(verdict: Verdict) -> str:
 
 
 def _checks_table(verdict: Verdict) -> str:
-    order = {"fail": 0, "warn": 1, "pass": 2, "skip": 3}
-    checks = sorted(verdict.checks, key=lambda c: order.get(c.status, 4))  # stable: problems first
-    rows = [[_STATUS_MARK.get(c.status, c.status), c.name, c.arm or "", c.detail, c.fix] for c in checks]
-    return _table(rows, ["status", "check", "arm", "detail", "fix"])
+    order = {"FAIL": 0, "BLOCKED": 1, "INCONCLUSIVE": 2, "warning": 3, "pass": 4, "not judged": 5}
+    checks = sorted(verdict.checks, key=lambda c: order[c.meaning])  # stable: what decided first
+    rows = [[_MEANING_MARK[c.meaning], c.name, c.arm or "", c.detail, c.fix] for c in checks]
+    return _table(rows, ["means", "check", "arm", "detail", "fix"])
 
 
 def _numerics_table(verdict: Verdict) -> str:
@@ -149,11 +154,13 @@ def _ab_section(ab: dict) -> list[str]:
 
 def render_markdown(verdict: Verdict, *, env: dict | None = None, commands: str | None = None,
                     scrub: Callable[[str], str] | None = None, plots: list[tuple[str, str]] | None = None,
-                    plot_note: str = "") -> str:
+                    plot_note: str = "", evidence: dict[str, tuple[int, list[str]]] | None = None) -> str:
     """verdict.md. `scrub`, when given, redacts the verdict's own text; env and commands are
     rendered as passed (redact them with redact_json/redact_text first, so that a field-aware
     rule -- a version string kept in env.json -- is not undone by the plain-text one here).
-    `plots`: (title, file name) of the PNGs written next to verdict.md, linked in a Plots section."""
+    `plots`: (title, file name) of the PNGs written next to verdict.md, linked in a Plots section.
+    `evidence`: per failed arm, (first line number, lines) of its log before the failure
+    (failure_lines()); they are redacted with the rest by `scrub`."""
     parts = [f"## cpverify verdict: {verdict.status}", "", f"**{verdict.status}** — {verdict.summary}", ""]
     if verdict.ab:
         parts += _ab_section(verdict.ab)
@@ -167,9 +174,10 @@ def render_markdown(verdict: Verdict, *, env: dict | None = None, commands: str 
     if verdict.numerics:
         gate = "gated" if verdict.thresholds.deterministic else "reported only; the runs were not deterministic"
         parts += [f"### Numerics (first common step; {gate})", "", _numerics_table(verdict), ""]
-    if verdict.errors:
-        blocks = [f"**{e['arm']}** line {e['line']} `{e['class']}`:\n\n{_fenced(e['text'])}" for e in verdict.errors]
-        parts += [_details(f"Error excerpts ({len(verdict.errors)})", "\n\n".join(blocks)), ""]
+    for arm in verdict.arms:
+        block = _evidence(verdict, arm.name, (evidence or {}).get(arm.name))
+        if block:
+            parts += [block, ""]
     parts += [_details("Decision rule", verdict.rule), ""]
     if scrub is not None:
         parts = [scrub("\n".join(parts))]
@@ -200,6 +208,58 @@ def _text_not_html(markdown: str) -> str:
             line = line.replace("<", "&lt;").replace(">", "&gt;")
         out.append(line)
     return "\n".join(out)
+
+
+def failure_lines(arm, count: int = EVIDENCE_LINES) -> tuple[int, list[str]] | None:
+    """(number of the first line, lines) of a failed arm's log: the `count` lines before its
+    first fatal error line, or its last `count` lines; None when the arm did not fail or its
+    log cannot be read. The lines are raw: render_markdown's scrub redacts them."""
+    if arm.failure is None or arm.log_path is None:
+        return None
+    stop = arm.failure["line"]  # 1-based; None: the end of the log
+    window: collections.deque[tuple[int, str]] = collections.deque(maxlen=count)
+    try:
+        with Path(arm.log_path).open("rb") as log:
+            for number, raw in enumerate(log, start=1):
+                if stop is not None and number >= stop:
+                    break
+                window.append((number, strip_ansi(raw[:_EVIDENCE_LINE_BYTES].decode("utf-8", "replace")).rstrip()))
+    except OSError:
+        return None
+    return (window[0][0] if window else (stop or 1)), [text for _, text in window]
+
+
+_EVIDENCE_LINE_BYTES = 2000  # one runaway line (a 10 MB dict) must not fill verdict.md
+
+
+def _evidence(verdict: Verdict, name: str, lines: tuple[int, list[str]] | None) -> str:
+    """A failed arm's <details>: why, the matched error line, and the lines before the failure;
+    or, for an arm that did not fail, the error lines it printed (warnings)."""
+    arm = next(a for a in verdict.arms if a.name == name)
+    errors = [e for e in verdict.errors if e["arm"] == name]
+    if arm.failure is None and not errors:
+        return ""
+    body = []
+    if arm.failure is not None:
+        body.append(f"Why: {arm.failure['why']}")
+        if arm.failure["line"] is not None:
+            body.append(f"Matched error line {arm.failure['line']} (`{arm.failure['class']}`):\n\n"
+                        f"{_fenced(arm.failure['text'])}")
+    others = [e for e in errors if arm.failure is None or e["line"] != arm.failure["line"]]
+    if others:
+        body.append("Other error lines (first of each class):\n\n" + "\n".join(
+            f"- line {e['line']} `{e['class']}`{'' if e['fatal'] else ' (warning only)'}: "
+            f"`{' '.join(e['text'].split())[:300]}`" for e in others))
+    if lines is not None:
+        first, text = lines
+        where = (f"before line {arm.failure['line']}" if arm.failure and arm.failure["line"] is not None
+                 else "at the end of the log")
+        body.append(f"The {len(text)} lines {where} (from line {first}):\n\n{_fenced(chr(10).join(text) or '(empty)')}"
+                    if text else f"No lines {where}.")
+    title = (f"Evidence: {name} failed" + (f" at line {arm.failure['line']} ({arm.failure['class']})"
+                                           if arm.failure["line"] is not None else "")
+             if arm.failure is not None else f"Error lines in {name} ({len(errors)}, warnings only)")
+    return _details(title, "\n\n".join(body))
 
 
 def _finite(value: Any) -> Any:
@@ -235,9 +295,9 @@ def render_summary(verdict: Verdict) -> str:
         lines += [f"A/B: candidate CP overhead {verdict.ab['conclusion']} — {verdict.ab['summary']}", ""]
     lines += [f"rule: {short_rule(verdict.thresholds)}", ""]
     for check in verdict.checks:
-        if check.status in ("fail", "warn"):
+        if check.status in ("fail", "warn"):  # the row names the status it forces (or that it only warns)
             where = f" [{check.arm}]" if check.arm else ""
-            lines.append(f"{check.status.upper()} {check.name}{where}: {check.detail}")
+            lines.append(f"{check.meaning.upper()} {check.name}{where}: {check.detail}")
             if check.fix:
                 lines.append(f"    fix: {check.fix}")
     return "\n".join(lines).rstrip() + "\n"
@@ -298,8 +358,10 @@ def write_report(run_dir: RunDir | str | Path, verdict: Verdict, *, env: dict | 
     from cpverify import plots as plotting
 
     rendered, plot_note = plotting.render(verdict, plan_arms, scrub=scrub) if plot else ([], "")
+    evidence = {arm.name: lines for arm in verdict.arms if (lines := failure_lines(arm))}
     markdown = render_markdown(verdict, env=env, commands=commands, scrub=scrub,
-                               plots=[(p.title, p.file) for p, _ in rendered], plot_note=plot_note)
+                               plots=[(p.title, p.file) for p, _ in rendered], plot_note=plot_note,
+                               evidence=evidence)
     data = scrub.json(render_json(verdict))
     # env and commands first: verdict.md is the file users look for, written once the rest exists.
     written = {

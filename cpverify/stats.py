@@ -29,6 +29,19 @@ DEFAULT_SEED = 20260821
 _EXACT_MW_MAX_N = 60  # exact U distribution below this total size (fast enough, no ties)
 
 
+def is_duration(value: object) -> bool:
+    """A timing a ratio can be taken of: a real number of seconds, finite and > 0.
+
+    A zero, negative, NaN or infinite "duration" is not a measurement (a broken timer, a damaged
+    or edited log); one of them in either arm would make a ratio of medians say anything.
+    """
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+def _not_durations(values: Sequence[float]) -> int:
+    return sum(1 for v in values if not is_duration(v))
+
+
 def quantile(values: Sequence[float], q: float) -> float:
     """Quantile q in [0, 1] with linear interpolation (type 7). `values` need not be sorted."""
     if not values:
@@ -82,13 +95,13 @@ def bootstrap_ratio_ci(baseline: Sequence[float], candidate: Sequence[float], *,
                        resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> tuple[float, float]:
     """Percentile-bootstrap interval for median(candidate) / median(baseline).
 
-    Raises ValueError for empty samples or a non-positive baseline (a ratio of durations
-    is undefined there).
+    Raises ValueError for empty samples or a value in either that is not a duration (a ratio
+    of durations is undefined there).
     """
     if not baseline or not candidate:
         raise ValueError("bootstrap needs at least one value in each sample")
-    if min(baseline) <= 0:
-        raise ValueError("baseline values must be positive durations")
+    if _not_durations(baseline) or _not_durations(candidate):
+        raise ValueError("every value must be a positive, finite duration")
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence {confidence} must lie strictly between 0 and 1")
     rng = random.Random(seed)
@@ -192,8 +205,11 @@ def compare(baseline: Sequence[float], candidate: Sequence[float], *, min_n: int
     if not n_b or not n_c:
         return estimate(note="no values in " + ("either arm" if not n_b and not n_c else
                                                 "the baseline" if not n_b else "the candidate"))
-    if min(baseline) <= 0:
-        return estimate(note="baseline has non-positive durations; a ratio is undefined")
+    bad = [f"{count} in the {arm}" for arm, values in (("baseline", baseline), ("candidate", candidate))
+           if (count := _not_durations(values))]
+    if bad:
+        return estimate(note=f"values that are not durations (zero, negative, NaN or infinite): {' and '.join(bad)}; "
+                             "a ratio is undefined")
     ratio = median(candidate) / median(baseline)
     _, p = mann_whitney_u(baseline, candidate)
     if min(n_b, n_c) < min_n:

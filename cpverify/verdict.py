@@ -18,6 +18,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from packaging.version import Version
 
@@ -68,14 +69,45 @@ FIX_P2P_OFF = ("NCCL found no peer-to-peer path between the GPUs: unset NCCL_P2P
                "`nvidia-smi topo -m`, and compare with NCCL_P2P_DISABLE=1 to measure the difference")
 FIX_OLD_STACK = ("use driver >= 550, CUDA >= 12.1 and NCCL >= 2.18 with the same driver on every GPU "
                  "(the pinned image has NCCL 2.28.9)")
-FIX_SLOW_CP = ("CP=2 is much slower than CP=1: " + FIX_OLD_STACK + "; " + FIX_TRANSPORT + "; rule out FA3 with "
-               "--attention-backend torch (or flash); turn off MIG and GPU power limits (nvidia-smi -pl); "
-               "note that at short sequences CP communication dominates (try the long profile); " + FIX_COLLECT)
-FIX_MORE_ROLLOUTS = ("run more rollouts (e.g. --num-rollout 16) so each arm has more counted steps, on otherwise "
-                     "idle GPUs, to narrow the interval")
 FIX_LAYOUT_HOOK = ("run through `cpverify run` (it adds the layout hook), or add "
                    "--custom-megatron-init-path cpverify.slime_hooks.layout.log_layout to the train args so the "
                    "log states the effective CP")
+FIX_DAMAGED_TIMINGS = ("judge the arm's own, unedited log: slime's timers print positive seconds; if it is the arm's "
+                       "own log, rerun the arm (a timer at or below zero, NaN or inf means its clock or metrics broke)")
+FIX_INCOMPLETE = ("judge the whole log of a finished arm (a copy taken while the arm ran ends mid-step); if the arm's "
+                  "own log ends there, the arm died: read its last lines (the Evidence section) and rerun")
+
+# Advice that names the workload's own knobs: slime's flags mean nothing to the probe profile
+# (torch's ring attention under torch.distributed.run), and the probe's mean nothing to slime.
+WORKLOADS = ("slime", "probe")
+_MORE_STEPS = {
+    "slime": "run more rollouts (e.g. --num-rollout 16) so each arm has more counted steps",
+    "probe": "run more measured steps (e.g. --set steps=60) so each arm has more counted steps",
+}
+_NO_PERF = {
+    "slime": "make sure both logs hold slime's train-side `perf N:` lines",
+    "probe": "the probe prints one `perf N:` line per measured step: read the end of the arm's log for why it stopped",
+}
+_NO_LAYOUT = {
+    "slime": FIX_LAYOUT_HOOK,
+    "probe": ("the probe prints its cpverify-layout line once its process group is up: read the arm's log for why it "
+              "did not get that far"),
+}
+_SHORT_SEQUENCES = {
+    "slime": "rule out FA3 with --attention-backend torch (or flash); note that at short sequences CP communication "
+             "dominates (try the long profile)",
+    "probe": "at short sequences CP communication dominates: compare the longer seq_lens of the sweep",
+}
+
+
+def fix_more_steps(workload: str) -> str:
+    return _MORE_STEPS[workload] + ", on otherwise idle GPUs, to narrow the interval"
+
+
+def fix_slow_cp(workload: str) -> str:
+    return ("CP>1 is much slower than CP=1: " + FIX_OLD_STACK + "; " + FIX_TRANSPORT + "; "
+            + _SHORT_SEQUENCES[workload] + "; turn off MIG and GPU power limits (nvidia-smi -pl); " + FIX_COLLECT)
+
 
 ERROR_FIXES = {
     "nccl_timeout": ("the NCCL watchdog fired (a collective hung for --distributed-timeout-minutes): "
@@ -185,6 +217,10 @@ class ArmEvidence:
     # slime itself compared this arm's grad norm at every step with the baseline arm's on identical
     # rollouts (train-only: --ci-load-grad-norm of the path the baseline saved to)
     grad_norm_checked: bool = False
+    # Rollouts the plan asked this arm for (ids 0..n-1: slime's --num-rollout, the probe's warm-up +
+    # measured steps); None when nobody said. An arm that counted fewer did not finish.
+    expected_rollouts: int | None = None
+    log_path: Path | None = None  # the file `parsed` came from (for the failure evidence in verdict.md)
 
 
 @dataclass
@@ -196,6 +232,17 @@ class Check:
     arm: str | None = None
     effect: str | None = None  # the verdict status a failed check forces (FAIL, INCONCLUSIVE, BLOCKED)
     brief: str = ""  # a shorter detail for the headline (not serialised)
+
+    def __post_init__(self) -> None:
+        # A row that says "fail" must force a status, and only a failed row may: otherwise the
+        # table and the status it explains contradict each other.
+        if (self.status == "fail") != (self.effect is not None):
+            raise ValueError(f"check {self.name}: status {self.status!r} with effect {self.effect!r}")
+
+    @property
+    def meaning(self) -> str:
+        """What this row means for the verdict: the status it forces, or that it decides nothing."""
+        return self.effect or {"pass": "pass", "warn": "warning", "skip": "not judged"}[self.status]
 
     def to_json(self) -> dict:
         return {"name": self.name, "status": self.status, "detail": self.detail, "fix": self.fix,
@@ -215,6 +262,10 @@ class ArmSummary:
     lines: int
     values: dict[str, list[float]] = field(default_factory=dict)  # primary metric per counted rollout (plots)
     samples: dict[str, list[float]] = field(default_factory=dict, repr=False)  # every timing metric's samples
+    log_path: Path | None = None
+    # Why this arm failed, for the evidence in verdict.md: {"line": first fatal error line or None
+    # (then the end of the log), "class", "text", "why"}; None when the arm did not fail.
+    failure: dict | None = None
 
     def to_json(self) -> dict:
         return {"name": self.name, "cp_requested": self.cp_requested,
@@ -222,7 +273,7 @@ class ArmSummary:
                 "layout": self.layout, "outcome": self.outcome, "counted_rollouts": self.counted_rollouts,
                 "counted_steps": len(self.counted_rollouts),
                 "metrics": {name: s.to_json() for name, s in self.metrics.items()}, "nccl": self.nccl,
-                "log_lines": self.lines, "values": self.values}
+                "log_lines": self.lines, "values": self.values, "failure": self.failure}
 
 
 @dataclass
@@ -252,6 +303,7 @@ class Verdict:
     errors: list[dict]
     labels: dict[str, str] = field(default_factory=dict)  # arm name -> "CP=2" (or the name)
     ab: dict | None = None  # A/B of two slime revisions (cpverify.ab.analyze), when the plan had one
+    workload: str = "slime"  # whose advice the fixes give: slime or probe
 
     @property
     def headline(self) -> str:
@@ -282,6 +334,7 @@ class Verdict:
             "checks": [c.to_json() for c in self.checks],
             "numerics": self.numerics,
             "errors": self.errors,
+            "workload": self.workload,
             **({"ab": self.ab} if self.ab is not None else {}),
         }
 
@@ -357,10 +410,30 @@ def pretraining_only(parsed: ParsedLog) -> bool:
             and any(i.elapsed_ms is not None for i in parsed.iterations))
 
 
-def _samples(per_rollout: dict[int, dict[str, float]], metric: str) -> list[float]:
-    # nan/inf can appear in slime's dicts (a skipped timer); they carry no timing information.
-    values = (m.get(metric) for m in per_rollout.values())
-    return [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
+def _measurements(per_rollout: dict[int, dict[str, float]], metric: str) -> tuple[list[float], list[tuple[int, float]]]:
+    """The metric's durations per counted rollout, and the (rollout, value) pairs that are not durations."""
+    kept, rejected = [], []
+    for rollout, metrics in per_rollout.items():
+        if metric in metrics:
+            value = metrics[metric]
+            (kept.append(float(value)) if stats.is_duration(value) else rejected.append((rollout, value)))
+    return kept, rejected
+
+
+# slime starts train_wait when a step ends (it times the wait for the next rollout), so every
+# complete log ends with it open; any other timer left open means the log ends inside a step.
+IDLE_TIMERS = frozenset({"train_wait"})
+
+
+def _ranges(ids: Sequence[int]) -> str:
+    """[1, 2, 3, 5] -> "1-3, 5"."""
+    parts: list[str] = []
+    for i in sorted(ids):
+        if parts and parts[-1][1] == i - 1:
+            parts[-1][1] = i
+        else:
+            parts.append([i, i])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in parts)
 
 
 # "[rank0]:[E0821 10:11:26.712922209 ProcessGroupNCCL.cpp:616] [Rank 0] " carries no meaning in a headline.
@@ -372,7 +445,7 @@ def _excerpt(text: str, limit: int = 240) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _arm_checks(ev: ArmEvidence, t: Thresholds) -> tuple[ArmSummary, list[Check]]:
+def _arm_checks(ev: ArmEvidence, t: Thresholds, workload: str) -> tuple[ArmSummary, list[Check]]:
     parsed = ev.parsed
     checks: list[Check] = []
     outcome = ev.result.outcome if ev.result else None
@@ -381,15 +454,18 @@ def _arm_checks(ev: ArmEvidence, t: Thresholds) -> tuple[ArmSummary, list[Check]
             "network": parsed.nccl.network}
     per_rollout = (counted_iterations(parsed, t.warmup) if t.primary_metric == ITERATION_METRIC
                    else counted_perf(parsed, t.warmup))
-    samples = {m: _samples(per_rollout, m) for m in timing_metrics(t)}
-    primary = {r: values[0] for r, m in per_rollout.items() if (values := _samples({r: m}, t.primary_metric))}
+    measured = {m: _measurements(per_rollout, m) for m in timing_metrics(t)}
+    samples = {m: kept for m, (kept, _) in measured.items()}
+    primary = {r: float(m[t.primary_metric]) for r, m in per_rollout.items()
+               if stats.is_duration(m.get(t.primary_metric))}
+    log_path = ev.log_path or (ev.result.log_path if ev.result else None)
     summary = ArmSummary(
         name=ev.name, cp_requested=ev.cp_requested, cp_effective=layout.cp if layout else None,
         layout=({"cp": layout.cp, "dp": layout.dp, "tp": layout.tp, "pp": layout.pp,
                  "world": getattr(layout, "world", None)} if layout else None),
         outcome=outcome, counted_rollouts=list(primary), values={t.primary_metric: list(primary.values())},
         metrics={m: stats.summarize(v) for m, v in samples.items() if v}, nccl=nccl, lines=parsed.lines,
-        samples=samples)
+        samples=samples, log_path=log_path)
 
     # 1. Did the runner get the arm going at all, and did it end cleanly?
     if ev.result is None:
@@ -411,6 +487,7 @@ def _arm_checks(ev: ArmEvidence, t: Thresholds) -> tuple[ArmSummary, list[Check]
             return summary, checks
 
     # 2. Error signatures: one check per class, naming the first occurrence.
+    fatal = None
     for cls, found in _errors_by_class(parsed.errors).items():
         first = found[0]
         coarse = getattr(first, "coarse", "") or cls
@@ -427,6 +504,8 @@ def _arm_checks(ev: ArmEvidence, t: Thresholds) -> tuple[ArmSummary, list[Check]
             brief += f" — {cause}"
         checks.append(Check(f"error:{cls}", "warn" if effect is None else "fail", detail, fix, ev.name, effect,
                             brief))
+        if effect == FAIL and (fatal is None or first.line < fatal.line):
+            fatal = first
     if not parsed.errors:
         checks.append(Check("errors", "pass", f"no error signatures in {parsed.lines} lines", arm=ev.name))
 
@@ -435,10 +514,10 @@ def _arm_checks(ev: ArmEvidence, t: Thresholds) -> tuple[ArmSummary, list[Check]
         if ev.cp_requested > 1:
             checks.append(Check("cp_effective", "fail",
                                 f"could not confirm CP={ev.cp_requested}: the log has no cpverify-layout line",
-                                FIX_LAYOUT_HOOK, ev.name, INCONCLUSIVE))
+                                _NO_LAYOUT[workload], ev.name, INCONCLUSIVE))
         else:
-            checks.append(Check("cp_effective", "warn", "CP=1 unconfirmed (no cpverify-layout line; 1 is slime's "
-                                "default)", FIX_LAYOUT_HOOK, ev.name))
+            checks.append(Check("cp_effective", "warn", "CP=1 unconfirmed (no cpverify-layout line; 1 is the "
+                                "default)", _NO_LAYOUT[workload], ev.name))
     elif layout.cp != ev.cp_requested:
         checks.append(Check("cp_effective", "fail",
                             f"CP did not take effect: requested CP={ev.cp_requested}, the run reports cp={layout.cp} "
@@ -449,7 +528,43 @@ def _arm_checks(ev: ArmEvidence, t: Thresholds) -> tuple[ArmSummary, list[Check]
         checks.append(Check("cp_effective", "pass", f"cp={layout.cp} tp={layout.tp} pp={layout.pp} dp={layout.dp}",
                             arm=ev.name))
 
-    # 4. Enough counted steps for an interval?
+    # 4. Are the timings measurements? A zero, negative, NaN or infinite duration is not one
+    # (a broken timer, or an edited log); it is left out, and the arm cannot pass with it.
+    damaged = {m: rejected for m, (_, rejected) in measured.items() if rejected}
+    if damaged:
+        said = {m: f"{m} at rollout(s) {_ranges([r for r, _ in bad])} (" + ", ".join(f"{v:.4g}" for _, v in bad[:3])
+                + (", …)" if len(bad) > 3 else ")") for m, bad in damaged.items()}
+        first = said.get(t.primary_metric) or next(iter(said.values()))
+        checks.append(Check("timings", "fail", "timings that are not durations (zero, negative, NaN or infinite are "
+                            "not measurements, so they are left out): " + "; ".join(said.values()),
+                            FIX_DAMAGED_TIMINGS, ev.name, INCONCLUSIVE,
+                            brief=f"arm {ev.name} has timings that are not durations: {first}"))
+    elif per_rollout:
+        checks.append(Check("timings", "pass", "every counted timing is a positive duration", arm=ev.name))
+
+    # 5. Did the arm finish? A log that ends inside a step (a timer started, never ended) was cut
+    # or its arm died there; an arm with fewer rollouts than its plan asked for stopped early.
+    unfinished = []
+    open_steps = [(name, line) for name, line in parsed.timers_open if name not in IDLE_TIMERS]
+    if open_steps:
+        unfinished.append("the log ends inside a step: " + ", ".join(
+            f"Timer {name} started at line {line} never ended" for name, line in open_steps))
+    if ev.expected_rollouts is not None:
+        seen = {r.rollout for r in parsed.perf if r.side == "train"}
+        missing = [r for r in range(t.warmup, ev.expected_rollouts) if r not in seen]
+        if missing:
+            unfinished.append(f"the plan asked for {ev.expected_rollouts} rollouts (0-{ev.expected_rollouts - 1}, "
+                              f"counted from {t.warmup}) and {len(missing)} of them have no train-side perf record "
+                              f"(rollouts {_ranges(missing)})")
+    if unfinished:
+        checks.append(Check("complete", "fail", "; ".join(unfinished), FIX_INCOMPLETE, ev.name, INCONCLUSIVE,
+                            brief=f"arm {ev.name} did not finish: {'; '.join(unfinished)}"))
+    else:
+        detail = "no step left unfinished" + (f"; all {ev.expected_rollouts} planned rollouts have a perf record"
+                                              if ev.expected_rollouts is not None else " (no planned rollout count)")
+        checks.append(Check("complete", "pass", detail, arm=ev.name))
+
+    # 6. Enough counted steps for an interval?
     n = len(samples[t.primary_metric])
     skipped = sum(1 for r in parsed.perf if r.side == "train" and r.rollout < t.warmup)
     detail = (f"{n} counted {t.primary_metric} values (rollouts >= {t.warmup}; {skipped} warm-up record(s) "
@@ -461,13 +576,14 @@ def _arm_checks(ev: ArmEvidence, t: Thresholds) -> tuple[ArmSummary, list[Check]
             code = ev.result.exit_code if ev.result else None
             ended = f" and exited with code {code}" if code is not None else ""
             detail += f"; the arm printed no training step at all{ended}"
+        needed = (f"run at least {t.warmup + t.min_counted_steps} rollouts (--num-rollout)" if workload == "slime"
+                  else f"run at least {t.min_counted_steps} measured steps (--set steps=N)")
         checks.append(Check("counted_steps", "fail", f"{detail}; need >= {t.min_counted_steps}",
-                            f"run at least {t.warmup + t.min_counted_steps} rollouts (--num-rollout); "
-                            + FIX_MORE_ROLLOUTS, ev.name, INCONCLUSIVE))
+                            f"{needed}; {fix_more_steps(workload)}", ev.name, INCONCLUSIVE))
     else:
         checks.append(Check("counted_steps", "pass", detail, arm=ev.name))
 
-    # 5. NCCL transport and version (warnings: they explain a slow CP, they do not decide it).
+    # 7. NCCL transport and version (warnings: they explain a slow CP, they do not decide it).
     transports = nccl["transports"]
     slow_path = parsed.nccl_transport_warning()
     if slow_path:
@@ -486,6 +602,14 @@ def _arm_checks(ev: ArmEvidence, t: Thresholds) -> tuple[ArmSummary, list[Check]
     if version is not None and version < MIN_NCCL:
         checks.append(Check("nccl_version", "warn", f"NCCL {nccl['version']} is older than {MIN_NCCL}",
                             FIX_OLD_STACK, ev.name))
+
+    # The evidence verdict.md shows for an arm that failed or did not finish: where it went wrong.
+    failed = [c for c in checks if (c.effect == FAIL and c.name != "cp_effective") or (c.name == "complete" and c.effect)]
+    if failed:
+        why = "; ".join(f"error signature {c.name.removeprefix('error:')}" if c.name.startswith("error:")
+                        else c.detail for c in failed)
+        summary.failure = ({"line": fatal.line, "class": fatal.cls, "text": fatal.text, "why": why} if fatal
+                           else {"line": None, "class": None, "text": None, "why": why})
     return summary, checks
 
 
@@ -534,31 +658,36 @@ def _format_ratio(est: stats.RatioEstimate, t: Thresholds) -> str:
 
 
 def _comparison_checks(base: ArmEvidence, cand: ArmEvidence, arms: dict[str, ArmSummary], labels: dict[str, str],
-                       t: Thresholds, estimates: dict[str, stats.RatioEstimate],
-                       numerics: list[dict]) -> list[Check]:
+                       t: Thresholds, estimates: dict[str, stats.RatioEstimate], numerics: list[dict], *,
+                       workload: str, arms_decide: bool) -> list[Check]:
+    """`arms_decide`: the two arms' own checks already force a status (an arm blocked, failed, too
+    short); then a missing ratio or interval only restates that and is not judged here."""
     pair = f"{cand.name} vs {base.name}"
     checks: list[Check] = []
     b_arm, c_arm = arms[base.name], arms[cand.name]
 
     primary = estimates.get(t.primary_metric)
     what = f"{labels[cand.name]} {short_metric(t.primary_metric)} vs {labels[base.name]}"
-    if primary is None or primary.ratio is None:
-        note = primary.note if primary else "no values"
-        checks.append(Check(f"speed:{pair}", "fail", f"{what}: no ratio ({note})",
-                            "make sure both logs hold slime's train-side `perf N:` lines; " + FIX_MORE_ROLLOUTS,
-                            effect=INCONCLUSIVE))
-    elif primary.ci is None:
-        checks.append(Check(f"speed:{pair}", "fail", f"{what}: {primary.ratio:.2f}×, {primary.note}",
-                            FIX_MORE_ROLLOUTS, effect=INCONCLUSIVE, brief=f" — {primary.note}"))
+    if primary is None or primary.ratio is None or primary.ci is None:
+        if primary is None or primary.ratio is None:
+            detail = f"{what}: no ratio ({primary.note if primary else 'no values'})"
+            fix = _NO_PERF[workload] + "; " + fix_more_steps(workload)
+        else:
+            detail, fix = f"{what}: {primary.ratio:.2f}×, {primary.note}", fix_more_steps(workload)
+        if arms_decide:
+            checks.append(Check(f"speed:{pair}", "skip", detail + "; the arms' own checks decide"))
+        else:
+            checks.append(Check(f"speed:{pair}", "fail", detail, fix, effect=INCONCLUSIVE,
+                                brief=f" — {primary.note}" if primary and primary.ratio is not None else ""))
     elif primary.ci[1] <= t.pass_ratio:
         checks.append(Check(f"speed:{pair}", "pass", f"{what}: {_format_ratio(primary, t)}"))
     elif primary.ci[0] > t.pass_ratio:
         checks.append(Check(f"speed:{pair}", "fail", f"{what}: {_format_ratio(primary, t)}; the whole interval "
-                            f"is above the threshold", FIX_SLOW_CP, effect=FAIL,
+                            f"is above the threshold", fix_slow_cp(workload), effect=FAIL,
                             brief=" — the whole interval is above the threshold"))
     else:
         checks.append(Check(f"speed:{pair}", "fail", f"{what}: {_format_ratio(primary, t)}; the interval "
-                            f"straddles the threshold", FIX_MORE_ROLLOUTS, effect=INCONCLUSIVE,
+                            f"straddles the threshold", fix_more_steps(workload), effect=INCONCLUSIVE,
                             brief=" — the interval straddles the threshold"))
 
     for metric in SECONDARY_GATED:
@@ -568,7 +697,7 @@ def _comparison_checks(base: ArmEvidence, cand: ArmEvidence, arms: dict[str, Arm
         label = f"{labels[cand.name]} {short_metric(metric)} vs {labels[base.name]}"
         if est.ci[0] > t.pass_ratio:
             checks.append(Check(f"speed:{short_metric(metric)}:{pair}", "warn",
-                                f"{label}: {_format_ratio(est, t)}", FIX_SLOW_CP))
+                                f"{label}: {_format_ratio(est, t)}", fix_slow_cp(workload)))
         else:
             checks.append(Check(f"speed:{short_metric(metric)}:{pair}", "pass", f"{label}: {_format_ratio(est, t)}"))
 
@@ -639,19 +768,34 @@ def _labels(evidence: Sequence[ArmEvidence]) -> dict[str, str]:
 
 
 def decide(evidence: list[ArmEvidence], *, comparisons: list[tuple[str, str]],
-           thresholds: Thresholds | None = None) -> Verdict:
-    """The verdict over N arms and several (baseline, candidate) comparisons; the first is primary."""
+           thresholds: Thresholds | None = None, workload: str = "slime") -> Verdict:
+    """The verdict over N arms and several (baseline, candidate) comparisons; the first is primary.
+
+    The question is always what the larger CP costs against the smaller one, so each pair is
+    oriented by the CP its arms requested, whichever order it names them in: a pair given as
+    (cp2, cp1) is judged as cp2 against cp1, never as the inverse ratio. A pair of equal CPs
+    verifies nothing and is refused. `workload` (slime or probe) picks the advice in the fixes.
+    """
     t = thresholds or Thresholds()
+    if workload not in WORKLOADS:
+        raise InputError(f"unknown workload {workload!r}", f"use one of {', '.join(WORKLOADS)}")
     by_name = {ev.name: ev for ev in evidence}
     if len(by_name) != len(evidence):
         raise InputError("two arms share a name", "give every arm a unique name (cp1, cp2, cp4, ...)")
     if not comparisons:
         raise InputError("no comparison to decide", "pass at least one (baseline, candidate) pair, e.g. (cp1, cp2)")
+    oriented = []
     for pair in comparisons:
         missing = [name for name in pair if name not in by_name]
         if missing:
             raise InputError(f"comparison {pair} names unknown arm(s) {missing}",
                              f"compare only arms that exist: {sorted(by_name)}")
+        (b_cp, base_name), (c_cp, cand_name) = sorted((by_name[name].cp_requested, name) for name in pair)
+        if b_cp == c_cp:
+            raise InputError(f"comparison {pair[0]} vs {pair[1]}: both arms requested CP={b_cp}, so there is no "
+                             "CP to verify", "compare a CP=1 arm against a CP>1 arm, e.g. --baseline-cp 1 "
+                             "--candidate-cp 2")
+        oriented.append((base_name, cand_name))
 
     if t.primary_metric == PRIMARY_METRIC and all(pretraining_only(ev.parsed) for ev in evidence):
         t = replace(t, primary_metric=ITERATION_METRIC)
@@ -659,11 +803,12 @@ def decide(evidence: list[ArmEvidence], *, comparisons: list[tuple[str, str]],
     arms: dict[str, ArmSummary] = {}
     arm_checks: dict[str, list[Check]] = {}
     for ev in evidence:
-        arms[ev.name], arm_checks[ev.name] = _arm_checks(ev, t)
+        arms[ev.name], arm_checks[ev.name] = _arm_checks(ev, t, workload)
 
     results: list[Comparison] = []
+    told: dict[int, Check | None] = {}  # comparison index -> the check its reason tells
     all_numerics: list[dict] = []
-    for base_name, cand_name in comparisons:
+    for base_name, cand_name in oriented:
         base, cand = by_name[base_name], by_name[cand_name]
         estimates = {}
         for metric in timing_metrics(t):
@@ -673,23 +818,35 @@ def decide(evidence: list[ArmEvidence], *, comparisons: list[tuple[str, str]],
                                                   confidence=t.confidence, resamples=t.resamples, seed=t.seed)
         numerics = _numerics(base.parsed, cand.parsed, base_name, cand_name, t)
         all_numerics.extend(numerics)
-        own = _comparison_checks(base, cand, arms, labels, t, estimates, numerics)
+        arms_decide = any(c.effect for c in arm_checks[base_name] + arm_checks[cand_name])
+        own = _comparison_checks(base, cand, arms, labels, t, estimates, numerics, workload=workload,
+                                 arms_decide=arms_decide)
         involved = arm_checks[base_name] + arm_checks[cand_name] + own
         status = worst(c.effect for c in involved if c.effect)
-        reason = _reason(status, involved, estimates.get(t.primary_metric), base_name, cand_name, labels, t)
+        reason, told[len(results)] = _reason(status, involved, estimates.get(t.primary_metric), base_name,
+                                             cand_name, labels, t)
         results.append(Comparison(base_name, cand_name, status, reason, estimates, own))
 
-    compared = {name for pair in comparisons for name in pair}
+    compared = {name for pair in oriented for name in pair}
     loose = [c for name in by_name if name not in compared for c in arm_checks[name] if c.effect]
     status = worst([c.status for c in results] + [c.effect for c in loose])
     # The headline tells the story of the worst comparison (the primary one when tied).
-    leading = next(c for c in results if c.status == worst(c.status for c in results))
-    summary = leading.reason
-    if loose and _SEVERITY[worst(c.effect for c in loose)] > _SEVERITY[leading.status]:
-        first = next(c for c in loose if c.effect == status)
-        summary = first.brief or f"arm {first.arm}: {first.detail}"
+    index = next(i for i, c in enumerate(results) if c.status == worst(c.status for c in results))
+    summary, shown = results[index].reason, told[index]
+    if loose and _SEVERITY[worst(c.effect for c in loose)] > _SEVERITY[results[index].status]:
+        shown = next(c for c in loose if c.effect == status)
+        summary = shown.brief or f"arm {shown.arm}: {shown.detail}"
     primary = results[0]
-    if summary != primary.reason:
+    told_primary = summary == primary.reason
+
+    checks = [c for ev in evidence for c in arm_checks[ev.name]] + [c for r in results for c in r.checks]
+    # Every other row that forces a status, counted by the status it forces: the headline names one.
+    others = [c for c in checks if c.effect and c is not shown]
+    if others:
+        counts = sorted({c.effect for c in others}, key=_SEVERITY.__getitem__, reverse=True)
+        summary += (f" (+{len(others)} more failed check{'s' if len(others) > 1 else ''}: "
+                    + ", ".join(f"{sum(c.effect == e for c in others)} {e}" for e in counts) + "; see checks)")
+    if not told_primary:
         # Another comparison decided; the primary one is still the number people quote.
         summary += f" [primary {labels[primary.candidate]} vs {labels[primary.baseline]}: {primary.status}"
         estimate = primary.metrics.get(t.primary_metric)
@@ -697,17 +854,17 @@ def decide(evidence: list[ArmEvidence], *, comparisons: list[tuple[str, str]],
             summary += f", {short_metric(t.primary_metric)} {estimate.ratio:.2f}×"
         summary += "]"
 
-    checks = [c for ev in evidence for c in arm_checks[ev.name]] + [c for r in results for c in r.checks]
     errors = [{"arm": ev.name, "class": cls, "line": e.line, "text": e.text,
                "fatal": ERROR_EFFECTS.get(cls, FAIL) == FAIL, "count": len(found)}
               for ev in evidence for cls, found in _errors_by_class(ev.parsed.errors).items() for e in found[:1]]
     return Verdict(status=status, summary=summary, rule=decision_rule(t), thresholds=t,
                    arms=[arms[ev.name] for ev in evidence], comparisons=results, checks=checks,
-                   numerics=all_numerics, errors=errors, labels=labels)
+                   numerics=all_numerics, errors=errors, labels=labels, workload=workload)
 
 
 def _reason(status: str, checks: list[Check], primary: stats.RatioEstimate | None, base: str, cand: str,
-            labels: dict[str, str], t: Thresholds) -> str:
+            labels: dict[str, str], t: Thresholds) -> tuple[str, Check | None]:
+    """A comparison's one-line story, and the check it tells (None for a PASS)."""
     speed = ""
     if primary is not None and primary.ratio is not None:
         n_b, n_c = primary.n_baseline, primary.n_candidate
@@ -716,9 +873,8 @@ def _reason(status: str, checks: list[Check], primary: stats.RatioEstimate | Non
                  f"({f'{t.confidence:.0%} CI {primary.ci[0]:.2f}–{primary.ci[1]:.2f}' if primary.ci else 'no CI'}, "
                  f"threshold ≤ {t.pass_ratio:.2f}), {steps}")
     if status == PASS:
-        return speed
-    decisive = [c for c in checks if c.effect == status]
-    first = decisive[0]
+        return speed, None
+    first = next(c for c in checks if c.effect == status)
     if first.name.startswith("speed:") and speed:
         text = speed + first.brief  # the speed check's brief is the suffix saying why
     elif first.brief:
@@ -728,9 +884,7 @@ def _reason(status: str, checks: list[Check], primary: stats.RatioEstimate | Non
         text = where + first.detail
         if speed:
             text += f"; {speed}"
-    if len(decisive) > 1:
-        text += f" (+{len(decisive) - 1} more, see checks)"
-    return text
+    return text, first
 
 
 # -- the `cpverify verdict` subcommand --------------------------------------------------------
@@ -739,7 +893,9 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "verdict", help="decide PASS/FAIL from a CP=1 and a CP=2 log you already have",
         description="Compare a baseline (CP=1) and a candidate (CP=2) slime log and write verdict.md, "
-                    "verdict.json, env.json and commands.sh. Exit code: 0 PASS, 1 FAIL, 3 INCONCLUSIVE, 4 BLOCKED.")
+                    "verdict.json, env.json and commands.sh. The ratio is always the larger CP's against the "
+                    "smaller CP's, whichever log is given first. Exit code: 0 PASS, 1 FAIL, 2 bad input, "
+                    "3 INCONCLUSIVE, 4 BLOCKED.")
     parser.add_argument("--baseline", required=True, metavar="LOG", help="log of the baseline arm (CP=1)")
     parser.add_argument("--candidate", required=True, metavar="LOG", help="log of the candidate arm (CP=2)")
     parser.add_argument("--out", metavar="DIR", help="artifact directory (default: artifacts/<run-id>/)")
@@ -751,6 +907,11 @@ def register(subparsers) -> None:
                         help="rollouts with id < N are not counted (1)")
     parser.add_argument("--min-steps", type=int, default=Thresholds.min_counted_steps, metavar="N",
                         help="counted steps needed per arm (3)")
+    parser.add_argument("--expected-rollouts", type=int, metavar="N",
+                        help="rollouts each arm was started with (slime's --num-rollout): an arm whose log lacks "
+                             "one of rollouts warmup..N-1 did not finish and cannot pass (default: not checked)")
+    parser.add_argument("--workload", choices=WORKLOADS, default="slime",
+                        help="what wrote the logs, for the advice in the fixes (slime)")
     parser.add_argument("--deterministic", action="store_true",
                         help="the runs were deterministic: gate first-step numerics")
     parser.add_argument("--json", action="store_true", help="print verdict.json to stdout instead of the summary")
@@ -758,52 +919,64 @@ def register(subparsers) -> None:
 
 
 def run_verdict_command(args) -> int:
-    """Parse two logs, decide, write the bundle, print the headline; returns the status's exit code."""
-    import io
+    """Snapshot two logs into the bundle, decide on the snapshots, write the bundle, print the
+    headline; returns the status's exit code."""
     import json
     import shlex
     import sys
-    from pathlib import Path
 
     from cpverify import report
-    from cpverify.artifacts import RunDir, atomic_writer
-    from cpverify.logs import open_log, parse_file
+    from cpverify.artifacts import RunDir
+    from cpverify.logs import parse_file
     from cpverify.redact import Redactor
 
     thresholds = Thresholds(pass_ratio=args.pass_ratio, warmup=args.warmup, min_counted_steps=args.min_steps,
                             deterministic=args.deterministic)
-    paths = {"baseline": Path(args.baseline), "candidate": Path(args.candidate)}
-    for role, path in paths.items():
+    given = {"baseline": (Path(args.baseline), args.baseline_cp), "candidate": (Path(args.candidate), args.candidate_cp)}
+    for role, (path, cp) in given.items():
         if not path.is_file():
             raise InputError(f"--{role} {path} is not a readable file",
                              "pass the path of a saved slime log (stdout and stderr of train.py / ray job logs)")
-    for flag, cp in (("--baseline-cp", args.baseline_cp), ("--candidate-cp", args.candidate_cp)):
         if cp < 1:
-            raise InputError(f"{flag} {cp} must be >= 1", f"pass the CP size the run was started with, e.g. {flag} 2")
-    names = ((f"cp{args.baseline_cp}", f"cp{args.candidate_cp}") if args.baseline_cp != args.candidate_cp
-             else ("baseline", "candidate"))
-    evidence = [ArmEvidence(name, cp, parse_file(path))
-                for name, cp, path in zip(names, (args.baseline_cp, args.candidate_cp), paths.values(), strict=True)]
-    verdict = decide(evidence, comparisons=[names], thresholds=thresholds)
+            raise InputError(f"--{role}-cp {cp} must be >= 1",
+                             f"pass the CP size the run was started with, e.g. --{role}-cp 2")
+    if args.baseline_cp == args.candidate_cp:
+        raise InputError(f"--baseline-cp and --candidate-cp are both {args.baseline_cp}: a CP verification compares "
+                         "two CP sizes", "pass the CP each log was run with, e.g. --baseline-cp 1 --candidate-cp 2")
+    if args.expected_rollouts is not None and args.expected_rollouts <= args.warmup:
+        raise InputError(f"--expected-rollouts {args.expected_rollouts} leaves no rollout after the warm-up "
+                         f"({args.warmup})", "pass the --num-rollout the arms were started with, e.g. 8")
+    # The baseline is the smaller CP, whichever order the options came in (see decide()).
+    (b_path, b_cp), (c_path, c_cp) = sorted(given.values(), key=lambda pair: pair[1])
+    if b_cp != args.baseline_cp:
+        print(f"note: --baseline-cp {args.baseline_cp} > --candidate-cp {args.candidate_cp}: judging CP={c_cp} "
+              f"({c_path}) against CP={b_cp} ({b_path})", file=sys.stderr)
+    arms = {f"cp{b_cp}": (b_path, b_cp), f"cp{c_cp}": (c_path, c_cp)}
 
     run_dir = RunDir.create(args.out)
     scrub = Redactor()  # one for the bundle: a host is the same host-N in its logs and in verdict.md
-    for name, path in zip(names, paths.values(), strict=True):
-        # The bundle carries the logs it judged, redacted (they may hold tokens, keys or hosts).
-        # open_log: a gzip or UTF-16 log is copied as the text it holds.
-        with atomic_writer(run_dir.log_path(name)) as out, open_log(path) as raw:
-            line = scrub.lines()  # a private-key block may span lines
-            for text in io.TextIOWrapper(raw, encoding="utf-8", errors="replace"):
-                out.write(line(text))
+    evidence, inputs = [], {}
+    for (name, (path, cp)), role in zip(arms.items(), ("baseline", "candidate"), strict=True):
+        bundled = run_dir.log_path(name)
+        inputs[role] = {**_snapshot(path, bundled, scrub), "cp": cp}
+        # Judge the bundled copy itself: a log that grows while it is read, the bundle's copy, its
+        # sha256 and the verdict all describe the same bytes, and commands.sh replays it exactly.
+        evidence.append(ArmEvidence(name, cp, parse_file(bundled), expected_rollouts=args.expected_rollouts,
+                                    log_path=bundled))
+    verdict = decide(evidence, comparisons=[tuple(arms)], thresholds=thresholds, workload=args.workload)
+
+    names = list(arms)
     reproduce = ["cpverify", "verdict", "--baseline", f"logs/{names[0]}.log", "--candidate", f"logs/{names[1]}.log",
-                 "--baseline-cp", str(args.baseline_cp), "--candidate-cp", str(args.candidate_cp),
-                 "--pass-ratio", f"{args.pass_ratio:g}", "--warmup", str(args.warmup), "--min-steps",
-                 str(args.min_steps), "--out", "reproduced"] + (["--deterministic"] if args.deterministic else [])
+                 "--baseline-cp", str(b_cp), "--candidate-cp", str(c_cp), "--pass-ratio", f"{args.pass_ratio:g}",
+                 "--warmup", str(args.warmup), "--min-steps", str(args.min_steps), "--workload", args.workload,
+                 "--out", "reproduced"]
+    reproduce += ["--expected-rollouts", str(args.expected_rollouts)] if args.expected_rollouts is not None else []
+    reproduce += ["--deterministic"] if args.deterministic else []
     commands = ("#!/usr/bin/env bash\n"
                 "# Reproduce this verdict from the logs in this bundle (run it from this directory).\n"
                 "# The slime commands behind the logs were not recorded: the logs were given to cpverify.\n"
                 "set -euo pipefail\n" + shlex.join(reproduce) + "\n")
-    written = report.write_report(run_dir, verdict, env=_basic_env(paths), commands_sh=commands, redactor=scrub)
+    written = report.write_report(run_dir, verdict, env=_basic_env(inputs), commands_sh=commands, redactor=scrub)
 
     if args.json:
         print(json.dumps(json.loads(written["verdict.json"].read_text(encoding="utf-8")), indent=2))
@@ -813,19 +986,57 @@ def run_verdict_command(args) -> int:
     return verdict.exit_code
 
 
-def _basic_env(paths: dict) -> dict:
-    """What can be said about the environment from here: cpverify itself and the inputs' fingerprints."""
+def _snapshot(source: Path, bundled: Path, scrub) -> dict:
+    """Copy `source` once, as it is now (a log may still be growing), then write the bundle's log
+    from that copy, redacted by `scrub` (a log may hold tokens, keys or host names). The digest
+    names the bytes read, so env.json, the bundled log and the verdict describe the same log."""
     import hashlib
+    import io
+    import shutil
+
+    from cpverify.artifacts import atomic_writer
+    from cpverify.logs import open_log
+
+    snapshot = bundled.with_name(f".{bundled.name}.snapshot")
+    read, written = hashlib.sha256(), hashlib.sha256()
+    try:
+        with source.open("rb") as src, snapshot.open("wb") as copy:
+            shutil.copyfileobj(_Hashing(src, read), copy)
+            size = copy.tell()
+        # open_log: a gzip or UTF-16 log is copied as the text it holds. newline="": a "\r" (a
+        # progress bar) stays in its line, so the bundled log's line numbers are the source's.
+        with atomic_writer(bundled) as out, open_log(snapshot) as raw:
+            line = scrub.lines()  # a private-key block may span lines
+            for text in io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline=""):
+                redacted = line(text)
+                written.update(redacted.encode("utf-8"))
+                out.write(redacted)
+    except OSError as exc:
+        raise InputError(f"could not read {source}: {exc.strerror or exc}",
+                         "copy the log to a local disk and pass the copy") from None
+    finally:
+        snapshot.unlink(missing_ok=True)
+    return {"file": source.name, "sha256": read.hexdigest(), "bytes": size,
+            "bundled": f"logs/{bundled.name}", "bundled_sha256": written.hexdigest()}
+
+
+class _Hashing:
+    """A binary reader that feeds what it reads to a hash."""
+
+    def __init__(self, stream, digest) -> None:
+        self._stream, self._digest = stream, digest
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._stream.read(size)
+        self._digest.update(data)
+        return data
+
+
+def _basic_env(inputs: dict) -> dict:
+    """What can be said about the environment from here: cpverify itself and the inputs' fingerprints."""
     import platform
 
     from cpverify import __version__
 
-    inputs = {}
-    for role, path in paths.items():
-        digest = hashlib.sha256()
-        with path.open("rb") as handle:
-            for chunk in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(chunk)
-        inputs[role] = {"file": path.name, "sha256": digest.hexdigest(), "bytes": path.stat().st_size}
     return {"source": "cpverify verdict (existing logs)", "cpverify": __version__,
             "python": platform.python_version(), "platform": platform.platform(), "inputs": inputs}

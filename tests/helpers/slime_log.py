@@ -139,7 +139,8 @@ class SlimeLog:
 
     def iteration(self, rollout_id: int, *, actor_train_time: float, log_probs_time: float = 0.11,
                   ref_log_probs_time: float = 1.40, rollout_time: float = 3.25, steps: int = 1,
-                  step_metrics: dict[str, float] | None = None, duplicate_pids: tuple[int, ...] = ()) -> None:
+                  step_metrics: dict[str, float] | None = None, duplicate_pids: tuple[int, ...] = (),
+                  update_weights_time: float = 0.33) -> None:
         """One slime iteration, in slime's print order.
 
         RolloutManager `perf N` (rollout side), Timer lines, Memory-Usage, `rollout N`,
@@ -157,8 +158,10 @@ class SlimeLog:
                            actor=ROLLOUT_ACTOR, mark="rollout_perf")
         self.truth.perf.append(PerfRecord(rollout_id, "rollout", line, dict(rollout_side)))
 
-        sleep_time, wake_up_time, update_weights_time, preprocess = 4.03, 1.94, 0.33, 0.002
+        sleep_time, wake_up_time, preprocess = 4.03, 1.94, 0.002
         train_wait = rollout_time + sleep_time + wake_up_time + update_weights_time
+        if any(name == "train_wait" for name, _ in self.truth.timers_open):
+            self._timer_end("train_wait", train_wait)
         self._timer("wake_up", wake_up_time)
         self.logger("[Rank 0] Memory-Usage after wake_up model: " + repr({
             "gpu": "0", "total_GB": 139.81, "free_GB": 101.2, "used_GB": 38.61, "allocated_GB": 23.99,
@@ -178,6 +181,8 @@ class SlimeLog:
             line = self.logger(f"step {step}: {metrics!r}", file="model.py", lineno=918, mark="step")
             self.truth.steps.append(StepRecord(step, line, dict(metrics)))
         self._timer_end("actor_train", actor_train_time)
+        # slime times the wait for the next rollout from here: a complete log ends with it open.
+        self._timer_start("train_wait")
         train_time = preprocess + ref_log_probs_time + log_probs_time + actor_train_time + 0.3
         step_time = train_wait + train_time
         perf = {
@@ -200,11 +205,25 @@ class SlimeLog:
         self.advance(sleep_time)
 
     def _timer_start(self, name: str) -> None:
-        self.logger(f"Timer {name} start", file="timer.py", lineno=24, mark="timer")
+        line = self.logger(f"Timer {name} start", file="timer.py", lineno=24, mark="timer")
+        self.truth.timers_open = [t for t in self.truth.timers_open if t[0] != name] + [(name, line)]
+
+    def cut_mid_step(self, rollout_id: int, *, timer: str = "actor_train") -> int:
+        """The start of an iteration whose arm died (or whose log copy was cut) inside `timer`:
+        the rollout-side perf line, then `Timer <timer> start` and nothing after it."""
+        self.advance(3.0)
+        self.logger(f"perf {rollout_id}: {{'perf/rollout_time': 3.0}}", file="rollout.py", lineno=1193,
+                    actor=ROLLOUT_ACTOR)
+        self.truth.perf.append(PerfRecord(rollout_id, "rollout", len(self.lines), {"perf/rollout_time": 3.0}))
+        if any(name == "train_wait" for name, _ in self.truth.timers_open):
+            self._timer_end("train_wait", 3.0)
+        self._timer_start(timer)
+        return len(self.lines)
 
     def _timer_end(self, name: str, elapsed: float) -> None:
         line = self.logger(f"Timer {name} end (elapsed: {elapsed:.1f}s)", file="timer.py", lineno=32, mark="timer")
         self.truth.timers.append(TimerRecord(name, round(elapsed, 1), line))
+        self.truth.timers_open = [t for t in self.truth.timers_open if t[0] != name]
 
     def _timer(self, name: str, elapsed: float) -> None:
         self._timer_start(name)
@@ -287,13 +306,17 @@ def default_step_metrics(step: int) -> dict[str, float]:
 def synthetic_arm(*, cp: int, actor_train_time: float, rollouts: int = 8, jitter: float = 0.05, seed: int = 0,
                   layout_cp: int | None | str = "same", dp: int | None = None, transport: str = "P2P/CUMEM",
                   nccl_version: str = "2.28.9", warmup_factor: float = 3.0,
-                  step_metrics: dict[str, float] | None = None, duplicate_pids: tuple[int, ...] = ()) -> SlimeLog:
+                  step_metrics: dict[str, float] | None = None, duplicate_pids: tuple[int, ...] = (),
+                  secondary: float | None = None, update_weights_time: float = 0.33,
+                  times: list[float] | None = None) -> SlimeLog:
     """A whole arm: layout line, NCCL start-up, `rollouts` iterations with seeded +/-jitter.
 
     Rollout 0 is `warmup_factor` times slower (torch.compile, NCCL lazy init), as in real runs.
     layout_cp: "same" prints cp=`cp`; an int prints that cp (a CP that did not take effect);
     None prints no layout line (a log from a run without the hook). dp defaults to 2 // cp
-    (two GPUs). Timings other than actor_train scale with it so every metric moves together.
+    (two GPUs). log_probs and ref_log_probs scale with `secondary` (default: actor_train_time), so
+    every metric moves together unless a test moves one alone. `times`: actor_train_time per
+    rollout exactly as given (no jitter, no warm-up factor; its length sets the rollouts).
     """
     rng = random.Random(seed)
     log = SlimeLog()
@@ -302,13 +325,15 @@ def synthetic_arm(*, cp: int, actor_train_time: float, rollouts: int = 8, jitter
         log.layout(cp=int(effective), dp=dp if dp is not None else max(1, 2 // int(effective)))
     log.nccl_init(version=nccl_version, transport=transport)
     scale = actor_train_time
-    for rid in range(rollouts):
+    other = actor_train_time if secondary is None else secondary
+    for rid in range(len(times) if times is not None else rollouts):
         warm = warmup_factor if rid == 0 else 1.0
 
         def noisy(value: float, warm: float = warm) -> float:
             return round(value * warm * rng.uniform(1 - jitter, 1 + jitter), 6)
 
-        log.iteration(rid, actor_train_time=noisy(scale), log_probs_time=noisy(0.11 * scale),
-                      ref_log_probs_time=noisy(0.14 * scale), rollout_time=round(rng.uniform(3.0, 3.5), 4),
-                      step_metrics=step_metrics, duplicate_pids=duplicate_pids)
+        log.iteration(rid, actor_train_time=times[rid] if times is not None else noisy(scale),
+                      log_probs_time=noisy(0.11 * other), ref_log_probs_time=noisy(0.14 * other),
+                      rollout_time=round(rng.uniform(3.0, 3.5), 4), step_metrics=step_metrics,
+                      duplicate_pids=duplicate_pids, update_weights_time=update_weights_time)
     return log
