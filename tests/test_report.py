@@ -61,7 +61,7 @@ def test_markdown_headline_and_tables():
     assert primary[2] == f"{verdict.to_json()['ratio']:.2f}×" and primary[6] == "PASS"
     arms = _table_rows(md, "arm ")
     assert [row[:3] for row in arms] == [["cp1", "1", "1"], ["cp2", "2", "2"]]
-    checks = _table_rows(md, "status")
+    checks = _table_rows(md, "means")
     assert {row[1] for row in checks} >= {"cp_effective", "counted_steps", "speed:cp2 vs cp1"}
     assert "### Numerics (first common step; reported only" in md
 
@@ -70,7 +70,8 @@ def test_markdown_details_blocks_hold_environment_commands_errors_and_rule():
     error = ErrorRecord("nccl_timeout", 812, "Watchdog caught collective operation timeout | ``` fenced")
     md = report.render_markdown(_verdict(cp2_errors=[error]), env={"nccl": "2.28.9"},
                                 commands="CUDA_VISIBLE_DEVICES=0,1 python3 train.py")
-    for summary in ("Error excerpts (1)", "Decision rule", "Environment", "Exact commands"):
+    for summary in ("Evidence: cp2 failed at line 812 (nccl_timeout)", "Decision rule", "Environment",
+                    "Exact commands"):
         assert f"<details><summary>{summary}</summary>" in md
     assert md.count("<details>") == md.count("</details>") == 4
     # an excerpt holding ``` gets a longer fence, so it cannot close the block early
@@ -78,17 +79,17 @@ def test_markdown_details_blocks_hold_environment_commands_errors_and_rule():
     assert "```bash\nCUDA_VISIBLE_DEVICES=0,1 python3 train.py\n```" in md
     assert '"nccl": "2.28.9"' in md
     # the pipe in the excerpt is escaped inside the checks table and does not add a column
-    row = next(r for r in _table_rows(md, "status") if r[1] == "error:nccl_timeout")
+    row = next(r for r in _table_rows(md, "means") if r[1] == "error:nccl_timeout")
     assert len(row) == 5 and "\\|" in row[3]
     assert md.startswith("## cpverify verdict: FAIL\n\n**FAIL** — nccl_timeout in arm cp2 at line 812")
 
 
 def test_markdown_checks_list_problems_first_with_fixes():
     md = report.render_markdown(_verdict(2.0))
-    statuses = [row[0] for row in _table_rows(md, "status")]
-    assert statuses == sorted(statuses, key=lambda s: ["❌", "⚠️", "✅", "➖"].index(s.split()[0]))
-    for row in _table_rows(md, "status"):
-        if row[0].startswith(("❌", "⚠️")):
+    statuses = [row[0] for row in _table_rows(md, "means")]
+    assert statuses == sorted(statuses, key=lambda s: ["❌", "⛔", "❔", "⚠️", "✅", "➖"].index(s.split()[0]))
+    for row in _table_rows(md, "means"):
+        if row[0].startswith(("❌", "⛔", "❔", "⚠️")):
             assert row[4], f"check {row[1]} has no fix"
 
 
@@ -105,7 +106,7 @@ def test_json_render_is_strict_json_even_with_nan_numerics():
 def test_terminal_summary_lists_problems_with_fixes():
     text = report.render_summary(_verdict(2.0))
     assert text.splitlines()[0].startswith("FAIL — ")
-    assert "FAIL speed:cp2 vs cp1" in text and "    fix: CP=2 is much slower" in text
+    assert "FAIL speed:cp2 vs cp1" in text and "    fix: CP>1 is much slower" in text
 
 
 def test_write_report_writes_the_bundle(tmp_path):

@@ -119,7 +119,23 @@ def test_compare_handles_missing_and_non_positive_baselines():
     assert "baseline" in stats.compare([], [1.0]).note
     assert "either" in stats.compare([], []).note
     est = stats.compare([0.0, 0.0, 0.0], [1.0, 1.0, 1.0])
-    assert est.ratio is None and "non-positive" in est.note
+    assert est.ratio is None and "3 in the baseline" in est.note and "not durations" in est.note
+
+
+@pytest.mark.parametrize("bad", [-1.0, 0.0, -0.0, math.nan, math.inf, -math.inf])
+def test_a_candidate_value_that_is_not_a_duration_gives_no_ratio(bad):
+    """Negated or zeroed candidate timings once gave ratios of -1.02 and 0.00 (issue 10)."""
+    good = [1.0, 1.1, 0.9, 1.05]
+    est = stats.compare(good, [1.0, 1.02, bad, 0.98])
+    assert est.ratio is None and est.ci is None and "1 in the candidate" in est.note
+    assert stats.compare([bad, *good], good).ratio is None
+    with pytest.raises(ValueError):
+        stats.bootstrap_ratio_ci(good, [bad, *good])
+
+
+def test_is_duration():
+    assert all(map(stats.is_duration, [1e-9, 0.5, 3, 1e300]))
+    assert not any(map(stats.is_duration, [0, 0.0, -1.0, math.nan, math.inf, True, "1.0", None]))
 
 
 def test_compare_full_estimate_serialises():

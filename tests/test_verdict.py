@@ -9,7 +9,9 @@ and end to end through the real parser, cpverify.logs.parse_file.
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -43,10 +45,24 @@ def make_arm(request, tmp_path):
     return make
 
 
-def decide(*arms, comparisons=(("cp1", "cp2"),), **thresholds):
-    verdict = v.decide(list(arms), comparisons=list(comparisons), thresholds=v.Thresholds(**thresholds))
+def decide(*arms, comparisons=(("cp1", "cp2"),), workload="slime", **thresholds):
+    verdict = v.decide(list(arms), comparisons=list(comparisons), thresholds=v.Thresholds(**thresholds),
+                       workload=workload)
     jsonschema.validate(json.loads(json.dumps(verdict.to_json())), SCHEMA)  # every verdict fits the contract
+    assert_headline_counts_every_failed_check(verdict)
     return verdict
+
+
+def assert_headline_counts_every_failed_check(verdict):
+    """The headline tells one failed check and counts all the others, by the status each forces."""
+    failed = [c for c in verdict.checks if c.effect]
+    assert (verdict.status == v.PASS) == (not failed)
+    more = re.search(r" \(\+(\d+) more failed checks?: ([^;]+); see checks\)", verdict.headline)
+    assert (int(more.group(1)) if more else 0) == max(0, len(failed) - 1), verdict.headline
+    if more:
+        told = dict(reversed(part.split(" ")) for part in more.group(2).split(", "))
+        assert sum(map(int, told.values())) == len(failed) - 1
+        assert set(told) <= {c.effect for c in failed}
 
 
 def check(verdict, name, arm=None):
@@ -207,11 +223,16 @@ def test_rollouts_printed_by_several_ranks_count_once(make_arm):
 
 
 def test_secondary_metrics_are_compared_and_warn_only(make_arm):
-    verdict = decide(make_arm("cp1", 1, 1.0, seed=1), make_arm("cp2", 2, 1.05, seed=2))
+    # actor_train about equal, log_probs and ref_log_probs twice as slow: a warning, never the decision
+    verdict = decide(make_arm("cp1", 1, 1.0, seed=1), make_arm("cp2", 2, 1.05, seed=2, secondary=2.0))
     comparison = verdict.to_json()["comparisons"][0]
     assert set(comparison["metrics"]) == set(v.TIMING_METRICS)
     for metric in ("perf/log_probs_time", "perf/ref_log_probs_time"):
-        assert 0.9 < comparison["metrics"][metric]["ratio"] < 1.2
+        assert comparison["metrics"][metric]["ci"][0] > 1.8
+        warned = check(verdict, f"speed:{v.short_metric(metric)}:cp2 vs cp1")
+        assert warned.status == "warn" and warned.effect is None and "NCCL_P2P_DISABLE" in warned.fix
+    assert verdict.status == v.PASS
+    assert check(verdict, "speed:cp2 vs cp1").status == "pass"
 
 
 # -- NCCL --------------------------------------------------------------------------------------
@@ -335,15 +356,20 @@ def test_empty_logs_are_inconclusive_not_pass():
     assert verdict.to_json()["ratio"] is None
 
 
-def test_nan_timings_are_ignored():
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), 0.0, -1.0])
+def test_a_timing_that_is_not_a_duration_is_left_out_and_never_passes(bad):
     log = synthetic_arm(cp=2, actor_train_time=1.0, seed=2)
     parsed = log.expected()
     train = [p for p in parsed.perf if p.side == "train"]
-    train[3].metrics["perf/actor_train_time"] = float("nan")
+    train[3].metrics["perf/actor_train_time"] = bad
     verdict = decide(v.ArmEvidence("cp1", 1, synthetic_arm(cp=1, actor_train_time=1.0, seed=1).expected()),
                      v.ArmEvidence("cp2", 2, parsed))
     assert verdict.arms[1].metrics[v.PRIMARY_METRIC].n == 6
     assert 3 not in verdict.arms[1].counted_rollouts
+    assert verdict.status == v.INCONCLUSIVE
+    timings = check(verdict, "timings", "cp2")
+    assert timings.effect == v.INCONCLUSIVE and "rollout(s) 3" in timings.detail and "not durations" in timings.detail
+    assert "not durations" in verdict.headline
 
 
 # -- input validation --------------------------------------------------------------------------
@@ -484,6 +510,285 @@ def test_builder_error_lines_are_classified_as_the_builder_says(tmp_path, cls):
 def test_a_custom_primary_metric_is_summarised_and_gated(make_arm):
     verdict = decide(make_arm("cp1", 1, 1.0, seed=1), make_arm("cp2", 2, 1.0, seed=2),
                      primary_metric="perf/update_weights_time")
-    assert verdict.status == v.PASS  # the builder's update_weights_time is equal in both arms
+    assert verdict.status == v.PASS  # update_weights_time is equal in both arms
     assert verdict.to_json()["ratio"] == pytest.approx(1.0)
     assert "update_weights 1.00×" in verdict.headline
+    # the gate is on the chosen metric: update_weights 2x slower FAILs while actor_train is equal
+    slower = decide(make_arm("cp1", 1, 1.0, seed=1), make_arm("cp2", 2, 1.0, seed=2, update_weights_time=0.66),
+                    primary_metric="perf/update_weights_time")
+    assert slower.status == v.FAIL and slower.to_json()["ratio"] == pytest.approx(2.0)
+    assert "update_weights 2.00×" in slower.headline
+    assert slower.comparisons[0].metrics[v.PRIMARY_METRIC].ci[1] < 1.3  # actor_train alone would PASS
+
+
+# -- no wrong PASS (issue 10): each way the verdict was once fooled --------------------------------
+
+@pytest.mark.parametrize("arm", ["cp1", "cp2"])
+@pytest.mark.parametrize("timing", [-1.0, 0.0, float("nan"), float("inf")])
+def test_timings_that_are_not_durations_never_pass_in_either_arm(make_arm, arm, timing):
+    """Every actor_train negated once gave `PASS — -1.06×`, all zeros `PASS — 0.00×`."""
+    times = [timing] * 8
+    arms = {name: make_arm(name, cp, 1.0, seed=cp, **({"times": times} if name == arm else {}))
+            for name, cp in (("cp1", 1), ("cp2", 2))}
+    verdict = decide(arms["cp1"], arms["cp2"])
+    assert verdict.status == v.INCONCLUSIVE and verdict.to_json()["ratio"] is None
+    assert check(verdict, "timings", arm).effect == v.INCONCLUSIVE
+    assert "not durations" in verdict.headline
+
+
+def test_a_swapped_pair_is_judged_as_the_larger_cp_against_the_smaller(make_arm):
+    """(cp2, cp1) once gave `PASS — CP=1 actor_train 0.50× CP=2` for a CP=2 twice as slow."""
+    cp1, cp2 = make_arm("cp1", 1, 1.0, seed=1), make_arm("cp2", 2, 2.0, seed=2)
+    swapped = decide(cp2, cp1, comparisons=[("cp2", "cp1")])
+    straight = decide(cp1, cp2)
+    assert swapped.status == straight.status == v.FAIL
+    assert swapped.to_json()["ratio"] == straight.to_json()["ratio"] > 1.8
+    assert swapped.to_json()["primary_comparison"] == {"baseline": "cp1", "candidate": "cp2",
+                                                       "metric": v.PRIMARY_METRIC}
+    assert swapped.headline.startswith("FAIL — CP=2 actor_train 2.")
+
+
+def test_a_pair_of_equal_cps_verifies_nothing():
+    """`--baseline-cp 1 --candidate-cp 1` once PASSed a CP verification without CP."""
+    arm = synthetic_arm(cp=1, actor_train_time=1.0, seed=1).expected()
+    with pytest.raises(InputError, match="both arms requested CP=1") as raised:
+        v.decide([v.ArmEvidence("a", 1, arm), v.ArmEvidence("b", 1, arm)], comparisons=[("a", "b")])
+    assert "--candidate-cp 2" in raised.value.fix
+
+
+def test_an_arm_cut_mid_step_is_not_clean(make_arm):
+    """A CP=2 log ending after `Timer actor_train start` once passed with "7 vs 3 steps"."""
+    log = synthetic_arm(cp=2, actor_train_time=1.0, seed=2, rollouts=4)
+    line = log.cut_mid_step(4)
+    verdict = decide(make_arm("cp1", 1, 1.0, seed=1), make_arm("cp2", 2, 1.0, seed=2, log=log))
+    assert verdict.status == v.INCONCLUSIVE
+    complete = check(verdict, "complete", "cp2")
+    assert complete.effect == v.INCONCLUSIVE and f"Timer actor_train started at line {line} never ended" in complete.detail
+    assert "did not finish" in verdict.headline
+    # slime leaves train_wait open at the end of every complete log: that is not a cut
+    assert check(verdict, "complete", "cp1").status == "pass"
+
+
+def test_an_arm_short_of_its_planned_rollouts_is_not_clean(make_arm):
+    cp1 = make_arm("cp1", 1, 1.0, seed=1)
+    cp2 = make_arm("cp2", 2, 1.0, seed=2, rollouts=5)  # 4 counted steps: enough for an interval
+    assert decide(cp1, cp2).status == v.PASS  # nobody said how many were planned
+    cp1.expected_rollouts = cp2.expected_rollouts = 8
+    verdict = decide(cp1, cp2)
+    assert verdict.status == v.INCONCLUSIVE
+    complete = check(verdict, "complete", "cp2")
+    assert "plan asked for 8 rollouts" in complete.detail and "rollouts 5-7" in complete.detail
+    assert check(verdict, "complete", "cp1").status == "pass"
+
+
+# -- every row says what it means for the status (issue 10 item 7) ---------------------------------
+
+def test_a_failed_row_always_names_the_status_it_forces():
+    with pytest.raises(ValueError):
+        v.Check("x", "fail", "detail", "fix")  # a "fail" that forces nothing
+    with pytest.raises(ValueError):
+        v.Check("x", "warn", "detail", "fix", effect=v.FAIL)  # a "warn" that forces FAIL
+    assert v.Check("x", "fail", "d", "f", effect=v.INCONCLUSIVE).meaning == v.INCONCLUSIVE
+    assert v.Check("x", "warn", "d", "f").meaning == "warning"
+
+
+def test_an_inconclusive_speed_row_says_inconclusive(make_arm, tmp_path):
+    from cpverify import report
+
+    verdict = decide(make_arm("cp1", 1, 1.0, seed=1, jitter=0.2), make_arm("cp2", 2, 1.3, seed=2, jitter=0.2))
+    assert verdict.status == v.INCONCLUSIVE
+    md = report.render_markdown(verdict)
+    row = next(line for line in md.splitlines() if "| speed:cp2 vs cp1 " in line)
+    assert row.startswith("| ❔ INCONCLUSIVE") and "❌" not in md
+    assert "INCONCLUSIVE speed:cp2 vs cp1: " in report.render_summary(verdict)
+
+
+@pytest.mark.parametrize("workload", ["slime", "probe"])
+def test_a_blocked_verdict_lists_no_fail_row_and_no_workload_advice_for_a_host_without_gpus(workload):
+    """Nothing ran: the rows say BLOCKED or 'not judged', and no fix talks about rollouts or hooks."""
+    blocked = [v.ArmEvidence(name, cp, ParsedLog(), ArmResult(name, "blocked", None, Path(f"{name}.log"), 0.0,
+                                                              reason="no NVIDIA GPU on this host",
+                                                              fix="run on a host with NVIDIA GPUs"))
+               for name, cp in (("cp1", 1), ("cp2", 2))]
+    verdict = decide(*blocked, workload=workload)
+    assert verdict.status == v.BLOCKED
+    assert {c.meaning for c in verdict.checks} <= {v.BLOCKED, "not judged"}
+    assert check(verdict, "speed:cp2 vs cp1").meaning == "not judged"
+    from cpverify import report
+
+    text = report.render_summary(verdict) + report.render_markdown(verdict)
+    for slime_advice in ("--num-rollout", "--custom-megatron-init-path", "perf N:"):
+        assert slime_advice not in text
+    assert "FAIL " not in report.render_summary(verdict)
+
+
+def test_probe_arms_get_probe_advice():
+    short = synthetic_arm(cp=2, actor_train_time=1.0, seed=2, rollouts=3, layout_cp=None).expected()
+    verdict = decide(v.ArmEvidence("cp1", 1, synthetic_arm(cp=1, actor_train_time=1.0, seed=1).expected()),
+                     v.ArmEvidence("cp2", 2, short), workload="probe")
+    fixes = " ".join(c.fix for c in verdict.checks)
+    assert "--set steps=" in check(verdict, "counted_steps", "cp2").fix
+    assert "the probe prints its cpverify-layout line" in check(verdict, "cp_effective", "cp2").fix
+    assert "--num-rollout" not in fixes and "--custom-megatron-init-path" not in fixes
+    assert verdict.to_json()["workload"] == "probe"
+
+
+def test_the_headline_counts_every_other_failed_check(make_arm):
+    """`(+1 more)` once counted only the checks forcing the headline's own status in one comparison."""
+    log = synthetic_arm(cp=2, actor_train_time=1.0, seed=2, rollouts=3, layout_cp=None)
+    log.cuda_oom()
+    cp4 = synthetic_arm(cp=4, actor_train_time=1.0, seed=4, rollouts=3)
+    verdict = decide(make_arm("cp1", 1, 1.0, seed=1), make_arm("cp2", 2, 1.0, seed=2, log=log),
+                     make_arm("cp4", 4, 1.0, seed=4, log=cp4))
+    # cp2: cuda_oom (FAIL), unconfirmed CP and 2 counted steps (INCONCLUSIVE); cp4 (in no comparison): 2 steps
+    assert verdict.status == v.FAIL and verdict.headline.startswith("FAIL — cuda_oom in arm cp2")
+    assert "(+3 more failed checks: 3 INCONCLUSIVE; see checks)" in verdict.headline
+
+
+# -- a failed arm shows its evidence (issue 14 item 3) ---------------------------------------------
+
+def test_a_failed_arm_shows_the_lines_before_its_error_redacted(tmp_path):
+    from cpverify import report
+
+    log = synthetic_arm(cp=2, actor_train_time=1.0, seed=2, rollouts=4)
+    log.raw("(MegatronTrainRayActor pid=1) loading /home/alice/ckpt with HF_TOKEN=hf_" + "a1B2" * 9)
+    line = log.nccl_watchdog_timeout()
+    log.raw("(MegatronTrainRayActor pid=1) a line after the error")
+    path = log.write(tmp_path / "cp2.log")
+    result = ArmResult("cp2", "fatal", None, path, 30.0, reason="nccl_timeout")
+    verdict = decide(v.ArmEvidence("cp1", 1, synthetic_arm(cp=1, actor_train_time=1.0, seed=1).expected()),
+                     v.ArmEvidence("cp2", 2, parse_file(path), result))
+    assert verdict.arms[1].failure["line"] == line and verdict.arms[1].failure["class"] == "nccl_timeout"
+    md = report.write_report(tmp_path / "out", verdict, env={}, commands_sh=None, plot=False)["verdict.md"].read_text()
+    block = md[md.index(f"<details><summary>Evidence: cp2 failed at line {line} (nccl_timeout)</summary>"):]
+    block = block[:block.index("</details>")]
+    assert "Watchdog caught collective operation timeout" in block
+    assert f"The 30 lines before line {line} (from line {line - 30})" in block
+    assert "Timer actor_train end" in block and "a line after the error" not in block
+    assert "alice" not in md and "hf_a1B2" not in md and "~/ckpt" in block and "<redacted:token>" in block
+    assert "Evidence: cp1" not in md  # a clean arm has none
+
+
+def test_an_arm_that_failed_without_an_error_line_shows_the_end_of_its_log(tmp_path):
+    from cpverify import report
+
+    path = tmp_path / "cp2.log"
+    path.write_text("".join(f"launcher line {i}\n" for i in range(50))
+                    + "/usr/bin/python3: No module named torch\n", encoding="utf-8")
+    result = ArmResult("cp2", "failed", 1, path, 1.0, reason="exited with code 1",
+                       fix="read the last lines of the log: the workload's own error is usually there")
+    verdict = decide(v.ArmEvidence("cp1", 1, synthetic_arm(cp=1, actor_train_time=1.0, seed=1).expected()),
+                     v.ArmEvidence("cp2", 2, parse_file(path), result), workload="probe")
+    assert verdict.status == v.FAIL
+    md = report.write_report(tmp_path / "out", verdict, env={}, commands_sh=None, plot=False)["verdict.md"].read_text()
+    assert "<details><summary>Evidence: cp2 failed</summary>" in md
+    assert "The 30 lines at the end of the log (from line 22)" in md
+    assert "No module named torch" in md and "launcher line 21\n" in md and "launcher line 20\n" not in md
+    assert "--num-rollout" not in md and "--custom-megatron-init-path" not in md
+
+
+# -- `cpverify verdict`: swapped options, equal CPs, expected rollouts, a log that grows -------------
+
+def _bundle(out):
+    data = json.loads((out / "verdict.json").read_text())
+    return data["status"], data["ratio"], data["ratio_ci"], [(a["name"], a["log_lines"]) for a in data["arms"]]
+
+
+def test_cli_judges_the_larger_cp_against_the_smaller_whatever_the_order(tmp_path):
+    cp1 = synthetic_arm(cp=1, actor_train_time=1.0, seed=1).write(tmp_path / "one.log")
+    cp2 = synthetic_arm(cp=2, actor_train_time=2.0, seed=2).write(tmp_path / "two.log")
+    straight = _cli("--baseline", str(cp1), "--candidate", str(cp2), "--out", str(tmp_path / "a"), cwd=tmp_path)
+    swapped = _cli("--candidate-cp", "1", "--candidate", str(cp1), "--baseline", str(cp2), "--baseline-cp", "2",
+                   "--out", str(tmp_path / "b"), cwd=tmp_path)
+    assert straight.returncode == swapped.returncode == EXIT_FAIL, swapped.stderr
+    assert swapped.stdout.startswith("FAIL — CP=2 actor_train 2.")
+    assert "judging CP=2" in swapped.stderr
+    assert _bundle(tmp_path / "a") == _bundle(tmp_path / "b")
+    assert (tmp_path / "a" / "commands.sh").read_text() == (tmp_path / "b" / "commands.sh").read_text()
+
+
+def test_cli_refuses_equal_cps_before_writing_anything(tmp_path):
+    log = synthetic_arm(cp=1, actor_train_time=1.0, seed=1).write(tmp_path / "one.log")
+    proc = _cli("--baseline", str(log), "--candidate", str(log), "--baseline-cp", "1", "--candidate-cp", "1",
+                "--out", str(tmp_path / "o"), cwd=tmp_path)
+    assert proc.returncode == EXIT_USAGE and "both 1" in proc.stderr and "--candidate-cp 2" in proc.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_cli_expected_rollouts_and_a_cut_candidate(tmp_path):
+    base = synthetic_arm(cp=1, actor_train_time=1.0, seed=1).write(tmp_path / "a.log")
+    short = synthetic_arm(cp=2, actor_train_time=1.0, seed=2, rollouts=6)
+    cand = short.write(tmp_path / "b.log")
+    assert _cli("--baseline", str(base), "--candidate", str(cand), "--out", str(tmp_path / "o1"),
+                cwd=tmp_path).returncode == EXIT_OK
+    proc = _cli("--baseline", str(base), "--candidate", str(cand), "--expected-rollouts", "8",
+                "--out", str(tmp_path / "o2"), cwd=tmp_path)
+    assert proc.returncode == EXIT_INCONCLUSIVE and "rollouts 6-7" in proc.stdout
+    assert "--expected-rollouts 8" in (tmp_path / "o2" / "commands.sh").read_text()
+    short.cut_mid_step(6)
+    proc = _cli("--baseline", str(base), "--candidate", str(short.write(tmp_path / "c.log")),
+                "--out", str(tmp_path / "o3"), cwd=tmp_path)
+    assert proc.returncode == EXIT_INCONCLUSIVE and "Timer actor_train started at line" in proc.stdout
+
+
+def test_cli_judges_one_snapshot_of_a_log_that_grows_while_it_is_read(tmp_path):
+    """The bundled log, its sha256 and the verdict describe the same bytes, and replay exactly."""
+    import hashlib
+    import threading
+
+    from cpverify.cli import main
+
+    base = synthetic_arm(cp=1, actor_train_time=1.0, seed=1).write(tmp_path / "a.log")
+    growing = synthetic_arm(cp=2, actor_train_time=1.0, seed=2, rollouts=4)
+    cand = growing.write(tmp_path / "b.log")
+    more = synthetic_arm(cp=2, actor_train_time=1.0, seed=3, rollouts=40).lines[30:]
+    stop = threading.Event()
+
+    def append():  # slime keeps printing while the user runs `cpverify verdict` on its log
+        with cand.open("a", encoding="utf-8") as log:
+            for line in more:
+                if stop.is_set():
+                    return
+                log.write(line + "\n")
+                log.flush()
+                stop.wait(0.0005)
+
+    writer = threading.Thread(target=append)
+    writer.start()
+    try:
+        code = main(["verdict", "--baseline", str(base), "--candidate", str(cand), "--out", str(tmp_path / "o")])
+    finally:
+        stop.set()
+        writer.join()
+    out = tmp_path / "o"
+    bundled = (out / "logs" / "cp2.log").read_bytes()
+    env = json.loads((out / "env.json").read_text())["inputs"]["candidate"]
+    assert env["bundled_sha256"] == hashlib.sha256(bundled).hexdigest() and env["bundled"] == "logs/cp2.log"
+    data = json.loads((out / "verdict.json").read_text())
+    assert data["arms"][1]["log_lines"] == bundled.count(b"\n")
+    # what was read is one prefix of the (append-only) source, whole lines, named by its digest
+    snapshot = cand.read_bytes()[:env["bytes"]]
+    assert hashlib.sha256(snapshot).hexdigest() == env["sha256"] and snapshot.count(b"\n") == bundled.count(b"\n")
+    replay = _cli("--baseline", "logs/cp1.log", "--candidate", "logs/cp2.log", "--out", "reproduced", cwd=out)
+    assert replay.returncode == code
+    assert _bundle(out) == _bundle(out / "reproduced")
+
+
+# -- real slime logs (tests/data/real-logs/slime-train-only-h200x2): CP=2 ~1.44x CP=1 ---------------
+
+REAL_PAIRS = [("slime-cp1.log", "slime-cp2.log", 8), ("long8k/slime-cp1.log", "long8k/slime-cp2.log", 8),
+              ("kit-check-12rollouts/slime-cp1.log", "kit-check-12rollouts/slime-cp2.log", 12),
+              ("aa-24rollouts/slime-cp1a.log", "aa-24rollouts/slime-cp2.log", 24),
+              ("aa-24rollouts/slime-cp1b.log", "aa-24rollouts/slime-cp2.log", 24)]
+
+
+@pytest.mark.parametrize(("cp1", "cp2", "rollouts"), REAL_PAIRS)
+def test_real_slime_logs_never_pass_at_the_default_threshold(cp1, cp2, rollouts):
+    folder = REAL / "slime-train-only-h200x2"
+    verdict = decide(v.ArmEvidence("cp1", 1, parse_file(folder / cp1), expected_rollouts=rollouts),
+                     v.ArmEvidence("cp2", 2, parse_file(folder / cp2), expected_rollouts=rollouts))
+    assert verdict.status != v.PASS
+    assert verdict.to_json()["ratio"] > 1.2
+    for arm in ("cp1", "cp2"):  # complete, clean logs: only the speed decides
+        for name in ("complete", "timings", "cp_effective", "errors", "counted_steps"):
+            assert check(verdict, name, arm).status == "pass", (name, arm)

@@ -29,6 +29,7 @@ Usage (other tests import this; pytest puts tests/ on sys.path):
 from __future__ import annotations
 
 import copy
+import math
 import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -70,7 +71,9 @@ class SlimeLog:
 
     # -- plumbing -------------------------------------------------------------------------
     def advance(self, seconds: float) -> None:
-        self.clock += timedelta(seconds=seconds)
+        # A broken timer (NaN, inf, negative: a test's damaged timing) moves no clock.
+        if math.isfinite(seconds) and seconds > 0:
+            self.clock += timedelta(seconds=seconds)
 
     def raw(self, text: str, *, mark: str | None = None) -> int:
         """Append one physical line verbatim; returns its 1-based line number."""
