@@ -358,15 +358,18 @@ def decision_rule(t: Thresholds) -> str:
     numerics = (f" or when first-step numerics ({', '.join(NUMERICS_METRICS)}) differ beyond "
                 f"rel/abs {t.numerics_tolerance:g} (deterministic mode)" if t.deterministic else "")
     return (
-        f"PASS when every compared arm finished without an error signature, its effective CP read from the log "
-        f"equals the requested CP, it has at least {t.min_counted_steps} counted steps (train-side perf records "
-        f"of rollouts >= {t.warmup}, a rollout seen from several ranks counted once), and the upper bound of the "
-        f"{conf} percentile-bootstrap interval ({t.resamples} resamples, fixed seed) of "
-        f"median(candidate {t.primary_metric}) / median(baseline {t.primary_metric}) is <= {t.pass_ratio:.2f}. "
+        f"PASS when every compared arm finished without an error signature, its log does not end inside a step "
+        f"and holds every rollout its plan asked for (when the plan says), every counted timing is a positive "
+        f"duration, its effective CP read from the log equals the requested CP, it has at least "
+        f"{t.min_counted_steps} counted steps (train-side perf records of rollouts >= {t.warmup}, a rollout seen "
+        f"from several ranks counted once), and the upper bound of the {conf} percentile-bootstrap interval "
+        f"({t.resamples} resamples, fixed seed) of median(candidate {t.primary_metric}) / median(baseline "
+        f"{t.primary_metric}) is <= {t.pass_ratio:.2f}, the candidate being the arm with the larger CP. "
         f"FAIL when an arm shows an error signature or the runner reports failed, fatal, hang, stalled or "
         f"deadline; when the effective CP differs from the requested CP; when the interval's lower bound is "
         f"> {t.pass_ratio:.2f}{numerics}. BLOCKED when an arm could not start (environment). INCONCLUSIVE "
-        f"otherwise: too few counted steps, an interval that straddles {t.pass_ratio:.2f}, or a CP>1 arm whose "
+        f"otherwise: too few counted steps, an arm that did not finish, a timing that is zero, negative, NaN or "
+        f"infinite, an interval that straddles {t.pass_ratio:.2f}, or a CP>1 arm whose "
         f"effective CP the log does not state (slime ignores misspelled flags, so an unconfirmed CP never "
         f"passes). Over several comparisons the worst status wins: FAIL > BLOCKED > INCONCLUSIVE > PASS."
     )
@@ -374,7 +377,8 @@ def decision_rule(t: Thresholds) -> str:
 
 def short_rule(t: Thresholds) -> str:
     """The rule in one line, for terminals; decision_rule() has the whole of it."""
-    return (f"PASS: no errors, effective CP confirmed, >= {t.min_counted_steps} steps per arm, and the "
+    return (f"PASS: no errors, arms finished, timings are durations, effective CP confirmed, "
+            f">= {t.min_counted_steps} steps per arm, and the "
             f"{t.confidence:.0%} CI upper bound of {short_metric(t.primary_metric)} candidate/baseline <= "
             f"{t.pass_ratio:.2f}; FAIL: errors, CP mismatch, or the lower bound > {t.pass_ratio:.2f}; "
             f"otherwise INCONCLUSIVE (BLOCKED: could not start)")
@@ -414,9 +418,12 @@ def _measurements(per_rollout: dict[int, dict[str, float]], metric: str) -> tupl
     """The metric's durations per counted rollout, and the (rollout, value) pairs that are not durations."""
     kept, rejected = [], []
     for rollout, metrics in per_rollout.items():
-        if metric in metrics:
-            value = metrics[metric]
-            (kept.append(float(value)) if stats.is_duration(value) else rejected.append((rollout, value)))
+        if metric not in metrics:
+            continue
+        if stats.is_duration(metrics[metric]):
+            kept.append(float(metrics[metric]))
+        else:
+            rejected.append((rollout, metrics[metric]))
     return kept, rejected
 
 
@@ -427,7 +434,7 @@ IDLE_TIMERS = frozenset({"train_wait"})
 
 def _ranges(ids: Sequence[int]) -> str:
     """[1, 2, 3, 5] -> "1-3, 5"."""
-    parts: list[str] = []
+    parts: list[list[int]] = []
     for i in sorted(ids):
         if parts and parts[-1][1] == i - 1:
             parts[-1][1] = i
@@ -542,7 +549,26 @@ def _arm_checks(ev: ArmEvidence, t: Thresholds, workload: str) -> tuple[ArmSumma
     elif per_rollout:
         checks.append(Check("timings", "pass", "every counted timing is a positive duration", arm=ev.name))
 
-    # 5. Did the arm finish? A log that ends inside a step (a timer started, never ended) was cut
+    # 5. Enough counted steps for an interval?
+    n = len(samples[t.primary_metric])
+    skipped = sum(1 for r in parsed.perf if r.side == "train" and r.rollout < t.warmup)
+    detail = (f"{n} counted {t.primary_metric} values (rollouts >= {t.warmup}; {skipped} warm-up record(s) "
+              f"excluded)")
+    if n < t.min_counted_steps:
+        if not parsed.perf and parsed.steps:
+            detail += "; the log has step lines but no train-side perf lines"
+        elif not parsed.steps and not any(r.side == "train" for r in parsed.perf):
+            code = ev.result.exit_code if ev.result else None
+            ended = f" and exited with code {code}" if code is not None else ""
+            detail += f"; the arm printed no training step at all{ended}"
+        needed = (f"run at least {t.warmup + t.min_counted_steps} rollouts (--num-rollout)" if workload == "slime"
+                  else f"run at least {t.min_counted_steps} measured steps (--set steps=N)")
+        checks.append(Check("counted_steps", "fail", f"{detail}; need >= {t.min_counted_steps}",
+                            f"{needed}; {fix_more_steps(workload)}", ev.name, INCONCLUSIVE))
+    else:
+        checks.append(Check("counted_steps", "pass", detail, arm=ev.name))
+
+    # 6. Did the arm finish? A log that ends inside a step (a timer started, never ended) was cut
     # or its arm died there; an arm with fewer rollouts than its plan asked for stopped early.
     unfinished = []
     open_steps = [(name, line) for name, line in parsed.timers_open if name not in IDLE_TIMERS]
@@ -564,25 +590,6 @@ def _arm_checks(ev: ArmEvidence, t: Thresholds, workload: str) -> tuple[ArmSumma
                                               if ev.expected_rollouts is not None else " (no planned rollout count)")
         checks.append(Check("complete", "pass", detail, arm=ev.name))
 
-    # 6. Enough counted steps for an interval?
-    n = len(samples[t.primary_metric])
-    skipped = sum(1 for r in parsed.perf if r.side == "train" and r.rollout < t.warmup)
-    detail = (f"{n} counted {t.primary_metric} values (rollouts >= {t.warmup}; {skipped} warm-up record(s) "
-              f"excluded)")
-    if n < t.min_counted_steps:
-        if not parsed.perf and parsed.steps:
-            detail += "; the log has step lines but no train-side perf lines"
-        elif not parsed.steps and not any(r.side == "train" for r in parsed.perf):
-            code = ev.result.exit_code if ev.result else None
-            ended = f" and exited with code {code}" if code is not None else ""
-            detail += f"; the arm printed no training step at all{ended}"
-        needed = (f"run at least {t.warmup + t.min_counted_steps} rollouts (--num-rollout)" if workload == "slime"
-                  else f"run at least {t.min_counted_steps} measured steps (--set steps=N)")
-        checks.append(Check("counted_steps", "fail", f"{detail}; need >= {t.min_counted_steps}",
-                            f"{needed}; {fix_more_steps(workload)}", ev.name, INCONCLUSIVE))
-    else:
-        checks.append(Check("counted_steps", "pass", detail, arm=ev.name))
-
     # 7. NCCL transport and version (warnings: they explain a slow CP, they do not decide it).
     transports = nccl["transports"]
     slow_path = parsed.nccl_transport_warning()
@@ -603,8 +610,10 @@ def _arm_checks(ev: ArmEvidence, t: Thresholds, workload: str) -> tuple[ArmSumma
         checks.append(Check("nccl_version", "warn", f"NCCL {nccl['version']} is older than {MIN_NCCL}",
                             FIX_OLD_STACK, ev.name))
 
-    # The evidence verdict.md shows for an arm that failed or did not finish: where it went wrong.
-    failed = [c for c in checks if (c.effect == FAIL and c.name != "cp_effective") or (c.name == "complete" and c.effect)]
+    # The evidence verdict.md shows for an arm that crashed, failed or did not finish: where it went
+    # wrong. A CP that did not take effect is a FAIL too, but the end of the log says nothing about it.
+    failed = [c for c in checks
+              if (c.effect == FAIL and c.name != "cp_effective") or (c.name == "complete" and c.effect)]
     if failed:
         why = "; ".join(f"error signature {c.name.removeprefix('error:')}" if c.name.startswith("error:")
                         else c.detail for c in failed)
@@ -841,11 +850,11 @@ def decide(evidence: list[ArmEvidence], *, comparisons: list[tuple[str, str]],
 
     checks = [c for ev in evidence for c in arm_checks[ev.name]] + [c for r in results for c in r.checks]
     # Every other row that forces a status, counted by the status it forces: the headline names one.
-    others = [c for c in checks if c.effect and c is not shown]
+    others = [c.effect for c in checks if c.effect and c is not shown]
     if others:
-        counts = sorted({c.effect for c in others}, key=_SEVERITY.__getitem__, reverse=True)
+        counts = sorted(set(others), key=_SEVERITY.__getitem__, reverse=True)
         summary += (f" (+{len(others)} more failed check{'s' if len(others) > 1 else ''}: "
-                    + ", ".join(f"{sum(c.effect == e for c in others)} {e}" for e in counts) + "; see checks)")
+                    + ", ".join(f"{others.count(e)} {e}" for e in counts) + "; see checks)")
     if not told_primary:
         # Another comparison decided; the primary one is still the number people quote.
         summary += f" [primary {labels[primary.candidate]} vs {labels[primary.baseline]}: {primary.status}"
@@ -963,9 +972,9 @@ def run_verdict_command(args) -> int:
         # sha256 and the verdict all describe the same bytes, and commands.sh replays it exactly.
         evidence.append(ArmEvidence(name, cp, parse_file(bundled), expected_rollouts=args.expected_rollouts,
                                     log_path=bundled))
-    verdict = decide(evidence, comparisons=[tuple(arms)], thresholds=thresholds, workload=args.workload)
-
     names = list(arms)
+    verdict = decide(evidence, comparisons=[(names[0], names[1])], thresholds=thresholds, workload=args.workload)
+
     reproduce = ["cpverify", "verdict", "--baseline", f"logs/{names[0]}.log", "--candidate", f"logs/{names[1]}.log",
                  "--baseline-cp", str(b_cp), "--candidate-cp", str(c_cp), "--pass-ratio", f"{args.pass_ratio:g}",
                  "--warmup", str(args.warmup), "--min-steps", str(args.min_steps), "--workload", args.workload,

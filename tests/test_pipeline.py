@@ -89,6 +89,31 @@ def test_nccl_watchdog_stops_the_arm_early_and_fails_the_verdict(workspace):
     assert "Watchdog caught collective operation timeout" in (run_dir / "logs" / "cp1.log").read_text()
 
 
+def test_arms_that_exit_0_inside_a_step_are_not_clean(workspace):
+    """A workload that dies mid-step but exits 0: its runner outcome is ok, only the log can tell.
+    4 counted steps per arm would be enough for an interval; the plan asked for 8 rollouts."""
+    proc, run_dir = run_cpverify(workspace, *STEPS, env={"FAKE_SLIME_FAULT": "exit0_mid_step"})
+    assert proc.returncode == 3, proc.stderr
+    verdict = verdict_of(run_dir)
+    assert verdict["status"] == "INCONCLUSIVE"
+    assert [a["outcome"] for a in verdict["arms"]] == ["ok", "ok"]
+    for arm in ("cp1", "cp2"):
+        complete = next(c for c in verdict["checks"] if c["name"] == "complete" and c["arm"] == arm)
+        assert complete["effect"] == "INCONCLUSIVE"
+        assert "Timer actor_train started at line" in complete["detail"]
+        assert "plan asked for 8 rollouts" in complete["detail"] and "rollouts 5-7" in complete["detail"]
+    assert "<details><summary>Evidence: cp2 failed</summary>" in (run_dir / "verdict.md").read_text()
+
+
+def test_a_baseline_that_is_not_the_smallest_cp_is_refused_before_anything_runs(workspace):
+    """`--set baseline_cp=2` once PASSed a 2x slowdown as `CP=1 actor_train 0.50x CP=2`."""
+    proc, run_dir = run_cpverify(workspace, *STEPS, "--set", "baseline_cp=2", env={"FAKE_SLIME_CP_FACTOR": "2.0"})
+    assert proc.returncode == 2
+    assert "baseline_cp 2 must be the smallest of cp_sizes (1, 2)" in proc.stderr
+    assert "leave baseline_cp=1" in proc.stderr
+    assert not (run_dir / "logs" / "cp1.log").exists() and not (run_dir / "verdict.json").exists()
+
+
 def test_lint_error_stops_before_any_arm_runs(workspace):
     proc, run_dir = run_cpverify(workspace, "--only", "lint,cp1,cp2,verdict",
                                  "--set", "train_args=--rollout-num 8")

@@ -9,7 +9,6 @@ and end to end through the real parser, cpverify.logs.parse_file.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import subprocess

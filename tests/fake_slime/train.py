@@ -9,6 +9,8 @@ Behaviour is steered by environment variables, never by cpverify itself:
   FAKE_SLIME_FAULT       none | nccl_timeout | hang | silent_hang | oom | exit137 | segfault | no_steps
                          | nccl_network (a lost peer: NCCL's lines name this host, other nodes, a peer IP
                            and a home path)
+                         | exit0_mid_step (exits 0 inside rollout 5's actor_train: a wrapper that swallows
+                           the failure, so only the log shows that the arm never finished)
                          (exit137 kills itself, which PID 1 of a container cannot: kill it from outside there)
   FAKE_SLIME_STEP_S      wall seconds between rollouts (default 0.05)
   FAKE_SLIME_IGNORE_CP   1 = behave like a misspelled CP flag: report cp=1 whatever was asked
@@ -174,6 +176,8 @@ for rollout in range(args.num_rollout):
     if fault == "oom" and rollout == 2:
         say(f"(MegatronTrainRayActor pid={pid}) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 58.15 GiB. GPU 0 has a total capacity of 139.81 GiB of which 47.69 GiB is free.")
         sys.exit(1)
+    if fault == "exit0_mid_step" and rollout == 5:
+        sys.exit(0)
     if fault == "exit137" and rollout == 2:
         os.kill(pid, signal.SIGKILL)
     if fault == "segfault" and rollout == 2:
