@@ -92,7 +92,10 @@ def test_nccl_watchdog_stops_the_arm_early_and_fails_the_verdict(workspace):
 def test_arms_that_exit_0_inside_a_step_are_not_clean(workspace):
     """A workload that dies mid-step but exits 0: its runner outcome is ok, only the log can tell.
     4 counted steps per arm would be enough for an interval; the plan asked for 8 rollouts."""
-    proc, run_dir = run_cpverify(workspace, *STEPS, env={"FAKE_SLIME_FAULT": "exit0_mid_step"})
+    # through the plan's env: the arms get only an allow-listed environment, not this process's
+    env = ",".join(f"{k}={v}" for k, v in (*PROFILE.env, ("FAKE_SLIME_FAULT", "exit0_mid_step"),
+                                           ("FAKE_SLIME_STEP_S", "0.01")))
+    proc, run_dir = run_cpverify(workspace, *STEPS, "--set", f"env={env}")
     assert proc.returncode == 3, proc.stderr
     verdict = verdict_of(run_dir)
     assert verdict["status"] == "INCONCLUSIVE"
