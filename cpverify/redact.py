@@ -69,14 +69,16 @@ _PAIRS = {("api", "key"), ("access", "key"), ("private", "key"), ("secret", "key
 _META = {"file", "files", "path", "paths", "dir", "directory", "name", "names", "type", "types", "mode", "len", "length",
          "size", "timeout", "ttl", "count", "num", "version", "id", "ids", "enabled", "sock", "socket", "host", "port",
          "endpoint", "url", "uri", "format", "policy", "kind", "expiry", "expires", "location"}
-# Tokenizer vocabulary, not credentials: --fim-pad-token, --eod-token, --rl-skip-bos-token.
+# A noun after one of these words is not a credential: tokenizer vocabulary (--fim-pad-token,
+# --rl-skip-bos-token), counts (--...-experts-per-token), slime's data-field flags that hold column
+# names (--input-key), header *names* (--router-request-id-headers), a mode (--...-streaming-session).
 _TOKEN_VOCAB = {"pad", "eos", "bos", "eod", "unk", "sep", "cls", "mask", "middle", "prefix", "suffix", "special", "start",
                 "end", "stop", "image", "video", "audio", "vision", "placeholder", "think", "tool", "im", "system",
-                "dummy", "next", "first", "last", "new"}
-# slime's data-field flags end in -key but hold column names: commands.sh must keep them.
+                "dummy", "next", "first", "last", "new", "per", "max", "min", "num", "total"}
 _BENIGN_KEY_PREFIXES = {"input", "label", "metadata", "tool", "tools", "multimodal", "reward", "prompt", "response",
                         "image", "sort", "group", "dict", "primary", "partition", "cache", "hash", "memory", "public",
                         "query", "foreign", "routing", "shard"}
+_BENIGN_BEFORE = {"headers": {"id", "forwarded", "allowed", "exposed"}, "session": {"streaming", "sticky"}}
 # The shell's working directories: "pwd" is a password word (DB_PWD), but these two are paths.
 _SHELL_DIRS = {"pwd", "oldpwd"}
 
@@ -105,7 +107,7 @@ def is_secret_name(name: str) -> bool:
     if last in ("key", "keys"):  # WANDB_KEY, --wandb-key: a credential; --input-key: a dataset column
         return previous not in _BENIGN_KEY_PREFIXES
     if last in _NOUNS:
-        return True
+        return previous not in _BENIGN_BEFORE.get(last, ())
     if any(part in word for word in words for part in _ANYWHERE_PARTS) or _ANYWHERE_WORDS.intersection(words):
         return True
     return any(pair in _PAIRS for pair in itertools.pairwise(words))
@@ -450,6 +452,12 @@ _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _FQDN = re.compile(rf"(?i)(?<![\w./-])(?:(?:{_LABEL}\.)+(?:internal|local|lan|corp|intranet|localdomain|home\.arpa)"
                    rf"|(?:{_LABEL}\.){{2,}}(?:com|net|org|io|ai|edu|gov|cloud|cn|uk|de|jp|kr|fr|ca|au|sg|ch|nl|tw|hk|eu|us))"
                    r"(?![\w-]|\.\w)")
+# Where a rule can match at all (see Redactor.identity_of).
+_NCCL_TAIL = re.compile(r":\d+:\d+ \[\d+\]")
+_TLD = re.compile(r"(?i)\.(?:internal|local|lan|corp|intranet|localdomain|arpa|com|net|org|io|ai|edu|gov|cloud|cn|uk|"
+                  r"de|jp|kr|fr|ca|au|sg|ch|nl|tw|hk|eu|us)(?![\w-])")
+_IPV4_HINT = re.compile(r"\d\.\d{1,3}\.\d{1,3}\.\d")
+_IPV6_HINT = re.compile(r"[0-9A-Fa-f]:[0-9A-Fa-f]{0,4}:[0-9A-Fa-f]{0,4}:")
 # Cloud host names that spell an address: ip-172-31-5-10, ec2-54-1-2-3.
 _ADDRESS_HOST = re.compile(r"(?i)\b(?:ip|ec2)-\d{1,3}-\d{1,3}-\d{1,3}-\d{1,3}\b")
 # Public services identify nobody, and a verdict pointing at them must stay readable.
@@ -463,6 +471,7 @@ _GENERIC_USERS = {"root", "ubuntu", "user", "admin", "runner", "ray", "docker", 
                   "dev", "work", "app", "jovyan", "builder", "ci", "nobody"}
 
 
+@functools.lru_cache(maxsize=4096)  # the same few hosts on every line
 def _is_public(host: str) -> bool:
     host = host.lower().rstrip(".")
     return host in _LOCAL_NAMES or any(host == d or host.endswith("." + d) for d in _PUBLIC_DOMAINS)
@@ -489,6 +498,8 @@ class Pseudonyms:
                 loaded = json.loads(self.path.read_text(encoding="utf-8"))
                 for kind in self._table:
                     self._table[kind].update({str(k): str(v) for k, v in (loaded.get(kind) or {}).items()})
+            for name in self._table["host"]:
+                self._remember(name)
 
     def host(self, name: str) -> str:
         # one machine, one placeholder: gpu-node-17 and gpu-node-17.corp.example.com
@@ -497,24 +508,25 @@ class Pseudonyms:
     def ip(self, address: str) -> str:
         return self._get("ip", address.lower())
 
-    def known_hosts(self) -> re.Pattern[str] | None:
-        """The short names of the hosts seen so far (gpu-node-17 after gpu-node-17.corp.example.com),
-        those distinctive enough to replace as words: with a digit or a dash, or long."""
-        with self._lock:
-            names = sorted((n for n in self._table["host"] if re.search(r"[\d-]", n) or len(n) >= 8), key=len,
-                           reverse=True)
-        if not names:
-            return None
-        if names != self._known_names:
-            self._known_names = names
-            self._known = re.compile(r"(?i)(?<![\w.-])(?:" + "|".join(map(re.escape, names)) + r")(?![\w-]|\.\w)")
-        return self._known
+    def known_hosts(self) -> tuple[list[str], re.Pattern[str] | None]:
+        """The short names of the hosts seen so far (gpu-node-17 after gpu-node-17.corp.example.com)
+        that are distinctive enough to replace as words (with a digit or a dash, or long), and a
+        pattern that finds them."""
+        return self._known_names, self._known
+
+    def _remember(self, name: str) -> None:
+        if re.search(r"[\d-]", name) or len(name) >= 8:
+            self._known_names = sorted({*self._known_names, name}, key=len, reverse=True)
+            self._known = re.compile(r"(?i)(?<![\w.-])(?:" + "|".join(map(re.escape, self._known_names))
+                                     + r")(?![\w-]|\.\w)")
 
     def _get(self, kind: str, key: str) -> str:
         with self._lock:
             table = self._table[kind]
             if key not in table:
                 table[key] = f"{kind}-{len(table) + 1}"
+                if kind == "host":
+                    self._remember(key)
                 self._save()
             return table[key]
 
@@ -569,7 +581,9 @@ class Redactor:
         self.identity = identity
         self.pseudonyms = pseudonyms if pseudonyms is not None else Pseudonyms()
         hosts, user, home = _machine_identity()
-        self._machine_hosts = [re.compile(rf"(?<![\w-]){re.escape(h)}(?![\w-])", re.IGNORECASE) for h in hosts]
+        self._machine_hosts = [(h.lower(), re.compile(rf"(?<![\w-]){re.escape(h)}(?![\w-])", re.IGNORECASE))
+                               for h in hosts]
+        self._home_path, self._user_name = home, user
         self._home = re.compile(rf"{re.escape(home)}(?![\w.-])") if home else None
         self._user = re.compile(rf"(?<![\w-]){re.escape(user)}(?![\w-])") if user else None
 
@@ -585,32 +599,44 @@ class Redactor:
     def lines(self) -> Callable[[str], str]:
         """A stateful per-line redactor (a PEM block may span the lines it is fed)."""
         rules = _Credentials(self.literals)
-        return lambda line: self.identity_of(rules.line(line))
+        return lambda line: self.identity_of(rules.lines([line])[0])
 
     def identity_of(self, text: str, *, keep_versions: bool = False) -> str:
+        # Each rule runs only where a cheap test says it can match: most log lines hold no
+        # address, URL or host name, and the full patterns cost tens of microseconds a line.
         if not self.identity:
             return text
-        if self._home is not None:
+        low = text.lower()
+        if self._home is not None and self._home_path in text:
             text = self._home.sub("~", text)
-        text = _HOME.sub("~", text)
+        if "/home/" in text or "/users/" in low:
+            text = _HOME.sub("~", text)
         host = self.pseudonyms.host
-        text = _URL_HOST.sub(lambda m: _keep("host", host(m.group("host")))(m) if self._is_other_host(m.group("host"))
-                             else m.group(0), text)
-        text = _NCCL_HOST.sub(lambda m: host(m.group(0)) if self._is_other_host(m.group(0)) else m.group(0), text)
-        text = _FQDN.sub(lambda m: m.group(0) if _is_public(m.group(0)) else host(m.group(0)), text)
-        text = _ADDRESS_HOST.sub(lambda m: host(m.group(0)), text)
-        for pattern in self._machine_hosts:
-            text = pattern.sub(lambda m: host(m.group(0)), text)
-        known = self.pseudonyms.known_hosts()
-        if known is not None:
+        if "://" in text:
+            text = _URL_HOST.sub(lambda m: _keep("host", host(m.group("host")))(m)
+                                 if self._is_other_host(m.group("host")) else m.group(0), text)
+        if _NCCL_TAIL.search(text):
+            text = _NCCL_HOST.sub(lambda m: host(m.group(0)) if self._is_other_host(m.group(0)) else m.group(0), text)
+        if _TLD.search(text):
+            text = _FQDN.sub(lambda m: m.group(0) if _is_public(m.group(0)) else host(m.group(0)), text)
+        if "ip-" in low or "ec2-" in low:
+            text = _ADDRESS_HOST.sub(lambda m: host(m.group(0)), text)
+        for name, pattern in self._machine_hosts:
+            if name in low:
+                text = pattern.sub(lambda m: host(m.group(0)), text)
+        names, known = self.pseudonyms.known_hosts()
+        if known is not None and any(name in low for name in names):
             text = known.sub(lambda m: host(m.group(0)), text)
-        if self._user is not None:
+        if self._user is not None and self._user_name in text:
             text = self._user.sub(USER, text)
-        if not keep_versions:
+        if not keep_versions and _IPV4_HINT.search(text):
             text = _IPV4.sub(self._ipv4, text)
-        return _IPV6.sub(self._ipv6, text)
+        if "::" in text or _IPV6_HINT.search(text):
+            text = _IPV6.sub(self._ipv6, text)
+        return text
 
     @staticmethod
+    @functools.lru_cache(maxsize=4096)
     def _is_other_host(name: str) -> bool:
         if _is_public(name) or re.fullmatch(r"[\d.]+|host-\d+|ip-\d+", name):  # addresses: the IP rules decide
             return False

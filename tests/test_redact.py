@@ -222,10 +222,13 @@ def test_secret_names(name, secret):
     assert is_secret_name(name) is secret
 
 
-def test_of_slimes_known_flags_only_the_wandb_key_is_secret():
-    """A flag wrongly taken for a secret is masked in commands.sh and the logs: a broken reproduction."""
+def test_of_slimes_known_flags_exactly_the_credentials_are_secret():
+    """A flag wrongly taken for a secret is masked in commands.sh and the logs: a broken reproduction.
+    (--router-request-id-headers holds header names, --...-experts-per-token a count.)"""
     flags = Path(redact.__file__).with_name("data").joinpath("known_flags.txt").read_text().split()
-    assert [flag for flag in flags if is_secret_name(flag)] == ["--wandb-key"]
+    assert [flag for flag in flags if is_secret_name(flag)] == [
+        "--router-api-key", "--router-control-plane-api-keys", "--router-oracle-password", "--router-postgres-db-url",
+        "--sglang-admin-api-key", "--sglang-api-key", "--sglang-ssl-keyfile-password", "--wandb-key"]
 
 
 def test_shell_working_directories_are_not_secrets():
