@@ -74,14 +74,18 @@ class Context:
         return Redactor(secrets, identity=not self.args.no_redact,
                         pseudonyms=Pseudonyms(self.run_dir.logs_dir / "placeholders.json"))
 
-    def save(self) -> None:
-        from cpverify.artifacts import atomic_write_json
+    @property
+    def credentials_only(self):
+        """The run's credential rules without the identity ones: for what the run directory keeps
+        for itself (state.json, the deep lint's request), whose paths later steps read back."""
         from cpverify.redact import Redactor
 
-        # The run's working record: later steps read its paths and image tags back, so identity
-        # stays (as in the raw logs); credentials never reach it.
-        scrub = Redactor(self.redactor.literals, identity=False)
-        atomic_write_json(self.run_dir.root / "state.json", scrub.json(self.state))
+        return Redactor(self.redactor.literals, identity=False)
+
+    def save(self) -> None:
+        from cpverify.artifacts import atomic_write_json
+
+        atomic_write_json(self.run_dir.root / "state.json", self.credentials_only.json(self.state))
 
     def say(self, text: str) -> None:
         print(f"[cpverify {self.run_dir.run_id}] {text}", file=sys.stderr, flush=True)
@@ -449,7 +453,8 @@ def _deep_lint(ctx: Context, plan, static: list) -> list:
     request = deep_lint.request(plan, arch if arch is not None else deep_lint.ASSUMED_ARCH)
     host_path = _host_work_dir(ctx) / "deep-lint-request.json"
     host_path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(host_path, request)
+    # slime's parser needs the arguments' shape, not a secret's value: the file holds neither
+    atomic_write_json(host_path, ctx.credentials_only.json(request))
     seen_path = f"{CONTAINER_WORK}/{host_path.name}" if ctx.runner == "docker" else str(host_path)
     python = plan.arms[0].argv[0]
     ctx.say("lint: slime's own parser on every arm, in the workload's Python (no GPU)")

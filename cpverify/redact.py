@@ -288,8 +288,9 @@ def _redact_pairs(text: str) -> str:
         if not sep.strip() and not match.group("name").startswith("--"):
             continue
         bare = value.strip("\"'\\")
-        if value.startswith("--") or bare.startswith(("$", _PLACEHOLDER_PREFIX)) or bare.lower() in _SCHEMES:
-            continue  # no value here, a $REFERENCE, already hidden, or a scheme whose credential is hidden
+        if (value.startswith("--") or bare.startswith(("$", _PLACEHOLDER_PREFIX)) or bare.lower() in _SCHEMES
+                or (bare and not any(c.isalnum() for c in bare))):
+            continue  # no value here (a table's rule), a $REFERENCE, already hidden, a scheme whose credential is hidden
         quote = value[:2] if value.startswith('\\"') else value[:1] if value[:1] in ("'", '"') else ""
         out.append(text[pos:found.start("value")])
         out.append(f"{quote}{SECRET}{quote}")

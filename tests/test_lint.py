@@ -372,7 +372,7 @@ def test_generator_lists_exactly_what_slimes_parsers_define():
     expected = {flag for flag, _ in fake._MAIN_FLAGS} | {
         "--help",  # the main parser's own
         "--train-backend", "--debug-rollout-only", "--debug-train-only", "--load-debug-rollout-data",  # pre-parser
-        "--rollout-num-gpus-per-engine", "--sglang-mem-fraction-static"}  # SGLang's parser
+        "--rollout-num-gpus-per-engine", "--sglang-mem-fraction-static", "--sglang-api-key"}  # SGLang's parser
     assert set(flags) == expected
 
 

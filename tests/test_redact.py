@@ -245,6 +245,8 @@ def test_shell_working_directories_are_not_secrets():
     ("--hf-token abcdef123456 --lr 1e-6", "--hf-token <redacted:secret> --lr 1e-6"),
     ("--wandb-key=abcdef123456", "--wandb-key=<redacted:secret>"),
     ("--wandb-key --next-flag", "--wandb-key --next-flag"),
+    ("| cp1 | error | --wandb-key      | none of this slime's parsers consumed it |",  # a lint table's cell
+     "| cp1 | error | --wandb-key      | none of this slime's parsers consumed it |"),
     ("Authorization: Bearer abcdefgh12345", "Authorization: Bearer <redacted:token>"),
     ("Authorization: Token abcdefgh", "Authorization: Token <redacted:token>"),
     ("https://bob:pw1234@host/x", "https://<redacted:secret>@host-1/x"),

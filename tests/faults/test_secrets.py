@@ -250,7 +250,7 @@ def test_the_planted_corpus_leaves_no_trace_in_anything_a_run_or_a_verdict_write
     for name in _assignments("env"):
         assert f"'{name}'" not in env_dump, f"{name} of cpverify's environment reached the workload"
     arguments = next(line for line in log.splitlines() if " arguments: " in line)
-    assert "--wandb-key <redacted:secret>" in arguments and "--hf-token=<redacted:secret>" in arguments
+    assert "--wandb-key <redacted:secret>" in arguments and "--sglang-api-key=<redacted:secret>" in arguments
     assert "--wandb-host=<redacted:secret>" in arguments  # a secret by its value: the whole value is known secret
     assert '--wandb-host="${WANDB_HOST}"' in written["run/commands.sh"].decode()  # a secret by value, masked
 

@@ -137,7 +137,7 @@ CORPUS: tuple[Planted, ...] = (
     Planted("name", "0123abcd" + "4567ef890123abcd4567ef890123abcd", "WANDB_API_KEY={s}", "env", "WANDB_API_KEY"),
     Planted("name", "plantedAws" + "Secret/7Yq2+Zk9Lm4Np8Rt1Vx6", "AWS_SECRET_ACCESS_KEY={s}", "env", "AWS_SECRET_ACCESS_KEY"),
     Planted("name", "wandb-flag-" + "value-5e9d2c7a1b", "--wandb-key {s}", "arg", "--wandb-key"),
-    Planted("name", "planted-" + "hf-flag-4b1d9e", "--hf-token={s}", "arg", "--hf-token"),
+    Planted("name", "planted-" + "sglang-flag-4b1d9e", "--sglang-api-key={s}", "arg", "--sglang-api-key"),
     Planted("name", "planted-" + "config-token-7e2f", "MY_API_TOKEN={s}", "config", "MY_API_TOKEN"),
     Planted("name", "planted-" + "client-secret-9a4c", '{{"client_id": "cpverify", "client_secret": "{s}"}}', "output"),
     Planted("name", "planted-" + "yaml-pw-1f6b", "  password: {s}", "output"),

@@ -61,6 +61,9 @@ _MAIN_FLAGS = [
     ("--hidden-dropout", {"type": float, "default": 0.1}),
     ("--attention-backend", {"default": "auto"}),
     ("--no-gradient-accumulation-fusion", {"action": "store_false", "dest": "gradient_accumulation_fusion"}),
+    ("--use-wandb", {"action": "store_true"}),
+    ("--wandb-key", {"default": None}),
+    ("--wandb-host", {"default": None}),
     ("--ci-test", {"action": "store_true"}),
     ("--ci-disable-kl-checker", {"action": "store_true"}),
     ("--ci-save-grad-norm", {"default": None}),
@@ -99,6 +102,7 @@ def _sglang_parse_args():
     parser = argparse.ArgumentParser(add_help=False)  # abbreviations on, as slime's SGLang parser
     parser.add_argument("--rollout-num-gpus-per-engine", type=int, default=1)
     parser.add_argument("--sglang-mem-fraction-static", type=float, default=None)
+    parser.add_argument("--sglang-api-key", type=str, default=None)
     return parser.parse_known_args()[0]
 
 
