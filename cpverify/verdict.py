@@ -377,11 +377,12 @@ def decision_rule(t: Thresholds) -> str:
 
 def short_rule(t: Thresholds) -> str:
     """The rule in one line, for terminals; decision_rule() has the whole of it."""
-    return (f"PASS: no errors, arms finished, timings are durations, effective CP confirmed, "
+    # "PASS if", not "PASS:": a `NAME: value` pair whose name reads like a password is redacted.
+    return (f"PASS if no errors, arms finished, timings are durations, effective CP confirmed, "
             f">= {t.min_counted_steps} steps per arm, and the "
             f"{t.confidence:.0%} CI upper bound of {short_metric(t.primary_metric)} candidate/baseline <= "
-            f"{t.pass_ratio:.2f}; FAIL: errors, CP mismatch, or the lower bound > {t.pass_ratio:.2f}; "
-            f"otherwise INCONCLUSIVE (BLOCKED: could not start)")
+            f"{t.pass_ratio:.2f}; FAIL if errors, CP mismatch, or the lower bound > {t.pass_ratio:.2f}; "
+            f"otherwise INCONCLUSIVE (BLOCKED if an arm could not start)")
 
 
 # -- per arm ----------------------------------------------------------------------------------

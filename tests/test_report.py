@@ -109,6 +109,16 @@ def test_terminal_summary_lists_problems_with_fixes():
     assert "FAIL speed:cp2 vs cp1" in text and "    fix: CP>1 is much slower" in text
 
 
+def test_terminal_summary_survives_redaction_unchanged():
+    """The terminal output is redacted as it is printed: the verdict's own words must hold nothing a
+    redactor takes for a secret (`PASS: no errors` once printed as `PASS: <redacted:secret> errors`)."""
+    from cpverify.redact import Redactor
+
+    for verdict in (_verdict(), _verdict(2.0)):
+        text = report.render_summary(verdict)
+        assert Redactor()(text) == text
+
+
 def test_write_report_writes_the_bundle(tmp_path):
     pytest.importorskip("matplotlib")
     run_dir = RunDir.create(tmp_path / "run")
