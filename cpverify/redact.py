@@ -78,6 +78,7 @@ _TOKEN_VOCAB = {"pad", "eos", "bos", "eod", "unk", "sep", "cls", "mask", "middle
 _BENIGN_KEY_PREFIXES = {"input", "label", "metadata", "tool", "tools", "multimodal", "reward", "prompt", "response",
                         "image", "sort", "group", "dict", "primary", "partition", "cache", "hash", "memory", "public",
                         "query", "foreign", "routing", "shard"}
+_QUALIFIED_ONLY = {"pass", "pat"}
 _BENIGN_BEFORE = {"headers": {"id", "forwarded", "allowed", "exposed"}, "session": {"streaming", "sticky"}}
 # The shell's working directories: "pwd" is a password word (DB_PWD), but these two are paths.
 _SHELL_DIRS = {"pwd", "oldpwd"}
@@ -107,6 +108,8 @@ def is_secret_name(name: str) -> bool:
     if last in ("key", "keys"):  # WANDB_KEY, --wandb-key: a credential; --input-key: a dataset column
         return previous not in _BENIGN_KEY_PREFIXES
     if last in _NOUNS:
+        if len(words) == 1 and last in _QUALIFIED_ONLY:
+            return False  # "PASS: no errors", "pat: ...": words of their own, secret only qualified (DB_PASS)
         return previous not in _BENIGN_BEFORE.get(last, ())
     if any(part in word for word in words for part in _ANYWHERE_PARTS) or _ANYWHERE_WORDS.intersection(words):
         return True

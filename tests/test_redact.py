@@ -216,7 +216,7 @@ def test_the_stream_and_the_artifacts_apply_one_definition(picked, block_sizes):
     ("--fim-pad-token", False), ("--calculate-per-token-loss", False), ("--moe-token-dispatcher-type", False),
     ("--rl-skip-bos-token", False), ("--memory-keys", False), ("pass_ratio", False), ("HF_ENDPOINT", False),
     ("PASSWORD_FILE", False), ("SSH_AUTH_SOCK", False), ("aws_access_key_id", False), ("X-Amz-Date", False),
-    ("--rm-url", False), ("signature_version", False), ("PATH", False),
+    ("--rm-url", False), ("signature_version", False), ("PATH", False), ("PASS", False), ("pat", False),
 ])
 def test_secret_names(name, secret):
     assert is_secret_name(name) is secret
@@ -245,6 +245,7 @@ def test_shell_working_directories_are_not_secrets():
     ("--hf-token abcdef123456 --lr 1e-6", "--hf-token <redacted:secret> --lr 1e-6"),
     ("--wandb-key=abcdef123456", "--wandb-key=<redacted:secret>"),
     ("--wandb-key --next-flag", "--wandb-key --next-flag"),
+    ("PASS: no errors, pass=3 FAIL: 1", "PASS: no errors, pass=3 FAIL: 1"),  # a status is not a password
     ("| cp1 | error | --wandb-key      | none of this slime's parsers consumed it |",  # a lint table's cell
      "| cp1 | error | --wandb-key      | none of this slime's parsers consumed it |"),
     ("Authorization: Bearer abcdefgh12345", "Authorization: Bearer <redacted:token>"),
