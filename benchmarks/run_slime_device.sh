@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Real slime (device kit: slime 624b824a, Megatron-LM 1dcf0daf, TE 2.16.1, Ray 2.56.1) through
+# cpverify's own pipeline on a GPU host, as a user with a slime environment would run it:
+#
+#   cp -r <device-kit> .kit     # then, on the GPU machine, in this checkout:
+#   OUT=/some/dir bash benchmarks/run_slime_device.sh RUN_ID SEQ_LENS [extra cpverify run options]
+#
+# e.g. `bash benchmarks/run_slime_device.sh h200x2-1k 1K`. The kit has no Hub access, so the model
+# is the kit's random Qwen2.5-0.5B-shaped checkpoint (make_fake_qwen.py), given with --model-dir.
+# Everything of the run (verdict.md/json, env.json, commands.sh, plan.json, logs) is packed into
+# $OUT/RUN_ID.tgz; the terminal output goes to $OUT/RUN_ID.out.
+set -uo pipefail
+id=${1:?run id}; lens=${2:?seq lens}; shift 2
+OUT=${OUT:-/tmp/cpverify-device}; mkdir -p "$OUT"
+T0=$SECONDS
+source .kit/setup.sh || exit 1
+if [ ! -f "$KIT_ROOT/model/config.json" ]; then
+    python3 .kit/make_fake_qwen.py "$KIT_ROOT/model" 2>&1 | tail -1
+fi
+echo "[$((SECONDS - T0))s] kit ready"
+nvidia-smi topo -m > "$OUT/topo.txt" 2>&1
+python3 -m ray.scripts.scripts stop --force >/dev/null 2>&1
+runs=/tmp/cpverify-runs; mkdir -p "$runs"
+python3 -m cpverify run --profile train-only --runner local --slime-dir "$SLIME_DIR" \
+    --python "$(command -v python3)" --model-dir "$KIT_ROOT/model" --gpus 0,1 --seq-len "$lens" \
+    --out "$runs" --run-id "$id" "$@" > "$OUT/$id.out" 2>&1
+rc=$?
+echo "[$((SECONDS - T0))s] cpverify run $id: exit $rc"
+tail -n 25 "$OUT/$id.out"
+tar -czf "$OUT/$id.tgz" -C "$runs" "$id"
