@@ -187,6 +187,14 @@ class RunDir:
         return self.logs_dir / f"{arm}.log"
 
     @property
+    def plan_json(self) -> Path:
+        return self.root / "plan.json"
+
+    @property
+    def state_json(self) -> Path:
+        return self.root / "state.json"
+
+    @property
     def verdict_md(self) -> Path:
         return self.root / "verdict.md"
 

@@ -1,4 +1,5 @@
 """GPU locks: a second cpverify run on the same GPUs refuses at once, naming the first.
+(The same mechanism keeps a second cpverify out of a run directory in use: RunDirLock.)
 
 Two runs sharing GPUs would measure each other (and OOM each other), so the numbers of
 both would be worthless. Each GPU gets a lock file, `<dir>/cpverify-gpu-<id>.lock`,
@@ -23,7 +24,7 @@ import socket
 from collections.abc import Iterable
 from pathlib import Path
 
-from cpverify.errors import InputError, LockHeld
+from cpverify.errors import ArtifactWriteError, InputError, LockHeld
 
 LOCK_DIR_ENV = "CPVERIFY_LOCK_DIR"
 DEFAULT_LOCK_DIR = "/tmp"
@@ -49,18 +50,12 @@ def read_holder(path: Path) -> dict | None:
         return None
 
 
-class GpuLock:
-    """Exclusive use of some GPUs for one run. Use as a context manager.
+class _Flocks:
+    """flock(2) on some lock files for as long as a run lasts, each recording its holder.
+    All or nothing: a refusal releases what was taken. Use as a context manager."""
 
-        with GpuLock([0, 1], run_id=run_id):
-            ... run both arms ...
-    """
-
-    def __init__(self, gpu_ids: Iterable[int | str], *, run_id: str, directory: Path | str | None = None) -> None:
-        self.directory = Path(directory) if directory is not None else lock_dir()
-        # Sorted and de-duplicated: every run takes the locks in the same order.
-        self.gpu_ids = sorted({str(g) for g in gpu_ids}, key=lambda g: (len(g), g))
-        self.paths = [lock_path(g, self.directory) for g in self.gpu_ids]
+    def __init__(self, paths: list[Path], *, run_id: str) -> None:
+        self.paths = paths
         self.run_id = run_id
         self._fds: list[int] = []
 
@@ -68,24 +63,20 @@ class GpuLock:
     def held(self) -> bool:
         return bool(self._fds)
 
-    def acquire(self) -> GpuLock:
+    def _refusal(self, path: Path) -> LockHeld:
+        raise NotImplementedError
+
+    def acquire(self):
         if self._fds:
             return self
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise InputError(
-                f"cannot create the lock directory {self.directory}: {exc.strerror or exc}",
-                fix=f"set {LOCK_DIR_ENV} to a writable local directory",
-            ) from exc
-        try:
-            for gpu, path in zip(self.gpu_ids, self.paths):
+            for path in self.paths:
                 fd, writable = _open(path)
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
                     os.close(fd)
-                    raise _held(gpu, path) from None
+                    raise self._refusal(path) from None
                 self._fds.append(fd)
                 if writable:
                     _write_holder(fd, self.run_id)
@@ -103,11 +94,71 @@ class GpuLock:
                 pass
             os.close(fd)  # closing the last descriptor releases the flock
 
-    def __enter__(self) -> GpuLock:
+    def __enter__(self):
         return self.acquire()
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+class GpuLock(_Flocks):
+    """Exclusive use of some GPUs for one run.
+
+        with GpuLock([0, 1], run_id=run_id):
+            ... run both arms ...
+    """
+
+    def __init__(self, gpu_ids: Iterable[int | str], *, run_id: str, directory: Path | str | None = None) -> None:
+        self.directory = Path(directory) if directory is not None else lock_dir()
+        # Sorted and de-duplicated: every run takes the locks in the same order.
+        self.gpu_ids = sorted({str(g) for g in gpu_ids}, key=lambda g: (len(g), g))
+        super().__init__([lock_path(g, self.directory) for g in self.gpu_ids], run_id=run_id)
+
+    def acquire(self) -> GpuLock:
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(
+                f"cannot create the lock directory {self.directory}: {exc.strerror or exc}",
+                fix=f"set {LOCK_DIR_ENV} to a writable local directory",
+            ) from exc
+        return super().acquire()
+
+    def _refusal(self, path: Path) -> LockHeld:
+        gpu = self.gpu_ids[self.paths.index(path)]
+        who, stop = _holder(path)
+        return LockHeld(
+            f"GPU {gpu} is in use by cpverify {who}; lock file {path}",
+            fix=f"wait for that run to finish {stop}; the lock frees itself when that process exits, "
+            "so there is nothing to delete. To run now, choose other GPUs.",
+        )
+
+
+class RunDirLock(_Flocks):
+    """One cpverify process at a time in a run directory (artifacts/<run-id>/.lock).
+
+    Two processes on one run id would rename each other's live logs and judge each other's
+    arms; the second is refused, naming the first, the way a GPU lock refuses."""
+
+    def __init__(self, root: Path, *, run_id: str, new_run_id: str) -> None:
+        super().__init__([Path(root) / ".lock"], run_id=run_id)
+        self.root, self.new_run_id = Path(root), new_run_id
+
+    def acquire(self) -> RunDirLock:
+        from cpverify.artifacts import _fix_for
+
+        try:
+            return super().acquire()
+        except OSError as exc:  # a read-only or full artifacts disk: nothing of the run can be written
+            raise ArtifactWriteError(f"could not write {self.paths[0]}: {exc.strerror or exc}",
+                                     _fix_for(exc, self.paths[0])) from exc
+
+    def _refusal(self, path: Path) -> LockHeld:
+        who, stop = _holder(path)
+        return LockHeld(
+            f"run directory {self.root} is in use by cpverify {who}",
+            fix=f"wait for that run to finish {stop}, or start another run: --run-id {self.new_run_id}",
+        )
 
 
 def _open(path: Path) -> tuple[int, bool]:
@@ -143,18 +194,13 @@ def _write_holder(fd: int, run_id: str) -> None:
     os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
 
 
-def _held(gpu: str, path: Path) -> LockHeld:
+def _holder(path: Path) -> tuple[str, str]:
+    """(who holds the lock at `path`, how to stop them) for a refusal."""
     holder = read_holder(path)
     if holder:
         who = (
             f"run {holder.get('run_id', '?')} (pid {holder.get('pid', '?')} on {holder.get('host', '?')}, "
             f"since {holder.get('since', '?')})"
         )
-        stop = f"or stop it (`kill {holder['pid']}`)" if holder.get("pid") else "or stop it"
-    else:
-        who, stop = "another cpverify process (it did not record its pid)", f"or find it with `fuser {path}`"
-    return LockHeld(
-        f"GPU {gpu} is in use by cpverify {who}; lock file {path}",
-        fix=f"wait for that run to finish {stop}; the lock frees itself when that process exits, "
-        "so there is nothing to delete. To run now, choose other GPUs.",
-    )
+        return who, (f"or stop it (`kill {holder['pid']}`)" if holder.get("pid") else "or stop it")
+    return "another cpverify process (it did not record its pid)", f"or find it with `fuser {path}`"

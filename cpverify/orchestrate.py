@@ -12,8 +12,13 @@ The steps, in order (each is also a nox session and a compose service):
   cp1, cp2    the baseline arm(s), then the candidate arm(s), on the same GPUs, under one lock
   verdict     parse every log, decide, write verdict.md / verdict.json / env.json / commands.sh
 
-`--only a,b` runs some steps; steps share state through artifacts/<run-id>/state.json, so
-`nox -s cp2` after `nox -s cp1` (same CPVERIFY_RUN_ID) continues the same run.
+`--only a,b` runs some steps; steps share the run through artifacts/<run-id>/ (cpverify.record):
+plan.json, written by the run's first step, fixes what the arms run (a later step whose arguments
+would change it is refused), and state.json records what each step found and each arm's log, so
+`nox -s cp2` after `nox -s cp1` (same CPVERIFY_RUN_ID) continues the same run. One process at a
+time works in a run directory (a lock in it), and one signal policy covers the whole process:
+Ctrl-C, SIGTERM or SIGHUP during any step still leaves an INCONCLUSIVE verdict saying what was
+interrupted, and exits 130.
 A step that does not apply (no image for the local runner, no model for the probe) says so
 and succeeds. Arm steps succeed whenever they *recorded* a result: a crashed workload is
 evidence for the verdict, not a reason to stop before writing it.
@@ -23,7 +28,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import os
 import subprocess
 import sys
@@ -31,7 +35,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cpverify.artifacts import new_run_id
 from cpverify.errors import EXIT_BLOCKED, EXIT_FAIL, EXIT_OK, CpverifyError, EnvironmentBlocked, InputError
+from cpverify.record import ArmRecord, Blocked, HashingReader, Interrupted, RunRecord, file_digest
 
 STEPS = ("doctor", "image", "fetch", "compileall", "lint", "cp1", "cp2", "verdict")
 ALIASES = {"arms": ("cp1", "cp2"), "all": STEPS}
@@ -47,7 +53,7 @@ class Context:
     args: object
     profile: object
     run_dir: object
-    state: dict = field(default_factory=dict)
+    record: RunRecord = field(default_factory=RunRecord)
     rechecked: set = field(default_factory=set)  # what this process has checked again itself (not from state)
 
     @property
@@ -77,15 +83,13 @@ class Context:
     @property
     def credentials_only(self):
         """The run's credential rules without the identity ones: for what the run directory keeps
-        for itself (state.json, the deep lint's request), whose paths later steps read back."""
+        for itself (state.json, plan.json, the deep lint's request), whose paths later steps read back."""
         from cpverify.redact import Redactor
 
         return Redactor(self.redactor.literals, identity=False)
 
     def save(self) -> None:
-        from cpverify.artifacts import atomic_write_json
-
-        atomic_write_json(self.run_dir.root / "state.json", self.credentials_only.json(self.state))
+        self.record.save(self.run_dir.state_json, scrub=self.credentials_only.json)
 
     def say(self, text: str) -> None:
         print(f"[cpverify {self.run_dir.run_id}] {text}", file=sys.stderr, flush=True)
@@ -199,7 +203,7 @@ def workload_python(ctx: Context, *, refresh: bool = False):
     needs = ("torch", "slime") if ctx.kind == "slime" else ("torch", "cpverify.probe.workload")
     requested = getattr(ctx.args, "python", None)
     explicit, chosen_by = (requested, "--python") if requested else (os.environ.get(PYTHON_ENV) or None, PYTHON_ENV)
-    recorded = ctx.state.get("workload_python")
+    recorded = ctx.record.workload_python
     fresh_enough = not refresh or "workload_python" in ctx.rechecked
     if recorded and fresh_enough and recorded.get("requested") == explicit and tuple(recorded["needs"]) == needs:
         return WorkloadPython.from_json(recorded)
@@ -207,7 +211,7 @@ def workload_python(ctx: Context, *, refresh: bool = False):
     workdir = Path(_workload_paths(ctx)["slime_dir"]) if ctx.kind == "slime" else Path.cwd()
     env, _dropped = workload_env(ctx.profile.env, base=os.environ)
     python = choose(explicit, chosen_by=chosen_by, needs=needs, cwd=workdir if workdir.is_dir() else None, env=env)
-    ctx.state["workload_python"] = {**python.to_json(), "requested": explicit}
+    ctx.record.workload_python = {**python.to_json(), "requested": explicit}
     ctx.rechecked.add("workload_python")
     ctx.save()
     ctx.say(f"workload python: {python.path} ({python.chosen_by})"
@@ -228,7 +232,7 @@ def step_doctor(ctx: Context) -> int:
         requested = getattr(ctx.args, "python", None)
         python = choose(requested or os.environ.get(PYTHON_ENV) or None, chosen_by="--python" if requested else PYTHON_ENV)
     report = doctor.collect(cp=max(ctx.profile.cp_sizes), python=python, python_required=ctx.runner == "local")
-    ctx.state["doctor"] = report
+    ctx.record.doctor = report
     ctx.save()
     print(doctor.render(report), file=sys.stderr)
     if ctx.runner == "ray":
@@ -274,7 +278,7 @@ def step_image(ctx: Context) -> int:
     from cpverify import image
 
     if ctx.args.image and not ctx.args.build:
-        ctx.state["image"] = image.inspect_image(ctx.args.image)
+        ctx.record.image = image.inspect_image(ctx.args.image)
         ctx.save()
         ctx.say(f"image: using {ctx.args.image} as given (pass --build to rebuild it)")
         return EXIT_OK
@@ -302,7 +306,7 @@ def step_image(ctx: Context) -> int:
     facts["differences"] = image.compare_expected(lock, facts.get("versions", {}))
     for difference in facts["differences"]:
         ctx.say(f"image: warning: {difference}")
-    ctx.state["image"] = facts
+    ctx.record.image = facts
     ctx.save()
     return EXIT_OK
 
@@ -318,17 +322,17 @@ def step_fetch(ctx: Context) -> int:
         model = Path(ctx.args.model_dir).expanduser().resolve()
         report = fetch.ensure_model(model, model_args=p.model_args)
         # a local directory (an offline host, a fine-tune, a random checkpoint): not the profile's hub revision
-        ctx.state["model"] = {"repo": None, "revision": None, "path": str(model), "local": True,
+        ctx.record.model = {"repo": None, "revision": None, "path": str(model), "local": True,
                               "files_checked": report.checked}
         what = f"local model {model}"
     else:
         model = fetch.fetch_model(p.model_repo, p.model_revision, cache_dir=ctx.cache / "hf")
         report = fetch.ensure_model(model, model_args=p.model_args, revision=p.model_revision)
-        ctx.state["model"] = {"repo": p.model_repo, "revision": p.model_revision, "path": str(model),
+        ctx.record.model = {"repo": p.model_repo, "revision": p.model_revision, "path": str(model),
                               "files_checked": report.checked}
         what = f"model {p.model_repo}@{p.model_revision[:12]}"
     data = fetch.stage_dataset(p.dataset_path(), ctx.cache / "data")
-    ctx.state["data"] = str(data)
+    ctx.record.data = str(data)
     ctx.save()
     ctx.say(f"fetch: {what} verified ({report.checked} checksummed files), data {data}")
     if p.train_only:
@@ -352,7 +356,7 @@ def _write_rollouts(ctx: Context) -> int:
                              "the workload's Python must import slime and torch (and cpverify): run in the image "
                              "(--runner docker) or activate slime's environment; nothing was run on a GPU")
         written.append(output.strip().splitlines()[-1] if output.strip() else command.name)
-    ctx.state["rollouts"] = written
+    ctx.record.rollouts = written
     ctx.save()
     for line in written:
         ctx.say(f"fetch: {line}")
@@ -416,7 +420,7 @@ def step_compileall(ctx: Context) -> int:
         code, output = run_tool(ctx, "compileall", command)
     except EnvironmentBlocked as exc:
         return write_blocked(ctx, f"compileall: {exc.problem}", exc.fix)
-    ctx.state["compileall"] = {"exit_code": code, "output": output[-4000:]}
+    ctx.record.compileall = {"exit_code": code, "output": output[-4000:]}
     ctx.save()
     if code != 0:
         raise InputError(f"`{' '.join(command)}` failed in {paths['slime_dir']}:\n{output.strip()[-2000:]}",
@@ -435,7 +439,7 @@ def step_lint(ctx: Context) -> int:
     if findings:
         print(format_findings(findings), file=sys.stderr)
     errors = [f for f in findings if f.severity == "error"]
-    ctx.state["lint"] = [dataclasses.asdict(f) for f in findings]
+    ctx.record.lint = [dataclasses.asdict(f) for f in findings]
     ctx.save()
     if errors:
         ctx.say(f"lint: {len(errors)} error(s): fix them before any GPU is held")
@@ -449,7 +453,7 @@ def _deep_lint(ctx: Context, plan, static: list) -> list:
     from cpverify import deep_lint
     from cpverify.artifacts import atomic_write_json
 
-    arch = deep_lint.arch_from_doctor(ctx.state.get("doctor"), plan.gpus)
+    arch = deep_lint.arch_from_doctor(ctx.record.doctor, plan.gpus)
     request = deep_lint.request(plan, arch if arch is not None else deep_lint.ASSUMED_ARCH)
     host_path = _host_work_dir(ctx) / "deep-lint-request.json"
     host_path.parent.mkdir(parents=True, exist_ok=True)
@@ -463,7 +467,7 @@ def _deep_lint(ctx: Context, plan, static: list) -> list:
     except EnvironmentBlocked as exc:
         code, output = -1, f"{exc.problem} ({exc.fix})"
     results = deep_lint.results_from(output)
-    ctx.state["deep_lint"] = results
+    ctx.record.deep_lint = results
     deep = deep_lint.findings(plan, results, exit_code=code, output=output, arch_assumed=arch is None)
     return deep_lint.merge(static, deep, results)
 
@@ -472,8 +476,8 @@ def step_arms(ctx: Context, which: str) -> int:
     from cpverify.locks import GpuLock
     from cpverify.runners.base import ArmInterrupted
 
-    if ctx.state.get("blocked"):
-        ctx.say(f"{which}: skipped, the run is blocked: {ctx.state['blocked']['reason']}")
+    if ctx.record.blocked:
+        ctx.say(f"{which}: skipped, the run is blocked: {ctx.record.blocked.reason}")
         return EXIT_OK
     python = workload_python(ctx, refresh=True)
     if python is not None and not python.ok:  # before any GPU is held: the arms would die on import
@@ -497,59 +501,82 @@ def step_arms(ctx: Context, which: str) -> int:
 
         for what in sweep_processes():
             ctx.say(f"killed leftover process {what} of an earlier, interrupted run")
-    ctx.state.pop("interrupted", None)
-    results = ctx.state.setdefault("arms", {})
     with GpuLock(plan.gpus, run_id=ctx.run_dir.run_id):
         for arm in arms:
+            # The arm's earlier result goes first: until this attempt ends, the arm has no result
+            # (a cpverify killed outright leaves "never run", not a record of another log).
+            ctx.record.arms.pop(arm.name, None)
+            ctx.save()
             ctx.say(f"{arm.name}: starting on GPUs {','.join(map(str, plan.gpus)) or 'none'} "
                     f"with the {ctx.runner} runner; log {ctx.run_dir.log_path(arm.name)}")
             try:
                 result = runner.run_arm(arm, log_path=_fresh_log(ctx, arm.name), limits=ctx.profile.limits())
             except ArmInterrupted as interrupted:
-                results[arm.name] = _result_json(interrupted.result)
-                ctx.state["interrupted"] = arm.name
+                _record_arm(ctx, interrupted.result)
+                ctx.record.interrupted = Interrupted(arm.name, interrupted.result.reason)
                 ctx.save()
-                _verdict_after_interrupt(ctx)
                 raise
-            results[arm.name] = _result_json(result)
+            _record_arm(ctx, result)
             ctx.save()
             ctx.say(f"{arm.name}: {result.outcome} (exit {result.exit_code}) after {result.duration_s:.0f}s"
                     + (f": {result.reason}" if result.reason else ""))
     return EXIT_OK
 
 
-def _verdict_after_interrupt(ctx: Context) -> None:
-    """Ctrl-C or SIGTERM stopped an arm: still leave a verdict that says so (it takes a moment;
-    another Ctrl-C skips it), then exit 130."""
+def _record_arm(ctx: Context, result) -> None:
+    """The arm's result and the log it wrote, fingerprinted now that nothing writes to it."""
+    log = Path(result.log_path)
+    sha256, size = file_digest(log) if log.is_file() else ("", 0)
+    ctx.record.arms[result.arm] = ArmRecord(result, str(log.relative_to(ctx.run_dir.root)), sha256, size)
+
+
+def _arm_log(ctx: Context, recorded: ArmRecord):
+    """The log the arm wrote, parsed once from bytes that are hashed as they are read: a verdict
+    judges exactly what its own arms wrote, or nothing (exit 2 if the file changed since)."""
+    from cpverify.logs import ParsedLog, parse_stream
+
+    path = ctx.run_dir.root / recorded.log
+    if not recorded.log_sha256:  # the arm never got to write its log (a refused container, say)
+        return ParsedLog()
     try:
-        step_verdict(ctx)
-    except (KeyboardInterrupt, CpverifyError) as exc:
-        ctx.say(f"verdict not written after the interruption: {exc or 'interrupted again'}")
+        with path.open("rb") as raw:
+            reader = HashingReader(raw)
+            parsed = parse_stream(reader)
+            reader.drain()
+    except FileNotFoundError:
+        reader = None
+    if reader is None or (reader.sha256.hexdigest(), reader.size) != (recorded.log_sha256, recorded.log_bytes):
+        now = "is gone" if reader is None else f"now has {reader.size} bytes, sha256 {reader.sha256.hexdigest()[:12]}"
+        raise InputError(f"{path} is not the log arm {recorded.result.arm} wrote ({recorded.log_bytes} bytes, sha256 "
+                         f"{recorded.log_sha256[:12]}); it {now}",
+                         f"rerun the arm (cpverify run --only {recorded.result.arm} ... with this run's arguments) or "
+                         f"start a new run: --run-id {new_run_id()}")
+    return parsed
 
 
 def step_verdict(ctx: Context) -> int:
-    from cpverify.logs import ParsedLog, parse_file
+    from cpverify.logs import ParsedLog
     from cpverify.plan import GRAD_NORM_LOAD
     from cpverify.runners.base import BLOCKED, INTERRUPTED, ArmResult
-    from cpverify.verdict import ArmEvidence, Thresholds, decide
+    from cpverify.verdict import INCONCLUSIVE, ArmEvidence, Check, Thresholds, decide
 
     plan = build_run_plan(ctx)
     p = ctx.profile
     thresholds = Thresholds(pass_ratio=p.pass_ratio, primary_metric=p.metric, min_counted_steps=p.min_counted_steps,
                             warmup=p.warmup_steps, confidence=p.confidence)
-    blocked = ctx.state.get("blocked")
+    blocked, interrupted = ctx.record.blocked, ctx.record.interrupted
     evidence = []
     for arm in plan.arms:
         log_path = ctx.run_dir.log_path(arm.name)
-        parsed = parse_file(log_path) if log_path.exists() else ParsedLog()
-        recorded = ctx.state.get("arms", {}).get(arm.name)
+        recorded = ctx.record.arms.get(arm.name)
+        parsed = _arm_log(ctx, recorded) if recorded else ParsedLog()  # no result, no log: another run's is not ours
         if recorded:
-            result = ArmResult(**{**recorded, "log_path": Path(recorded["log_path"])})
+            result = recorded.result
         elif blocked:
-            result = ArmResult(arm.name, BLOCKED, None, log_path, 0.0, reason=blocked["reason"], fix=blocked["fix"])
-        elif ctx.state.get("interrupted"):
+            result = ArmResult(arm.name, BLOCKED, None, log_path, 0.0, reason=blocked.reason, fix=blocked.fix)
+        elif interrupted:
             result = ArmResult(arm.name, INTERRUPTED, None, log_path, 0.0,
-                               reason=f"not run: the run was interrupted during arm {ctx.state['interrupted']}",
+                               reason=f"not run: the run was {interrupted.why} during {_step_name(interrupted.step)}",
                                fix="rerun when ready (a new run id starts with fresh logs)")
         else:
             result = ArmResult(arm.name, BLOCKED, None, log_path, 0.0, reason="the arm was never run",
@@ -558,7 +585,14 @@ def step_verdict(ctx: Context) -> int:
         evidence.append(ArmEvidence(arm.name, arm.cp, parsed, result,
                                     grad_norm_checked=GRAD_NORM_LOAD in arm.argv,
                                     expected_rollouts=p.planned_rollouts, log_path=log_path))
-    verdict = decide(evidence, comparisons=list(plan.comparisons), thresholds=thresholds, workload=p.kind)
+    run_checks = []
+    if interrupted and interrupted.step not in {a.name for a in plan.arms}:
+        # Outside an arm (fetch, lint, between the arms, this very step): what was measured stands,
+        # but the run did not end as planned, so it cannot pass.
+        detail = f"the run was {interrupted.why} during {_step_name(interrupted.step)}"
+        run_checks.append(Check("interrupted", "fail", detail, "rerun when ready", effect=INCONCLUSIVE, brief=detail))
+    verdict = decide(evidence, comparisons=list(plan.comparisons), thresholds=thresholds, workload=p.kind,
+                     run_checks=run_checks)
     from cpverify import ab
 
     design = ab.design(plan)
@@ -568,11 +602,15 @@ def step_verdict(ctx: Context) -> int:
     return verdict.exit_code
 
 
+def _step_name(step: str) -> str:
+    return f"arm {step}" if step not in STEPS or step in ("cp1", "cp2") else f"the {step} step"
+
+
 # -- shared pieces ----------------------------------------------------------------------------
 
 def write_blocked(ctx: Context, reason: str, fix: str) -> int:
     """Record that the run cannot happen here, and still leave a verdict a person can read."""
-    ctx.state["blocked"] = {"reason": reason, "fix": fix}
+    ctx.record.blocked = Blocked(reason, fix)
     ctx.save()
     step_verdict(ctx)
     return EXIT_BLOCKED
@@ -585,8 +623,8 @@ def _write(ctx: Context, plan, verdict) -> None:
     env = {"cpverify_run": ctx.run_dir.run_id, "profile": dataclasses.asdict(ctx.profile),
            "runner": ctx.runner, "gpus": list(plan.gpus)}
     for key in ("doctor", "image", "model", "data", "rollouts", "compileall", "lint", "deep_lint", "workload_python"):
-        if key in ctx.state:
-            env[key] = ctx.state[key]
+        if getattr(ctx.record, key) is not None:
+            env[key] = getattr(ctx.record, key)
     # Secret flag values (--wandb-key V) sit in env.json's copy of the profile as plain list items.
     secrets = {value for arm in plan.arms for value in secret_values(arm.env, arm.argv)}
     ctx.redactor.add_secrets(secrets)
@@ -607,12 +645,8 @@ def _fresh_log(ctx: Context, arm: str) -> Path:
     return log_path
 
 
-def _result_json(result) -> dict:
-    return result.to_json()  # the parsed log is not state: the verdict step re-reads the log file
-
-
 def _image_tag(ctx: Context) -> str:
-    tag = (ctx.state.get("image") or {}).get("image") or ctx.args.image
+    tag = (ctx.record.image or {}).get("image") or ctx.args.image
     if not tag:
         raise InputError("no image recorded for this run", "run the image step first (`nox -s image`) or pass --image TAG")
     return tag
@@ -723,9 +757,39 @@ def matrix_assignments(args) -> list[str]:
     return out
 
 
+def plan_definition(ctx: Context, plan) -> dict:
+    """Everything that decides what the arms run, as plan.json records it (cpverify.record): the
+    plan (argv and env of every arm, secrets masked), the profile's other fields (thresholds,
+    limits, model), the runner and, for Docker, the mounts and the image asked for (inside a
+    container the plan's paths are the same whichever checkout is mounted there)."""
+    a = ctx.args
+    arm_fields = ("description", "train_args", "model_args", "env", "probe_args")  # in the arms, masked
+    definition = {"runner": ctx.runner,
+                  "profile": {k: v for k, v in dataclasses.asdict(ctx.profile).items() if k not in arm_fields},
+                  "plan": plan.to_json()}
+    if ctx.runner == "docker":
+        definition["mounts"] = [[str(m.source), m.target, m.read_only] for m in _docker_mounts(ctx)]
+        definition["image"] = {"image": a.image, "base_image": a.base_image, "slime_commit": a.slime_commit,
+                               "nccl": a.nccl}
+    elif ctx.runner == "ray":
+        definition["ray_address"] = a.ray_address
+    return definition
+
+
 def run(args) -> int:
+    from cpverify.runners._watch import terminate_as_interrupt
+
+    # One signal policy for the whole process: SIGTERM and SIGHUP (nox, systemd, a closed ssh
+    # session) are a Ctrl-C, in whatever step they arrive.
+    with terminate_as_interrupt():
+        return _run(args)
+
+
+def _run(args) -> int:
     from cpverify.artifacts import LATEST, RunDir, latest_run_id, point_latest
+    from cpverify.locks import RunDirLock
     from cpverify.profiles import resolve_profile
+    from cpverify.record import check_plan
 
     profile = resolve_profile(args.profile, toml=args.config, assignments=[*args.assignments, *matrix_assignments(args)])
     if getattr(args, "seq_len", None) and not (profile.kind == "probe" or profile.train_only):
@@ -737,31 +801,58 @@ def run(args) -> int:
                          f"set it to one of {', '.join(RUNNERS)} (or pass --runner)")
     if args.runner == "ray" and not args.ray_address:
         raise InputError("--runner ray needs --ray-address", "pass the dashboard address, e.g. --ray-address http://HEAD:8265")
+    steps = selected_steps(args.only)
     run_id = latest_run_id(args.out) if args.run_id == LATEST else args.run_id
     run_dir = RunDir.create(base=args.out, run_id=run_id)
-    ctx = Context(args=args, profile=profile, run_dir=run_dir)
-    try:
-        point_latest(run_dir)
-    except CpverifyError as exc:  # only the shortcut is missing: the run itself can go on
-        ctx.say(f"warning: {exc}")
-    state_file = run_dir.root / "state.json"
-    if state_file.exists():
-        ctx.state = json.loads(state_file.read_text())
-    steps = selected_steps(args.only)
-    if {"compileall", "cp1", "cp2"} & set(steps):
-        check_slime_checkouts(ctx)
-    if steps != ["verdict"]:
-        ctx.state.pop("blocked", None)  # a new attempt: whatever blocked an earlier one is checked again
-    from cpverify.redact import redacted_terminal
+    with RunDirLock(run_dir.root, run_id=run_dir.run_id, new_run_id=new_run_id()):
+        ctx = Context(args=args, profile=profile, run_dir=run_dir,
+                      record=RunRecord.load(run_dir.state_json, new_run_id=new_run_id()))
+        try:
+            point_latest(run_dir)
+        except CpverifyError as exc:  # only the shortcut is missing: the run itself can go on
+            ctx.say(f"warning: {exc}")
+        if {"compileall", "cp1", "cp2"} & set(steps):
+            check_slime_checkouts(ctx)
+        if check_plan(run_dir.plan_json, ctx.credentials_only.json(plan_definition(ctx, build_run_plan(ctx))),
+                      run_id=run_dir.run_id, new_run_id=new_run_id()):
+            ctx.say(f"plan: {run_dir.plan_json} (every later step of this run must plan the same)")
+        previous = ctx.record.interrupted
+        if steps != ["verdict"] or (previous and previous.step == "verdict"):
+            # a new attempt: whatever blocked or interrupted an earlier one is history (checked again)
+            ctx.record.blocked = ctx.record.interrupted = None
+        from cpverify.redact import redacted_terminal
 
-    with redacted_terminal(ctx.redactor):  # what the terminal shows uses the files' placeholders
-        for step in steps:
-            code = STEP_FUNCTIONS[step](ctx)
-            if code != EXIT_OK:
-                return code
-            if ctx.state.get("blocked") and step != "verdict":
-                return EXIT_BLOCKED
+        step = steps[0]
+        with redacted_terminal(ctx.redactor):  # what the terminal shows uses the files' placeholders
+            try:
+                for step in steps:
+                    code = STEP_FUNCTIONS[step](ctx)
+                    if code != EXIT_OK:
+                        return code
+                    if ctx.record.blocked and step != "verdict":
+                        return EXIT_BLOCKED
+            except KeyboardInterrupt as exc:
+                _verdict_after_interrupt(ctx, step, exc)
+                raise
     return EXIT_OK
+
+
+def _verdict_after_interrupt(ctx: Context, step: str, exc: KeyboardInterrupt) -> None:
+    """Ctrl-C or SIGTERM in any step: record what was interrupted and still leave a verdict that
+    says so (it takes a moment; another Ctrl-C skips it); the caller exits 130."""
+    from cpverify.runners._watch import Terminated
+    from cpverify.runners.base import ArmInterrupted
+
+    if not isinstance(exc, ArmInterrupted):  # an arm records its own interruption, with its result
+        why = f"terminated ({exc.args[0]})" if isinstance(exc, Terminated) else "interrupted (Ctrl-C)"
+        ctx.record.interrupted = Interrupted(step, why)
+    ctx.say(f"{_step_name(ctx.record.interrupted.step)} was {ctx.record.interrupted.why}; writing an "
+            "INCONCLUSIVE verdict that says so (Ctrl-C again skips it)")
+    try:
+        ctx.save()
+        step_verdict(ctx)
+    except (KeyboardInterrupt, CpverifyError) as again:
+        ctx.say(f"verdict not written after the interruption: {again or 'interrupted again'}")
 
 
 def register(subparsers) -> None:

@@ -778,13 +778,16 @@ def _labels(evidence: Sequence[ArmEvidence]) -> dict[str, str]:
 
 
 def decide(evidence: list[ArmEvidence], *, comparisons: list[tuple[str, str]],
-           thresholds: Thresholds | None = None, workload: str = "slime") -> Verdict:
+           thresholds: Thresholds | None = None, workload: str = "slime",
+           run_checks: Sequence[Check] = ()) -> Verdict:
     """The verdict over N arms and several (baseline, candidate) comparisons; the first is primary.
 
     The question is always what the larger CP costs against the smaller one, so each pair is
     oriented by the CP its arms requested, whichever order it names them in: a pair given as
     (cp2, cp1) is judged as cp2 against cp1, never as the inverse ratio. A pair of equal CPs
     verifies nothing and is refused. `workload` (slime or probe) picks the advice in the fixes.
+    `run_checks` are about the run as a whole (it was interrupted outside any arm): they weigh on
+    the status like a check of an arm outside every comparison.
     """
     t = thresholds or Thresholds()
     if workload not in WORKLOADS:
@@ -839,6 +842,7 @@ def decide(evidence: list[ArmEvidence], *, comparisons: list[tuple[str, str]],
 
     compared = {name for pair in oriented for name in pair}
     loose = [c for name in by_name if name not in compared for c in arm_checks[name] if c.effect]
+    loose += [c for c in run_checks if c.effect]
     status = worst([c.status for c in results] + [c.effect for c in loose])
     # The headline tells the story of the worst comparison (the primary one when tied).
     index = next(i for i, c in enumerate(results) if c.status == worst(c.status for c in results))
@@ -849,7 +853,8 @@ def decide(evidence: list[ArmEvidence], *, comparisons: list[tuple[str, str]],
     primary = results[0]
     told_primary = summary == primary.reason
 
-    checks = [c for ev in evidence for c in arm_checks[ev.name]] + [c for r in results for c in r.checks]
+    checks = ([c for ev in evidence for c in arm_checks[ev.name]] + [c for r in results for c in r.checks]
+              + list(run_checks))
     # Every other row that forces a status, counted by the status it forces: the headline names one.
     others = [c.effect for c in checks if c.effect and c is not shown]
     if others:

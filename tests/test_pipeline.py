@@ -7,6 +7,7 @@ on request (FAKE_SLIME_* variables). Everything else is cpverify as users run it
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -173,12 +174,72 @@ def test_rerunning_an_arm_keeps_the_earlier_log_and_starts_a_fresh_one(workspace
 
 
 def test_a_new_attempt_rechecks_what_blocked_the_last_one(workspace):
-    cmd = [sys.executable, "-m", "cpverify", "run", "--runner", "local", "--gpus", "0,7", "--slime-dir", str(FAKE_SLIME),
+    cmd = [sys.executable, "-m", "cpverify", "run", "--runner", "local", "--gpus", "0,1", "--slime-dir", str(FAKE_SLIME),
            "--cache", str(workspace / "cache"), "--out", str(workspace / "artifacts"), "--run-id", "t1", "--only", "doctor"]
     blocked = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
-    assert blocked.returncode == 4, blocked.stderr  # this host has no GPU 7 (nor any GPU)
+    assert blocked.returncode == 4, blocked.stderr  # this host has no GPU
     state = json.loads((workspace / "artifacts" / "t1" / "state.json").read_text())
     assert "GPU" in state["blocked"]["reason"]
     proc, run_dir = run_cpverify(workspace, "--only", "fetch,cp1,cp2,verdict")
     assert proc.returncode == 0, proc.stderr
     assert verdict_of(run_dir)["status"] == "PASS"
+
+
+# -- one run, one plan, its own logs (issue 10, items 4 and 5) --------------------------------
+
+def test_a_later_step_that_would_change_the_plan_is_refused(workspace):
+    """cp1 ran without NCCL_P2P_DISABLE: cp2 may not get it, or the arms would differ in more than
+    CP while commands.sh claimed both had it. Nor may the verdict's threshold move after the fact."""
+    proc, run_dir = run_cpverify(workspace, "--only", "fetch,cp1")
+    assert proc.returncode == 0, proc.stderr
+    plan = (run_dir / "plan.json").read_text()
+    env = ",".join(f"{k}={v}" for k, v in PROFILE.env) + ",NCCL_P2P_DISABLE=1"
+    drifts = [(("--only", "cp2,verdict", "--set", f"env={env}"), 'plan.arms[0].env.NCCL_P2P_DISABLE: "(absent)" -> "1"'),
+              (("--only", "verdict", "--set", "pass_ratio=3"), "profile.pass_ratio: 1.3 -> 3.0")]
+    for extra, changed in drifts:
+        refused, _ = run_cpverify(workspace, *extra)
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
+        assert "run t1 was planned with other arguments; these would change it: " in refused.stderr
+        assert changed in refused.stderr, refused.stderr
+        assert "fix: give every step of a run the same arguments" in refused.stderr and "--run-id 20" in refused.stderr
+    assert not (run_dir / "logs" / "cp2.log").exists() and not (run_dir / "verdict.json").exists()
+    assert (run_dir / "plan.json").read_text() == plan
+    proc, _ = run_cpverify(workspace, "--only", "cp2,verdict")  # the run's own arguments continue it
+    assert proc.returncode == 0, proc.stderr
+    assert "NCCL_P2P_DISABLE" not in (run_dir / "commands.sh").read_text()
+
+
+def test_the_verdict_judges_only_the_logs_its_own_arms_wrote(workspace):
+    """A log no arm of this run wrote is not evidence, and a log changed after its arm ended is
+    refused: before, the verdict read whatever file lay at logs/<arm>.log."""
+    proc, other = run_cpverify(workspace, "--only", "fetch,cp1,cp2", run_id="other")
+    assert proc.returncode == 0, proc.stderr
+    proc, run_dir = run_cpverify(workspace, "--only", "cp1", run_id="mine")
+    assert proc.returncode == 0, proc.stderr
+    (run_dir / "logs" / "cp2.log").write_bytes((other / "logs" / "cp2.log").read_bytes())  # another run's
+    proc, _ = run_cpverify(workspace, "--only", "verdict", run_id="mine")
+    assert proc.returncode == 4, proc.stderr
+    verdict = verdict_of(run_dir)
+    assert verdict["status"] == "BLOCKED" and "the arm was never run" in verdict["headline"]
+    assert [a["counted_steps"] for a in verdict["arms"]] == [7, 0]
+
+    log = other / "logs" / "cp2.log"
+    log.write_bytes(log.read_bytes() + b"a line written after the arm ended\n")
+    proc, _ = run_cpverify(workspace, "--only", "verdict", run_id="other")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"{log} is not the log arm cp2 wrote" in proc.stderr and "fix: rerun the arm" in proc.stderr
+    assert not (other / "verdict.json").exists()
+
+
+def test_the_run_record_is_typed_and_an_unreadable_one_is_bad_input(workspace):
+    proc, run_dir = run_cpverify(workspace, "--only", "fetch,cp1")
+    assert proc.returncode == 0, proc.stderr
+    state = json.loads((run_dir / "state.json").read_text())
+    assert state["schema_version"] == 1 and state["blocked"] is None and state["interrupted"] is None
+    cp1 = state["arms"]["cp1"]
+    assert cp1["outcome"] == "ok" and cp1["log_path"] == "logs/cp1.log"
+    assert cp1["log_sha256"] == hashlib.sha256((run_dir / "logs" / "cp1.log").read_bytes()).hexdigest()
+    (run_dir / "state.json").write_text('{"arms": {"cp1": "done"}}')
+    proc, _ = run_cpverify(workspace, "--only", "verdict")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "state.json is not a run record this cpverify can continue" in proc.stderr and "--run-id" in proc.stderr

@@ -464,7 +464,8 @@ def test_read_only_artifacts_directory(local_ws, rid, small_fs, existing):
     subprocess.run(["mount", "-o", "remount,ro", str(out)], check=True)
     local_ws.out = out
     outcome = local_ws.run(rid, only="fetch,lint,cp1,verdict")
-    what = f"could not write {out / rid / 'state.json'}" if existing else f"could not create {out / rid / 'logs'}"
+    # a resumed run's first write is the lock that makes the run directory its own
+    what = f"could not write {out / rid / '.lock'}" if existing else f"could not create {out / rid / 'logs'}"
     assert_stopped_before_any_arm(outcome, code=4, problem=f"{what}: Read-only file system",
                                   fix="pass --out to a writable directory")
     assert not local_ws.emitted(rid)

@@ -10,13 +10,18 @@ OOM killer does), real signals to cpverify, a real second cpverify on the same G
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import socket
+import subprocess
+import sys
 import time
 
 import pytest
+from runner_util import wait_for
 
 from cpverify.profiles import SMOKE_TRAIN_ARGS
-from faults.harness import wait_until_dead
+from faults.harness import ROOT, wait_until_dead
 
 # Where silent_hang stops: 4 start-up lines, then 5 lines per rollout for rollouts 0 and 1.
 LINES_BEFORE_THE_HANG = 14
@@ -184,3 +189,114 @@ def test_termination_by_a_supervisor_is_an_interrupt(local_ws, rid, sig):
     outcome = local_ws.finish(proc, rid)
     assert_ended(local_ws, outcome, rid, code=130, status="INCONCLUSIVE")
     assert f"terminated ({signal.Signals(sig).name})" in outcome.runner_check()["detail"]
+
+
+def test_a_second_run_with_the_same_run_id_is_refused(local_ws, rid):
+    """Run B with run A's id (other GPUs) stops at A's run directory, naming A: before, B renamed
+    A's live log and A's verdict read B's. A's log holds exactly A's lines."""
+    first = local_ws.start(rid, **PARKED)
+    local_ws.wait_for_emitted(rid, LINES_BEFORE_THE_HANG)
+    argv = local_ws.argv(rid, fake_env={"FAKE_SLIME_FAULT": "no_steps"})
+    argv[argv.index("--gpus") + 1] = "2,3"
+    second = subprocess.run(argv, capture_output=True, text=True, env=local_ws.env(), cwd=ROOT, timeout=60,
+                            check=False)
+    assert second.returncode == 4, second.stderr[-3000:]
+    assert f"run directory {local_ws.out / rid} is in use by cpverify run {rid} (pid {first.pid}" in second.stderr
+    assert f"kill {first.pid}" in second.stderr and "or start another run: --run-id 20" in second.stderr
+    assert not list((local_ws.out / rid / "logs").glob("cp1.before-*")), "B moved A's live log"
+    assert local_ws.leftovers(rid), "A's workload must still be running"
+
+    os.killpg(first.pid, signal.SIGINT)
+    outcome = local_ws.finish(first, rid)
+    emitted = assert_ended(local_ws, outcome, rid, code=130, status="INCONCLUSIVE")
+    assert (outcome.run_dir / "logs" / "cp1.log").read_text().splitlines() == emitted
+
+
+# -- signals outside an arm: one policy for the whole `cpverify run` process ---------------------
+
+def _assert_interrupted_outside_an_arm(outcome, *, step: str, why: str) -> None:
+    """Exit 130, and an INCONCLUSIVE verdict whose headline says which step was interrupted and how."""
+    assert outcome.code == 130, outcome.stderr[-3000:]
+    assert "Traceback" not in outcome.stderr and "interrupted; logs written so far are kept" in outcome.stderr
+    verdict = outcome.verdict()
+    said = f"the run was {why} during the {step} step"
+    assert verdict["status"] == "INCONCLUSIVE" and said in verdict["headline"], verdict["headline"]
+    assert any(c["name"] == "interrupted" and c["detail"] == said for c in verdict["checks"])
+    assert outcome.state()["interrupted"] == {"step": step, "why": why}
+
+
+def _shim(bin_dir, name: str, body: str) -> dict[str, str]:
+    """A stand-in `name` first on PATH (the real programs stay behind it)."""
+    bin_dir.mkdir(exist_ok=True)
+    path = bin_dir / name
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+
+def test_sigterm_during_compileall(local_ws, rid):
+    """`python3 -m compileall` of the slime under test hangs (a slow disk, say): SIGTERM from a
+    supervisor stops it and still leaves the verdict, instead of dying silently."""
+    started = local_ws.root / "compileall-started"
+    env = _shim(local_ws.root / "bin", "python3", f'if [ "$2" = compileall ]; then touch {started}; exec sleep 300; fi\n'
+                                                  f'exec {sys.executable} "$@"\n')
+    proc = local_ws.start(rid, env=env, only="compileall,lint,cp1,cp2,verdict")
+    assert wait_for(started.exists, 60), "compileall never started"
+    os.kill(proc.pid, signal.SIGTERM)
+    outcome = local_ws.finish(proc, rid)
+    _assert_interrupted_outside_an_arm(outcome, step="compileall", why="terminated (SIGTERM)")
+    assert "not run: the run was terminated (SIGTERM) during the compileall step" in outcome.runner_check()["detail"]
+    assert not local_ws.emitted(rid) and not (outcome.run_dir / "logs" / "cp1.log").exists()
+
+
+def test_sigterm_during_fetch(local_ws, rid):
+    """The hub accepts the connection and never answers: SIGTERM mid-download ends with a verdict."""
+    shutil.rmtree(local_ws.cache / "hf")
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        hub = {"HF_HUB_OFFLINE": "0", "HF_ENDPOINT": f"http://127.0.0.1:{server.getsockname()[1]}",
+               "HF_HUB_ETAG_TIMEOUT": "300", "HF_HUB_DOWNLOAD_TIMEOUT": "300"}
+        proc = local_ws.start(rid, env=hub, only="fetch,lint,cp1,cp2,verdict")
+        server.settimeout(60)
+        connection, _ = server.accept()  # cpverify is in the fetch step, waiting for the hub
+        with connection:
+            os.kill(proc.pid, signal.SIGTERM)
+            outcome = local_ws.finish(proc, rid)
+    _assert_interrupted_outside_an_arm(outcome, step="fetch", why="terminated (SIGTERM)")
+    assert not local_ws.emitted(rid)
+
+
+def test_ctrl_c_during_the_verdict_step(local_ws, rid):
+    """Ctrl-C while the verdict step reads the arms' logs: exit 130 with the promised INCONCLUSIVE
+    verdict (the measurements stand; the run did not end as planned). The pause is real: cp1's log
+    is swapped for a FIFO holding the same bytes, so reading it waits until the test writes them."""
+    done = local_ws.run(rid, only="lint,cp1,cp2")
+    assert done.code == 0, done.stderr[-3000:]
+    log = done.run_dir / "logs" / "cp1.log"
+    content = log.read_bytes()
+    log.unlink()
+    os.mkfifo(log)
+    proc = local_ws.start(rid, only="verdict")
+    writer = wait_for(lambda: _open_writer(log), 60)  # the verdict step opened the log: it waits on it
+    assert writer, "the verdict step never read cp1's log"
+    os.killpg(proc.pid, signal.SIGINT)  # the step waits in read(): Ctrl-C interrupts it there
+    said = []
+    while not said or "writing an INCONCLUSIVE verdict" not in said[-1]:
+        said.append(proc.stderr.readline())
+        assert said[-1], "cpverify ended without writing a verdict after the interruption"
+    os.close(writer)
+    writer = wait_for(lambda: _open_writer(log), 60)  # the verdict, written again, reads the log anew
+    os.write(writer, content)
+    os.close(writer)
+    outcome = local_ws.finish(proc, rid)
+    _assert_interrupted_outside_an_arm(outcome, step="verdict", why="interrupted (Ctrl-C)")
+    assert "[primary CP=2 vs CP=1: PASS" in outcome.verdict()["headline"]  # what was measured is shown
+
+
+def _open_writer(fifo) -> int | None:
+    """A write end of `fifo` once a reader has it open (ENXIO until then)."""
+    try:
+        return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError:
+        return None

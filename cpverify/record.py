@@ -1,0 +1,215 @@
+"""What a run has planned and done: artifacts/<run-id>/plan.json and state.json, typed.
+
+`cpverify run` runs its steps in one process, or one process per step (`nox -s cp1`, then
+`nox -s cp2`, ...). These two files are how a step hands on to the next:
+
+  plan.json   written once, by the first step of the run: everything that decides what the arms
+              run (the plan's commands and environments, the profile's thresholds and limits, the
+              runner, what the containers mount, the image asked for). Every later step builds the
+              same from its own arguments and is refused (exit 2) if it differs, so `--only cp2
+              --set env=...` cannot give cp2 an environment cp1 did not have.
+  state.json  a RunRecord: facts for env.json (doctor, image, model, compileall, lint), each arm's
+              result with the sha256 of the log it wrote (the verdict reads exactly those bytes),
+              and why the run was blocked or interrupted.
+
+Both go through artifacts.atomic_write_json, the one writer of JSON in the run directory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cpverify.errors import InputError
+
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class ArmRecord:
+    """An arm's result as its runner returned it, and the log it wrote (path relative to the run
+    directory, sha256 and size taken when the arm ended)."""
+
+    result: Any  # cpverify.runners.base.ArmResult
+    log: str
+    log_sha256: str
+    log_bytes: int
+
+    def to_json(self) -> dict:
+        return {**self.result.to_json(), "log_path": self.log, "log_sha256": self.log_sha256,
+                "log_bytes": self.log_bytes}
+
+    @classmethod
+    def from_json(cls, data: dict) -> ArmRecord:
+        from cpverify.runners.base import ArmResult
+
+        names = {f.name for f in dataclasses.fields(ArmResult)} - {"parsed"}
+        result = ArmResult(**{k: v for k, v in data.items() if k in names})
+        return cls(result, data["log_path"], data["log_sha256"], data["log_bytes"])
+
+
+@dataclass
+class Blocked:
+    """This host cannot run the check; the verdict says why and how to fix it."""
+
+    reason: str
+    fix: str
+
+
+@dataclass
+class Interrupted:
+    """Ctrl-C or a termination signal stopped the run during `step` (an arm or any other step)."""
+
+    step: str
+    why: str  # "interrupted (Ctrl-C)", "terminated (SIGTERM)"
+
+
+@dataclass
+class RunRecord:
+    doctor: dict | None = None
+    workload_python: dict | None = None  # the local runner's interpreter for the arms
+    image: dict | None = None
+    model: dict | None = None
+    data: str | None = None
+    rollouts: list | None = None  # train-only: what the fetch step wrote
+    compileall: dict | None = None
+    lint: list | None = None
+    deep_lint: Any = None  # slime's own parser on every arm (cpverify.deep_lint)
+    arms: dict[str, ArmRecord] = field(default_factory=dict)
+    blocked: Blocked | None = None
+    interrupted: Interrupted | None = None
+
+    def to_json(self) -> dict:
+        data = {"schema_version": SCHEMA_VERSION}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name == "arms":
+                value = {name: arm.to_json() for name, arm in value.items()}
+            elif dataclasses.is_dataclass(value):
+                value = dataclasses.asdict(value)
+            data[f.name] = value
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict) -> RunRecord:
+        if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
+            raise ValueError(f"schema_version {data.get('schema_version') if isinstance(data, dict) else None!r}, "
+                             f"expected {SCHEMA_VERSION}")
+        fields = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in data.items() if k in fields}
+        values["arms"] = {name: ArmRecord.from_json(arm) for name, arm in (values.get("arms") or {}).items()}
+        for name, kind in (("blocked", Blocked), ("interrupted", Interrupted)):
+            if values.get(name) is not None:
+                values[name] = kind(**values[name])
+        return cls(**values)
+
+    @classmethod
+    def load(cls, path: Path, *, new_run_id: str) -> RunRecord:
+        """The record at `path` (a fresh one when there is none). A file this version cannot
+        read is bad input: its run is continued by the cpverify that started it, or not at all."""
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return cls()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"cannot read {path}: {exc}", f"start a new run: --run-id {new_run_id}") from None
+        try:
+            return cls.from_json(json.loads(text))
+        except (ValueError, TypeError, KeyError) as exc:
+            raise InputError(f"{path} is not a run record this cpverify can continue ({exc})",
+                             f"start a new run: --run-id {new_run_id}") from None
+
+    def save(self, path: Path, *, scrub=lambda obj: obj) -> None:
+        from cpverify.artifacts import atomic_write_json
+
+        atomic_write_json(path, scrub(self.to_json()))
+
+
+# -- plan.json --------------------------------------------------------------------------------
+
+def plan_document(definition: dict) -> dict:
+    """plan.json's content: the definition and its fingerprint (sha256 of its canonical JSON),
+    which is what later steps compare (readable values may be redacted on disk; the hash is not)."""
+    canonical = json.dumps(definition, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return {"schema_version": SCHEMA_VERSION, "fingerprint": hashlib.sha256(canonical.encode()).hexdigest(),
+            **definition}
+
+
+def check_plan(path: Path, definition: dict, *, run_id: str, new_run_id: str) -> bool:
+    """Write plan.json if this is the run's first step (True); else refuse, naming what differs
+    and a fresh run id, unless `definition` is the one recorded (False)."""
+    from cpverify.artifacts import atomic_write_json
+
+    document = json.loads(json.dumps(plan_document(definition)))  # as it reads back: tuples are lists
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        atomic_write_json(path, document)
+        return True
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read {path}: {exc}", f"start a new run: --run-id {new_run_id}") from None
+    if recorded.get("fingerprint") == document["fingerprint"]:
+        return False
+    shown = differences(recorded, document)
+    raise InputError(
+        f"run {run_id} was planned with other arguments; these would change it: "
+        + ("; ".join(shown[:4]) + (f" (+{len(shown) - 4} more)" if len(shown) > 4 else "")
+           if shown else "a value that is not shown (a secret or a redacted path)"),
+        f"give every step of a run the same arguments (plan.json records them), or start a new run: "
+        f"--run-id {new_run_id} (or a fresh CPVERIFY_RUN_ID)")
+
+
+def differences(old: Any, new: Any, where: str = "") -> list[str]:
+    """`path: old -> new` for every leaf that differs between two JSON values (fingerprints aside)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = []
+        for key in [*old, *(k for k in new if k not in old)]:
+            if key not in ("fingerprint", "schema_version"):
+                out += differences(old.get(key, "(absent)"), new.get(key, "(absent)"), f"{where}.{key}" if where else key)
+        return out
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        return [line for i, (a, b) in enumerate(zip(old, new)) for line in differences(a, b, f"{where}[{i}]")]
+    return [] if old == new else [f"{where}: {_short(old)} -> {_short(new)}"]
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+# -- the log an arm wrote ----------------------------------------------------------------------
+
+class HashingReader(io.RawIOBase):
+    """A binary stream hashed as it is read: what is parsed through it is what is hashed."""
+
+    def __init__(self, raw) -> None:
+        self._raw = raw
+        self.sha256 = hashlib.sha256()
+        self.size = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        n = self._raw.readinto(buffer)
+        if n:
+            self.sha256.update(memoryview(buffer)[:n])
+            self.size += n
+        return n or 0
+
+    def drain(self) -> HashingReader:
+        while self.read(1 << 20):
+            pass
+        return self
+
+
+def file_digest(path: Path) -> tuple[str, int]:
+    """(sha256 hex, size) of a file, read in 1 MiB blocks."""
+    with path.open("rb") as raw:
+        reader = HashingReader(raw).drain()
+    return reader.sha256.hexdigest(), reader.size
