@@ -221,7 +221,8 @@ def test_the_verdict_judges_only_the_logs_its_own_arms_wrote(workspace):
     assert proc.returncode == 4, proc.stderr
     verdict = verdict_of(run_dir)
     assert verdict["status"] == "BLOCKED" and "the arm was never run" in verdict["headline"]
-    assert [a["counted_steps"] for a in verdict["arms"]] == [7, 0]
+    cp1, cp2 = verdict["arms"]
+    assert cp1["counted_steps"] > 0 and cp2["counted_steps"] == 0 and cp2["log_lines"] == 0
 
     log = other / "logs" / "cp2.log"
     log.write_bytes(log.read_bytes() + b"a line written after the arm ended\n")

@@ -438,9 +438,10 @@ def test_too_little_dev_shm(local_ws, rid):
 
 
 def test_disk_full_while_writing_the_verdict(local_ws, rid, small_fs):
-    """64 KiB: the logs fit, the bundle does not. The error names the file and the fix; what was
-    written is whole (atomic writes), verdict.md (written last) is absent, no temp file is left."""
-    local_ws.out = small_fs("full", "64k")
+    """96 KiB: the logs (and plan.json, state.json) fit, the bundle does not. The error names the file
+    and the fix; what was written is whole (atomic writes), verdict.md (written last) is absent, no
+    temp file is left."""
+    local_ws.out = small_fs("full", "96k")
     outcome = local_ws.run(rid, only="lint,cp1,cp2,verdict")
     assert outcome.code == 4, outcome.stderr[-3000:]
     assert f"could not write {local_ws.out / rid}/" in outcome.stderr
