@@ -584,7 +584,8 @@ def step_verdict(ctx: Context) -> int:
                                    "(or `nox -s verify_cp`)")
         evidence.append(ArmEvidence(arm.name, arm.cp, parsed, result,
                                     grad_norm_checked=GRAD_NORM_LOAD in arm.argv,
-                                    expected_rollouts=p.planned_rollouts, log_path=log_path))
+                                    expected_rollouts=p.planned_rollouts,
+                                    log_path=ctx.run_dir.root / recorded.log if recorded else None))
     run_checks = []
     if interrupted and interrupted.step not in {a.name for a in plan.arms}:
         # Outside an arm (fetch, lint, between the arms, this very step): what was measured stands,
