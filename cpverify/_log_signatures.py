@@ -416,7 +416,10 @@ GATE_TOKENS = (
     "error",
     "fail",
     "except",
-    "time",
+    "timeout",  # not "time": slime's perf keys (`perf/train_time`) hold it a dozen times a line
+    "timed out",
+    "timer ",
+    "time per iteration",
     "stuck",
     "memory",
     "unexpectedly",

@@ -90,6 +90,7 @@ from __future__ import annotations
 import ast
 import codecs
 import contextlib
+import functools
 import gzip
 import io
 import json
@@ -101,7 +102,7 @@ import warnings
 import zlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any, Iterable, Iterator
 
 from cpverify._log_signatures import (
     COARSE_CLASS,
@@ -513,51 +514,43 @@ def _numeric_items(obj: Any) -> dict[str, float]:
     return out
 
 
-# slime's dicts are flat reprs: str keys, numbers, a few strings, bools or None. They are read by
-# splitting, exactly as ast.literal_eval reads them (a property test checks it); anything else --
-# nesting, quotes or ", " inside strings, hex, leading zeros -- goes to literal_eval.
-_SCIENTIFIC = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)[eE][-+]?[0-9]+")
-_NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf, "'nan'": math.nan, "'inf'": math.inf,
-               "'-inf'": -math.inf}
-_NOT_NUMBERS = frozenset({"True", "False", "None"})
+# slime's dicts are flat reprs: str keys, numbers, a few strings. Where the text holds no `"` and
+# no backslash, swapping `'` for `"` changes no string and gives JSON that the json module reads
+# in C exactly as ast.literal_eval reads the repr -- but for JSON's own words (true, false, null,
+# NaN, Infinity: names, not values, to Python; a later key may hide them) and Python's bare
+# nan/inf and True/False/None, which json refuses: such texts go to literal_eval (a property test
+# checks the two agree).
+_NON_FINITE_WORDS = ("nan", "inf", "-inf")  # as string values they count, as in _numeric_items
+_NUMBERS = frozenset({float, int})
+
+
+def _json_constant(name: str) -> float:
+    raise ValueError(f"{name} is no Python literal")
+
+
+_JSON = json.JSONDecoder(parse_constant=_json_constant)
 
 
 def _flat_repr(text: str) -> dict[str, float] | None:
     """The numeric items of a flat dict repr, or None when the text is not one."""
-    if text[:1] != "{" or text[-1:] != "}":
+    if '"' in text or "\\" in text or "true" in text or "false" in text or "null" in text:
         return None
+    try:
+        obj, end = _JSON.raw_decode(text.replace("'", '"'))
+    except (ValueError, RecursionError):
+        return None
+    if type(obj) is not dict or end != len(text):
+        return None
+    # Keys interned: every record repeats the same few dozen, so memory grows per value only.
+    if _NUMBERS.issuperset(map(type, obj.values())):  # the common case, all in C
+        with contextlib.suppress(OverflowError):  # an int beyond float range: _float below
+            return dict(zip(map(sys.intern, obj), map(float, obj.values())))
     out: dict[str, float] = {}
-    body = text[1:-1]
-    for item in body.split(", ") if body else ():
-        key, sep, value = item.partition("': ")
-        if not sep or key[:1] != "'" or "'" in key[1:] or "\\" in key:
-            return None
-        key = key[1:]
-        number: float | None
-        if value in _NON_FINITE:
-            number = _NON_FINITE[value]
-        elif value[:1] == "'":
-            if len(value) < 2 or value[-1] != "'" or "'" in value[1:-1] or "\\" in value:
-                return None
-            number = None
-        elif value in _NOT_NUMBERS:
-            number = None
-        else:
-            digits = value[1:] if value[:1] == "-" else value
-            if not digits.isascii():
-                return None
-            if digits.isdigit():
-                if digits[0] == "0" and len(digits) > 1:
-                    return None  # 007 is no Python literal
-                number = _float(int(value))
-            elif digits.replace(".", "", 1).isdigit() or _SCIENTIFIC.fullmatch(digits):
-                number = float(value)
-            else:
-                return None
-        if number is None:
-            out.pop(key, None)  # a later non-number replaces an earlier number, as in a dict
-        else:
-            out[sys.intern(key)] = number
+    for key, value in obj.items():  # strings, lists, dicts are no numbers (as in _numeric_items)
+        if type(value) in _NUMBERS:
+            out[sys.intern(key)] = _float(value)
+        elif type(value) is str and value in _NON_FINITE_WORDS:
+            out[sys.intern(key)] = float(value)
     return out
 
 
@@ -728,7 +721,7 @@ class LogParser:
             # Every channel of every communicator prints one: read each distinct transport word once.
             if via.group(1) in self._via_seen:
                 return
-            if len(self._via_seen) < 4096:
+            if len(self._via_seen) < _VIA_CACHE_WORDS:
                 self._via_seen.add(via.group(1))
         if via is not None or b"NCCL version" in line or b"Using network" in line or b"NET/IB : Using" in line:
             text = line.decode("utf-8", "replace")
@@ -785,9 +778,14 @@ class LogParser:
 
     # -- records -----------------------------------------------------------------------
     def _record(self, msg: str, actor: str | None, lineno: int) -> bool:
-        m = _RECORD.search(msg)
+        # A record's `: {` follows its number: a line without that (Memory-Usage, an error quoting
+        # a dict) is not searched from end to end.
+        at = msg.find(": {")
+        while at > 0 and not msg[at - 1].isdecimal():  # isdecimal: what the regex's \d is
+            at = msg.find(": {", at + 1)
+        m = _RECORD.search(msg) if at > 0 else None
         if m is None:
-            return self._memory(msg, actor, lineno)
+            return "Memory-Usage " in msg and self._memory(msg, actor, lineno)
         kind, index = m.group(1), integer(m.group(2))
         if kind in ("rollout", "eval") or index is None:
             return True  # known dicts, not part of the contract: never mistaken for errors
@@ -1213,6 +1211,7 @@ def parse_stream(stream: IO[bytes]) -> ParsedLog:
     (plus every line while a traceback or a wrapped message is open) are fed.
     """
     parser = LogParser()
+    scan = _BlockScan(ENGINE, parser._via_seen)
     source: dict[str, Any] = {}
     try:
         stream = _decoded(stream, source)
@@ -1238,17 +1237,21 @@ def parse_stream(stream: IO[bytes]) -> ParsedLog:
                     carry, overlong = carry[: MAX_LINE_BYTES + 1], True
             block = _read(stream, source)
             continue
-        if overlong:
-            # The over-long line ends in this block: feed its head, then the rest of the block.
-            lineno += 1
-            parser.feed(carry, lineno)
-            data = block[block.find(b"\n") + 1 : last_nl + 1]
-        else:
-            data = carry + block[: last_nl + 1] if carry else block[: last_nl + 1]
+        begin = 0
+        if carry or overlong:
+            # The line carried from the previous block ends in this one: it is read apart, so
+            # the block is scanned where it lies (joining them would copy a megabyte).
+            begin = block.find(b"\n") + 1
+            if overlong:  # only its head is read
+                lineno += 1
+                parser.feed(carry, lineno)
+            else:
+                head = carry + block[:begin]
+                lineno = _feed_block(parser, scan, head, 0, len(head), lineno)
         carry, overlong = block[last_nl + 1 :], False
         if len(carry) > MAX_LINE_BYTES:
             carry, overlong = carry[: MAX_LINE_BYTES + 1], True
-        lineno = _feed_block(parser, data, lineno)
+        lineno = _feed_block(parser, scan, block, begin, last_nl + 1, lineno)
         block = _read(stream, source)
     if carry:
         lineno += 1
@@ -1270,8 +1273,102 @@ def _without_cut_pair(line: bytes) -> bytes:
     return body[: comma + 1] if comma > body.find(b"{") else body[: body.find(b"{") + 1]
 
 
-# The block scan's gate: channel lines (` via `) are read by _feed_transports instead.
+# The block scan's gate: channel lines (` via `) are found by _unseen_via_pattern instead.
 _BLOCK_GATE = tuple(token for token in GATE_BYTES if token != b" via ")
+_VIA_CACHE_WORDS = 64  # transport words a block scan skips; a rarer word is read each time it is printed
+
+
+def _unseen_via_pattern(words: Iterable[bytes]) -> bytes:
+    """A regex for ` via W` where W, the run of non-space bytes after it, is none of `words`.
+
+    NCCL prints a channel line per channel, rank and communicator, with few distinct transport
+    words: once a word is read, its lines need not be. Hyperscan has no lookahead, so "none of
+    these words" is spelled out from their trie: at each byte, a byte no word has there, or the
+    end of W where no word ends. Every byte is written as \\xHH, which both engines read alike.
+    """
+    trie: dict[int, Any] = {}
+    for word in words:
+        node = trie
+        for byte in word:
+            node = node.setdefault(byte, {})
+        node[-1] = {}  # a word ends here
+
+    def branch(node: dict[int, Any], root: bool) -> bytes:
+        nexts = [byte for byte in node if byte >= 0]
+        alternatives = [b"\\x%02x" % byte + branch(node[byte], False) for byte in nexts]
+        alternatives.append(b"[^\\s" + b"".join(b"\\x%02x" % byte for byte in nexts) + b"]")
+        if not root and -1 not in node:
+            alternatives.append(rb"(?:\s|$)")
+        return b"(?:" + b"|".join(alternatives) + b")"
+
+    return rb" via " + branch(trie, True)
+
+
+try:
+    import hyperscan
+except ImportError:  # no wheels for Linux on ARM: every gate word is then one bytes.find pass
+    hyperscan = None
+
+ENGINES = ("find",) if hyperscan is None else ("hyperscan", "find")
+ENGINE = ENGINES[0]  # the block scan parse_stream uses (tests and the benchmark try both)
+
+
+class _BlockScan:
+    """Finds, in a block of whole lines, the starts of the lines that hold a gate word, and a
+    position inside each channel line whose transport word the parser has not cached yet.
+
+    "hyperscan" finds both in one compiled multi-pattern pass; "find" makes one bytes.find pass
+    per gate word and one regex pass for the channel lines. Both give the same answer (a
+    property test checks it). The channel pattern follows the parser's cache (`via_seen`): it
+    changes when the cache grew, in the first blocks of a log, and is compiled once per process
+    for each set of words (_compiled_scan).
+    """
+
+    def __init__(self, engine: str, via_seen: set[bytes]) -> None:
+        self._engine, self._via_seen = engine, via_seen
+        self._words = -1  # size of via_seen when self._compiled was made
+        self._compiled: Any = None
+
+    def scan(self, data: bytes, begin: int, end: int) -> tuple[list[int], list[int]]:
+        """(starts of the gated lines, positions inside channel lines with an unseen word) of
+        data[begin:end], in order. Positions are indices into `data`; begin is a line start."""
+        if self._words != len(self._via_seen):
+            self._compiled = _compiled_scan(self._engine, frozenset(self._via_seen))
+            self._words = len(self._via_seen)
+        if self._engine == "find":
+            starts = [begin + start for start in _gate_starts_by_find(data[begin:end])]
+            return starts, [m.start() for m in self._compiled.finditer(data, begin, end)]
+        starts: list[int] = []
+        vias: list[int] = []
+        via_id = len(_BLOCK_GATE)
+        line_end = -1  # end of the last gated line: later words on that line add nothing
+
+        def on_match(pattern: int, _start: int, match_end: int, _flags: int, _context: Any) -> None:
+            nonlocal line_end
+            match_end += begin
+            if pattern == via_id:
+                vias.append(match_end - 1)  # its last byte: a byte of the word, or the newline after it
+            elif match_end > line_end:
+                starts.append(data.rfind(b"\n", 0, match_end) + 1)
+                line_end = data.find(b"\n", match_end - 1)
+
+        self._compiled.scan(memoryview(data)[begin:end], match_event_handler=on_match)
+        return starts, vias
+
+
+@functools.lru_cache(maxsize=16)
+def _compiled_scan(engine: str, via_seen: frozenset[bytes]) -> Any:
+    """The compiled pattern(s) of _BlockScan: tens of milliseconds, so once per process and set."""
+    pattern = _unseen_via_pattern(sorted(via_seen))
+    if engine == "find":
+        return re.compile(pattern)
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    database.compile(
+        expressions=[re.escape(token) for token in _BLOCK_GATE] + [pattern],
+        ids=list(range(len(_BLOCK_GATE) + 1)),
+        flags=[hyperscan.HS_FLAG_CASELESS] * len(_BLOCK_GATE) + [0],
+    )
+    return database
 
 
 def _gate_starts_by_find(data: bytes) -> list[int]:
@@ -1286,65 +1383,18 @@ def _gate_starts_by_find(data: bytes) -> list[int]:
     return sorted(starts)
 
 
-def _hyperscan_gate() -> Any:
-    """All gate words in one compiled multi-pattern scan (Hyperscan), or None where it is not
-    installed (it has no wheels for Linux on ARM): then each word is one bytes.find pass."""
-    try:
-        import hyperscan
-    except ImportError:
-        return None
-    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    database.compile(
-        expressions=[re.escape(token) for token in _BLOCK_GATE],
-        ids=list(range(len(_BLOCK_GATE))),
-        flags=[hyperscan.HS_FLAG_CASELESS] * len(_BLOCK_GATE),
-    )
-    return database
-
-
-def _gate_starts_by_hyperscan(data: bytes) -> list[int]:
-    starts: list[int] = []
-    line_end = -1  # end of the last line found: later words on that line add nothing
-
-    def on_match(_id: int, _start: int, end: int, _flags: int, _context: Any) -> None:
-        nonlocal line_end
-        if end > line_end:
-            starts.append(data.rfind(b"\n", 0, end) + 1)
-            line_end = data.find(b"\n", end - 1)
-            if line_end == -1:
-                line_end = len(data)
-
-    _HYPERSCAN.scan(data, match_event_handler=on_match)
-    return starts
-
-
-_HYPERSCAN = _hyperscan_gate()
-gate_starts = _gate_starts_by_find if _HYPERSCAN is None else _gate_starts_by_hyperscan
-
-
-def _feed_transports(parser: LogParser, data: bytes) -> None:
-    """NCCL's channel lines (`... via P2P/CUMEM`), a few thousand per communicator set-up, each
-    distinct but for few words: one regex pass over the block finds them, and only a line with a
-    transport word not seen before is read. Run before the other lines of the block, so the
-    transports keep the order in which the log first names them."""
-    seen = parser._via_seen
-    if seen.issuperset(_VIA_WORD.findall(data)):
-        return  # the common case, decided in C: nothing new in this block
-    for via in _VIA_WORD.finditer(data):
-        if via.group(1) in seen or data[via.start() - 1 : via.start()] != b" ":
-            continue
-        start = data.rfind(b"\n", 0, via.start()) + 1
-        line = data[start : data.find(b"\n", via.end())]
+def _feed_block(parser: LogParser, scan: _BlockScan, data: bytes, begin: int, end: int, lineno: int) -> int:
+    """Feed the lines of data[begin:end] (whole lines) that the gate lets through; lineno is
+    the number of the line before `begin`. Returns the number of the last line."""
+    hits, vias = scan.scan(data, begin, end)
+    # Channel lines first, so the transports keep the order in which the log first names them.
+    for pos in vias:
+        start = data.rfind(b"\n", 0, pos) + 1
+        line = data[start : data.find(b"\n", pos)]
         if b"NCCL" in line:
             parser._nccl_info(line[:MAX_LINE_BYTES])
-
-
-def _feed_block(parser: LogParser, data: bytes, lineno: int) -> int:
-    """Feed the lines of `data` (whole lines, ending in a newline) that the gate lets through."""
-    _feed_transports(parser, data)
-    hits = gate_starts(data)
-    h, pos, size = 0, 0, len(data)  # pos: start of the first unread line, number lineno + 1
-    while pos < size:
+    h, pos = 0, begin  # pos: start of the first unread line, number lineno + 1
+    while pos < end:
         if parser.wants_every_line:
             start = pos
         else:
@@ -1354,10 +1404,10 @@ def _feed_block(parser: LogParser, data: bytes, lineno: int) -> int:
                 break
             start = hits[h]
         lineno += data.count(b"\n", pos, start) + 1
-        end = data.find(b"\n", start)
-        parser._feed_gated(data[start : min(end, start + MAX_LINE_BYTES)], lineno)
-        pos = end + 1
-    return lineno + data.count(b"\n", pos)
+        stop = data.find(b"\n", start)
+        parser._feed_gated(data[start : min(stop, start + MAX_LINE_BYTES)], lineno)
+        pos = stop + 1
+    return lineno + data.count(b"\n", pos, end)
 
 
 def parse_file(path: str | Path) -> ParsedLog:
