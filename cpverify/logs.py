@@ -422,6 +422,7 @@ _BARE_REMNANT = re.compile(r"^(?:\[[0-9;]{1,8}m)+")
 _REPEATED = re.compile(r"\[repeated (\d+)x across cluster\]\s*$")
 # slime's logger.info(f"{kind} {n}: {dict}"); rollout/eval dicts are recognised, not kept.
 _RECORD = re.compile(r"(?<![\w/.-])(critic-step|step|perf|rollout|eval) (\d+): (\{.*)$")
+_RECORD_WORD = len("critic-step ")  # the longest word (and its space) before a record's number
 _MEMORY = re.compile(r"(?:\[Rank (\d+)\] )?Memory-Usage (.{0,200}?): (\{.*)$")
 _BARE_NONFINITE = re.compile(r"([:\[,(]\s*)(-?(?:nan|inf))(?=\s*[,}\])])")
 # Keys start only after a delimiter and are bounded: no backtracking across a long word.
@@ -623,6 +624,56 @@ def _kv(text: str) -> dict[str, str]:
     return out
 
 
+def _record_match(msg: str) -> re.Match[str] | None:
+    """_RECORD.search(msg), without reading the whole line: the first `: {` after a number
+    (isdecimal: the regex's \\d) ends the leftmost match, if any, so the search starts at the word
+    before that number; a line without one (Memory-Usage, an error quoting a dict) is not searched."""
+    at = msg.find(": {")
+    while at != -1 and not msg[at - 1 : at].isdecimal():  # "".isdecimal() is False
+        at = msg.find(": {", at + 1)
+    if at == -1:
+        return None
+    digits = at - 1
+    while digits > 0 and msg[digits - 1].isdecimal():
+        digits -= 1
+    return _RECORD.search(msg, max(0, digits - _RECORD_WORD))
+
+
+def _memory_match(msg: str) -> re.Match[str] | None:
+    """_MEMORY.search(msg), from the first `Memory-Usage ` (or the `[Rank ` just before it)."""
+    at = msg.find("Memory-Usage ")
+    if at == -1:
+        return None
+    rank = msg.rfind("[Rank ", 0, at)
+    return _MEMORY.search(msg, at if rank == -1 else rank)
+
+
+def _unprefixed(seg: str) -> tuple[str | None, str] | None:
+    """(Ray actor, message) of one piece of a line, colour codes and actor prefix removed; None
+    when nothing but colour codes and blanks is left.
+
+    The same as removing every colour code first and then the prefix (a property test checks
+    it), but a Ray prefix carries its own codes, which _PREFIX takes along: a line with no other
+    codes then needs no _ANSI pass at all.
+    """
+    m = _PREFIX.match(seg) if seg[:1] in "([\x1b" else None
+    if m is not None:
+        rest = seg[m.end() :]
+        if "\x1b" not in rest:
+            return m.group("actor"), rest
+    if "\x1b" in seg:
+        seg = _ANSI.sub("", seg)
+    if not seg.strip():
+        return None
+    if seg[0] in "([":
+        m = _PREFIX.match(seg)
+        if m is not None:
+            return m.group("actor"), seg[m.end() :]
+        if seg[0] == "[":
+            seg = _BARE_REMNANT.sub("", seg)
+    return None, seg
+
+
 # ---------------------------------------------------------------------------- the parser
 
 
@@ -676,9 +727,8 @@ class LogParser:
             self._physical(line, lineno)
 
     def _feed_gated(self, line: bytes, lineno: int) -> None:
-        """A line past the gate (parse_stream's block scan found a gate word in it)."""
-        if lineno > self._log.lines:
-            self._log.lines = lineno
+        """A line past the gate (parse_stream's block scan found a gate word in it; it marks the
+        lines read when it is done)."""
         if self._tb is None and self._held is None and b"NCCL INFO" in line and b"\r" not in line:
             self._nccl_info(line)
         else:
@@ -728,22 +778,16 @@ class LogParser:
             self._nccl_facts(_ANSI.sub("", text) if "\x1b" in text else text)
 
     def _physical(self, text: str, lineno: int) -> None:
-        if "\x1b" in text:
-            text = _ANSI.sub("", text)
         actor: str | None = None
-        for seg in text.rstrip("\n").split("\r"):
-            if not seg.strip():
+        text = text.rstrip("\n")
+        for piece in text.split("\r") if "\r" in text else (text,):
+            unprefixed = _unprefixed(piece)
+            if unprefixed is None:
                 self._held = None  # a wrapped message does not go on after a blank line
                 if self._tb is not None:
                     self._traceback_idle()
                 continue
-            if seg[0] in "([":
-                m = _PREFIX.match(seg)
-                if m:
-                    actor = m.group("actor") or actor
-                    seg = seg[m.end() :]
-                elif seg[0] == "[":
-                    seg = _BARE_REMNANT.sub("", seg)
+            actor, seg = unprefixed[0] or actor, unprefixed[1]
             repeat = None
             at = seg.rfind("[repeated ")
             if at != -1:
@@ -778,12 +822,7 @@ class LogParser:
 
     # -- records -----------------------------------------------------------------------
     def _record(self, msg: str, actor: str | None, lineno: int) -> bool:
-        # A record's `: {` follows its number: a line without that (Memory-Usage, an error quoting
-        # a dict) is not searched from end to end.
-        at = msg.find(": {")
-        while at > 0 and not msg[at - 1].isdecimal():  # isdecimal: what the regex's \d is
-            at = msg.find(": {", at + 1)
-        m = _RECORD.search(msg) if at > 0 else None
+        m = _record_match(msg)
         if m is None:
             return "Memory-Usage " in msg and self._memory(msg, actor, lineno)
         kind, index = m.group(1), integer(m.group(2))
@@ -802,7 +841,7 @@ class LogParser:
         return True
 
     def _memory(self, msg: str, actor: str | None, lineno: int) -> bool:
-        m = _MEMORY.search(msg)
+        m = _memory_match(msg)
         if m is None:
             return False
         metrics, _ = parse_dict(m.group(3))
@@ -864,7 +903,7 @@ class LogParser:
         return True
 
     def _timer(self, msg: str, lineno: int) -> bool:
-        m = _TIMER.search(msg)
+        m = _TIMER.search(msg, msg.find("Timer "))  # a match starts with it
         if m is None:
             return False
         name = sys.intern(m.group(1))

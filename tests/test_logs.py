@@ -674,6 +674,56 @@ def test_ansi_carriage_returns_and_repeated_suffix_on_one_physical_line():
     assert [(p.side, p.line) for p in parsed.perf] == [("train", 3)]  # bare `[36m` remnant stripped
 
 
+def _strip_then_unprefix(seg: str) -> tuple[str | None, str] | None:
+    """The reference _unprefixed must equal: every colour code removed first, then the prefix."""
+    seg = logs._ANSI.sub("", seg)
+    if not seg.strip():
+        return None
+    if seg[0] in "([":
+        m = logs._PREFIX.match(seg)
+        if m:
+            return m.group("actor"), seg[m.end() :]
+        if seg[0] == "[":
+            seg = logs._BARE_REMNANT.sub("", seg)
+    return None, seg
+
+
+_PIECES = st.sampled_from(
+    ["\x1b[36m", "\x1b[0m", "\x1b[2K", "\x1b[38;5;208;1m", "\x1b[1;2;3;4;5m", "\x1b[?25l", "[36m", "[0m", "\x1b",
+     "(MegatronTrainRayActor pid=1)", "(A pid=2, ip=10.0.0.1)", "(pid=3)", "(", ")", "[", "m", " ", "  ", "\t",
+     "pid=3", "step 1: {'a': 1}", "Error", "A"]
+)
+
+
+@given(st.lists(_PIECES, max_size=8).map("".join))
+@settings(max_examples=500, deadline=None)
+def test_the_prefix_taking_its_colour_codes_equals_stripping_them_first(seg):
+    assert logs._unprefixed(seg) == _strip_then_unprefix(seg)
+
+
+_JUNK = st.lists(st.sampled_from(["x", "/", "-", " ", "3", "٣", ": {", "{", "] ", "[Rank ", "step", "model.py:918 - "]),
+                 max_size=4).map("".join)
+_RECORD_LIKE = st.tuples(
+    _JUNK, st.sampled_from(["step", "perf", "critic-step", "rollout", "eval", "steps", "x"]), st.sampled_from([" ", "", "  "]),
+    st.sampled_from(["3", "12", "٣", "1234567890123", ""]), st.sampled_from([": {'a': 1}", ": {", ":{", ": "]), _JUNK,
+).map("".join)
+_MEMORY_LIKE = st.tuples(
+    _JUNK, st.sampled_from(["[Rank 1] ", "[Rank 12] ", "[Rank ", "[Rank x] ", ""]),
+    st.sampled_from(["Memory-Usage ", "Memory-Usage", ""]), st.sampled_from(["before offload", "", "x" * 210]),
+    st.sampled_from([": {'gpu': '0'}", ": {", ": "]), _JUNK,
+).map("".join)
+
+
+@given(st.one_of(_RECORD_LIKE, _MEMORY_LIKE, st.tuples(_RECORD_LIKE, _MEMORY_LIKE).map(" ".join)))
+@settings(max_examples=800, deadline=None)
+def test_record_and_memory_lines_found_from_their_anchor_as_by_a_full_search(msg):
+    def same(a, b):
+        return (a is None and b is None) or (a is not None and b is not None and a.span() == b.span() and a.groups() == b.groups())
+
+    assert same(logs._record_match(msg), logs._RECORD.search(msg))
+    assert same(logs._memory_match(msg), logs._MEMORY.search(msg))
+
+
 def test_pathological_long_lines_do_not_backtrack():
     """Guard against catastrophic regex backtracking, not a speed claim (see benchmarks/).
 
