@@ -1,6 +1,7 @@
 """Throughput and peak memory of cpverify.logs.parse_file on large synthetic slime logs.
 
     python3 benchmarks/parse_throughput.py [--sizes-mb 50 200] [--reps 5] [--dir /tmp] [--shapes mixed nccl]
+                                           [--engines hyperscan find]
 
 Writes logs shaped like a colocated slime run with NCCL_DEBUG=INFO (Ray prefixes and ANSI
 colour on every actor line). Shape "mixed": per rollout ~600 NCCL INFO lines (process groups are rebuilt
@@ -8,10 +9,13 @@ every iteration), ~300 SGLang access-log lines, a tqdm bar of 30 `\\r` updates, 
 Timer/Memory-Usage/step/perf lines. Shape "nccl": a multi-node NCCL_DEBUG=INFO set-up in which
 most lines are DISTINCT: 64 ranks on 8 nodes, 32 channels, rings and trees over P2P, SHM and
 NET/IB/GDRDMA, every line with its own host, pid, rank, channel and peer; a slime step every
-~2,600 lines. For each size it times a bare binary `for line in f: pass`
-and parse_file over the same (page-cached) file, medians of --reps runs, and measures the
-peak RSS (VmHWM, Linux) of parse_file in a fresh process. A last file of one 200 MB line (a tqdm bar that
-never printed a newline) shows that line length does not cost memory either.
+~2,600 lines. For each size and block-scan engine (Hyperscan, and the bytes.find fallback used
+where Hyperscan is not installed) it times a bare binary `for line in f: pass` and parse_file
+over the same (page-cached) file, alternately (bare, parse, bare, parse, ...: the machine's load
+falls on both alike), medians of --reps runs; and it measures, in a fresh process, the peak RSS
+(VmHWM, Linux) and the CPU time of a first parse (which compiles the block scan). A last file of
+one 200 MB line (a tqdm bar that never printed a newline) shows that line length does not cost
+memory either.
 The generated logs are deleted afterwards.
 """
 
@@ -168,12 +172,13 @@ def bare_loop(path: Path) -> tuple[float, float]:
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def timed_parse(path: Path) -> tuple[float, float]:
-    """(wall s, CPU s) of parse_file."""
-    from cpverify.logs import parse_file
+def timed_parse(path: Path, engine: str) -> tuple[float, float]:
+    """(wall s, CPU s) of parse_file with the given block-scan engine."""
+    from cpverify import logs
 
+    logs.ENGINE = engine
     wall, cpu = time.perf_counter(), time.process_time()
-    parse_file(path)
+    logs.parse_file(path)
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
@@ -181,27 +186,31 @@ def medians(runs: list[tuple[float, float]]) -> tuple[float, float]:
     return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
 
 
-def peak_rss_mb(path: Path | None) -> tuple[float, dict]:
-    """Peak RSS (MiB) of a fresh interpreter that imports cpverify.logs and parses `path`.
+def fresh_parse(path: Path | None, engine: str = "") -> tuple[float, dict, float]:
+    """(peak RSS MiB, record counts, CPU s of the parse) of a fresh interpreter that imports
+    cpverify.logs and parses `path` once: the first parse compiles the block scan.
 
     Reads VmHWM from /proc: ru_maxrss would be wrong here, Linux carries it over from the
     (large) parent process across fork and exec.
     """
     code = (
-        "import json, sys\n"
-        "from cpverify.logs import parse_file\n"
-        "counts = {}\n"
+        "import json, sys, time\n"
+        "from cpverify import logs\n"
+        "counts, cpu = {}, 0.0\n"
         "if len(sys.argv) > 1:\n"
-        "    p = parse_file(sys.argv[1])\n"
+        "    logs.ENGINE = sys.argv[2]\n"
+        "    cpu = time.process_time()\n"
+        "    p = logs.parse_file(sys.argv[1])\n"
+        "    cpu = time.process_time() - cpu\n"
         "    counts = {k: len(getattr(p, k)) for k in ('steps', 'perf', 'timers', 'memory', 'errors')}\n"
         "    counts['lines'] = p.lines\n"
         "hwm = next(l for l in open('/proc/self/status') if l.startswith('VmHWM:'))\n"
-        "print(json.dumps([int(hwm.split()[1]) / 1024, counts]))\n"
+        "print(json.dumps([int(hwm.split()[1]) / 1024, counts, cpu]))\n"
     )
-    argv = [sys.executable, "-c", code] + ([str(path)] if path else [])
+    argv = [sys.executable, "-c", code] + ([str(path), engine] if path else [])
     out = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=REPO).stdout
-    rss, counts = json.loads(out)
-    return rss, counts
+    rss, counts, cpu = json.loads(out)
+    return rss, counts, cpu
 
 
 def main() -> int:
@@ -210,13 +219,14 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--dir", type=Path, default=Path("/tmp"))
     ap.add_argument("--shapes", nargs="+", choices=sorted(SHAPES), default=["mixed", "nccl"])
-    args = ap.parse_args()
     sys.path.insert(0, str(REPO))
     from cpverify import logs
 
+    ap.add_argument("--engines", nargs="+", choices=logs.ENGINES, default=list(logs.ENGINES))
+    args = ap.parse_args()
     print(f"python {platform.python_version()} on {platform.platform()}, {os.cpu_count()} CPUs, "
-          f"load {os.getloadavg()[0]:.2f}; gate engine: {logs.gate_starts.__name__}")
-    base_rss, _ = peak_rss_mb(None)
+          f"load {os.getloadavg()[0]:.2f}; block-scan engines here: {', '.join(logs.ENGINES)}")
+    base_rss, _, _ = fresh_parse(None)
     print(f"baseline RSS (interpreter + cpverify.logs imported): {base_rss:.1f} MiB\n")
     for shape, size in [(shape, size) for shape in args.shapes for size in args.sizes_mb]:
         path = args.dir / f"cpverify-bench-{shape}-{size}mb.log"
@@ -224,37 +234,43 @@ def main() -> int:
             rollouts = write_log(path, size, shape)
             nbytes = path.stat().st_size
             bare_loop(path)  # warm the page cache: both loops read from memory
-            bare = [bare_loop(path) for _ in range(args.reps)]
-            parse = [timed_parse(path) for _ in range(args.reps)]
-            rss, counts = peak_rss_mb(path)
+            for engine in args.engines:
+                timed_parse(path, engine)  # compile this engine's scan once, as a long-lived process has
+                bare, parse = [], []
+                for _ in range(args.reps):  # interleaved: a load that comes and goes falls on both
+                    bare.append(bare_loop(path))
+                    parse.append(timed_parse(path, engine))
+                rss, counts, first_cpu = fresh_parse(path, engine)
+                (bw, bc), (pw, pc) = medians(bare), medians(parse)
+                size_mb = nbytes / MB
+                print(
+                    f"[{shape}, {engine}] {size_mb:7.1f} MiB, {counts['lines']} lines, {rollouts} blocks, "
+                    f"records {counts}\n"
+                    f"    CPU  : bare loop {bc:.3f} s ({size_mb / bc:.0f} MiB/s), parse_file {pc:.3f} s "
+                    f"({size_mb / pc:.1f} MiB/s), ratio {pc / bc:.2f}x\n"
+                    f"    wall : bare loop {bw:.3f} s ({size_mb / bw:.0f} MiB/s), parse_file {pw:.3f} s "
+                    f"({size_mb / pw:.1f} MiB/s), ratio {pw / bw:.2f}x\n"
+                    f"    first parse in a fresh process (compiles the scan): CPU {first_cpu:.3f} s; "
+                    f"peak RSS (VmHWM) {rss:.1f} MiB (+{rss - base_rss:.1f} over baseline)\n"
+                    f"    runs (wall, cpu): bare {[(round(w, 3), round(c, 3)) for w, c in bare]}\n"
+                    f"                      parse {[(round(w, 3), round(c, 3)) for w, c in parse]}"
+                )
         finally:
             path.unlink(missing_ok=True)
-        (bw, bc), (pw, pc) = medians(bare), medians(parse)
-        size_mb = nbytes / MB
-        print(
-            f"[{shape}] {size_mb:7.1f} MiB, {counts['lines']} lines, {rollouts} blocks, records {counts}\n"
-            f"    CPU  : bare loop {bc:.3f} s ({size_mb / bc:.0f} MiB/s), parse_file {pc:.3f} s "
-            f"({size_mb / pc:.1f} MiB/s), ratio {pc / bc:.1f}x\n"
-            f"    wall : bare loop {bw:.3f} s ({size_mb / bw:.0f} MiB/s), parse_file {pw:.3f} s "
-            f"({size_mb / pw:.1f} MiB/s), ratio {pw / bw:.1f}x\n"
-            f"    peak RSS (VmHWM) of parse_file in a fresh process: {rss:.1f} MiB "
-            f"(+{rss - base_rss:.1f} over baseline)\n"
-            f"    runs (wall, cpu): bare {[(round(w, 3), round(c, 3)) for w, c in bare]}\n"
-            f"                      parse {[(round(w, 3), round(c, 3)) for w, c in parse]}"
-        )
 
     path = args.dir / "cpverify-bench-one-line.log"
     try:
         write_one_line(path, max(args.sizes_mb))
         nbytes = path.stat().st_size
-        pw, pc = medians([timed_parse(path) for _ in range(args.reps)])
-        rss, counts = peak_rss_mb(path)
+        pw, pc = medians([timed_parse(path, args.engines[0]) for _ in range(args.reps)])
+        rss, counts, _ = fresh_parse(path, args.engines[0])
     finally:
         path.unlink(missing_ok=True)
     print(
         f"{nbytes / MB:7.1f} MiB in ONE line ({counts['lines']} line): parse_file CPU {pc:.3f} s, wall {pw:.3f} s; "
         f"peak RSS {rss:.1f} MiB (+{rss - base_rss:.1f} over baseline)"
     )
+    print(f"load {os.getloadavg()[0]:.2f} at the end")
     return 0
 
 

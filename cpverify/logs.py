@@ -65,10 +65,11 @@ an OOM), per-record salvaged, per-iteration total.
 
 Speed: a line is only decoded when its lower-cased bytes hold one of GATE_TOKENS; anything the
 parser recognises contains one. parse_stream finds them in each block in one pass (Hyperscan,
-all words at once; where it is not installed, one bytes.find pass per word). NCCL channel lines
-(`... via X`) are read by one regex pass per block, and only a line with a transport word not
-seen before is decoded. slime's flat metric dicts are read by splitting, ast.literal_eval only
-reads what that cannot. Numbers are in benchmarks/parse_throughput.md.
+all words at once; where it is not installed, one bytes.find pass per word). The same pass finds
+NCCL channel lines (`... via X`) whose transport word the parser has not read yet: a channel
+line is decoded only when it may name a new transport, never skipped when it does (_BlockScan).
+slime's flat metric dicts are read as JSON (in C); ast.literal_eval only reads what JSON cannot
+read the same way. Numbers are in benchmarks/parse_throughput.md.
 
 Storage: gzip (magic bytes 1f 8b) and UTF-16 (byte-order mark) logs are read transparently, as
 they stream; ParsedLog.source (JSON "source") says how the log was stored, and "cut" when a
@@ -436,7 +437,7 @@ _ITERATION = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|(.*)$")
 _NCCL_VERSION = re.compile(r"NCCL version[: ]+\(?(\d+)[.,] ?(\d+)[.,] ?(\d+)\)?(?:\+cuda([\d.]+))?")
 _VIA = re.compile(r"\bvia (\S+(?: pointer)?)")
 # "via X" without its leading space: a pattern starting with the rare "v" scans faster; a match
-# not preceded by a space is no channel line (_feed_transports checks).
+# not preceded by a space is no channel line (_nccl_info checks).
 _VIA_WORD = re.compile(rb"via (\S{1,200})")
 _NET_VIA = re.compile(r"^NET/([^/]+?)/\d+(/GDRDMA)?")
 _NETWORK = re.compile(r"Using network (\S+(?: \S+)?)\s*$")
