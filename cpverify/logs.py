@@ -1370,27 +1370,30 @@ class _BlockScan:
         self._compiled: Any = None
 
     def scan(self, data: bytes, begin: int, end: int) -> tuple[list[int], list[int]]:
-        """(starts of the gated lines, positions inside channel lines with an unseen word) of
-        data[begin:end], in order. Positions are indices into `data`; begin is a line start."""
+        """(starts of the gated lines, starts of the channel lines with an unseen word) of
+        data[begin:end], each in order and once. Starts are indices into `data`; begin is a line start."""
         if self._words != len(self._via_seen):
             self._compiled = _compiled_scan(self._engine, frozenset(self._via_seen))
             self._words = len(self._via_seen)
         if self._engine == "find":
             starts = [begin + start for start in _gate_starts_by_find(data[begin:end])]
-            return starts, [m.start() for m in self._compiled.finditer(data, begin, end)]
+            vias = sorted({data.rfind(b"\n", 0, m.start()) + 1 for m in self._compiled.finditer(data, begin, end)})
+            return starts, vias
         starts: list[int] = []
         vias: list[int] = []
         via_id = len(_BLOCK_GATE)
-        line_end = -1  # end of the last gated line: later words on that line add nothing
+        line_end = via_line_end = -1  # ends of the last lines found: later matches on them add nothing
 
         def on_match(pattern: int, _start: int, match_end: int, _flags: int, _context: Any) -> None:
-            nonlocal line_end
-            match_end += begin
+            nonlocal line_end, via_line_end
+            last = match_end + begin - 1  # the last byte: of a word, or the newline after a channel's word
             if pattern == via_id:
-                vias.append(match_end - 1)  # its last byte: a byte of the word, or the newline after it
-            elif match_end > line_end:
-                starts.append(data.rfind(b"\n", 0, match_end) + 1)
-                line_end = data.find(b"\n", match_end - 1)
+                if last > via_line_end:
+                    vias.append(data.rfind(b"\n", 0, last) + 1)
+                    via_line_end = data.find(b"\n", last) % (len(data) + 1)  # -1: the data's end
+            elif last > line_end:
+                starts.append(data.rfind(b"\n", 0, last) + 1)
+                line_end = data.find(b"\n", last) % (len(data) + 1)
 
         self._compiled.scan(memoryview(data)[begin:end], match_event_handler=on_match)
         return starts, vias
@@ -1428,9 +1431,8 @@ def _feed_block(parser: LogParser, scan: _BlockScan, data: bytes, begin: int, en
     the number of the line before `begin`. Returns the number of the last line."""
     hits, vias = scan.scan(data, begin, end)
     # Channel lines first, so the transports keep the order in which the log first names them.
-    for pos in vias:
-        start = data.rfind(b"\n", 0, pos) + 1
-        line = data[start : data.find(b"\n", pos)]
+    for start in vias:
+        line = data[start : data.find(b"\n", start)]
         if b"NCCL" in line:
             parser._nccl_info(line[:MAX_LINE_BYTES])
     h, pos = 0, begin  # pos: start of the first unread line, number lineno + 1
