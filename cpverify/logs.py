@@ -77,8 +77,12 @@ compressed log breaks off (what came before is kept).
 
 cpverify's own lines (print them anywhere in a line; a Ray prefix or logger header is fine):
   cpverify-layout rank=0 world=2 tp=1 pp=1 cp=2 dp=1
-      -> `layout` {cp, dp, tp, pp, world, ranks}; the first layout wins, a rank that reports a
-         different (cp, dp, tp, pp) adds error class layout_mismatch.
+      -> `layout` {cp, dp, tp, pp, world, ranks, source: "cpverify-layout"}; the first layout
+         wins, a rank that reports a different (cp, dp, tp, pp) adds error class layout_mismatch.
+  Without a cpverify-layout line, `layout` comes from Megatron-LM's argument dump, which rank 0
+  prints at start-up (`_print_args`: `  context_parallel_size ........................... 2`,
+  dots to column 50; data_parallel_size, tensor_model_parallel_size, pipeline_model_parallel_size,
+  world_size alike), with source "megatron-arguments" and ranks [0]; the first dump counts.
   cpverify-check name=<name> status=pass|fail|warn value=<float> bound=<float> detail="<text>"
       -> `checks`; status=fail also adds error class cp_correctness. value/bound may be nan,
          inf or absent; detail is double-quoted, with backslash escapes.
@@ -260,6 +264,9 @@ class Layout:
     pp: int
     world: int | None = None
     ranks: list[int] = field(default_factory=list)  # ranks that reported this layout
+    # Where the log states it: "cpverify-layout" (the hook's line, every rank) or
+    # "megatron-arguments" (Megatron-LM's argument dump, rank 0, when no hook line was printed).
+    source: str = "cpverify-layout"
 
 
 @dataclass
@@ -354,7 +361,8 @@ class ParsedLog:
             },
             "layout": None
             if lay is None
-            else {"cp": lay.cp, "dp": lay.dp, "tp": lay.tp, "pp": lay.pp, "world": lay.world, "ranks": list(lay.ranks)},
+            else {"cp": lay.cp, "dp": lay.dp, "tp": lay.tp, "pp": lay.pp, "world": lay.world, "ranks": list(lay.ranks),
+                  "source": lay.source},
             "lines": self.lines,
             "checks": [
                 {
@@ -445,7 +453,21 @@ _IB_LINK = re.compile(r"NET/IB : Using \[\d+\]\S+?/(RoCE|IB)\b")
 _OWN = re.compile(r"cpverify-(layout|check|busbw)\b(.*)$")
 _KV = re.compile(r'(?<!\w)(\w{1,64})=("(?:[^"\\]|\\.)*"|\S+)')
 # What _segment recognises before it classifies errors (each holds a gate token too).
+# Megatron-LM prints its arguments on rank 0 at start-up (`_print_args`, megatron/training/
+# arguments.py): `  context_parallel_size ........................... 2`, a name, a space, dots up
+# to column 50 (48 - len(name) of them), a space, the value. The layout is read from that dump
+# where the log has no cpverify-layout line (pretraining logs, runs without the hook).
+_MEGATRON_LAYOUT_ARGS = {
+    "context_parallel_size": "cp",
+    "data_parallel_size": "dp",
+    "tensor_model_parallel_size": "tp",
+    "pipeline_model_parallel_size": "pp",
+    "world_size": "world",
+}
+_MEGATRON_ARG = re.compile(rf"  ({'|'.join(_MEGATRON_LAYOUT_ARGS)}) (\.+) (\d+)\s*$")
+_MEGATRON_DOTS_END = 48  # len(name) + dots
 _RECORD_MARKERS = (
+    "_size .",  # Megatron's argument dump
     ": {",
     "perf/",
     "Timer ",
@@ -703,6 +725,7 @@ class LogParser:
         self._records: dict[str, list[ErrorRecord]] = {}  # class -> its records (fine and coarse twin)
         self._held: tuple[Signature, str, int, str | None] | None = None  # a message that may go on
         self._root_cause_until = 0  # last line that may still be a root-cause row of a ChildFailedError
+        self._megatron_args: dict[str, int] = {}  # cp, dp, tp, pp, world of Megatron's argument dump
 
     @property
     def wants_every_line(self) -> bool:
@@ -751,9 +774,10 @@ class LogParser:
             nccl=NcclFacts(
                 nccl.version, list(nccl.transports), nccl.network, nccl.cuda, list(nccl.versions), nccl.ib_link
             ),
-            layout=None
+            # The hook's line wins: every rank prints it once its process groups exist.
+            layout=self._megatron_layout()
             if layout is None
-            else Layout(layout.cp, layout.dp, layout.tp, layout.pp, layout.world, list(layout.ranks)),
+            else Layout(layout.cp, layout.dp, layout.tp, layout.pp, layout.world, list(layout.ranks), layout.source),
             lines=log.lines,
             checks=list(log.checks),
             bandwidth=list(log.bandwidth),
@@ -817,6 +841,8 @@ class LogParser:
             self._nccl_facts(msg)
             if " NCCL INFO " in msg:
                 return
+        if "_size ." in msg and self._megatron_argument(msg):
+            return
         if "perf/" in msg and self._fragment_line(msg, lineno):
             return
         self._classify(msg, actor, lineno, repeat)
@@ -902,6 +928,22 @@ class LogParser:
             first = {"cp": current.cp, "dp": current.dp, "tp": current.tp, "pp": current.pp}
             self._error("layout_mismatch", lineno, msg, 0, {"rank": rank, "reported": dims, "first": first})
         return True
+
+    def _megatron_argument(self, msg: str) -> bool:
+        m = _MEGATRON_ARG.search(msg)
+        if m is None or len(m.group(2)) != _MEGATRON_DOTS_END - len(m.group(1)):
+            return False
+        value = integer(m.group(3))
+        if value is not None:
+            self._megatron_args.setdefault(_MEGATRON_LAYOUT_ARGS[m.group(1)], value)  # the first dump counts
+        return True
+
+    def _megatron_layout(self) -> Layout | None:
+        """The layout of Megatron's argument dump, when it names every size."""
+        args = self._megatron_args
+        if not {"cp", "dp", "tp", "pp"} <= args.keys() or min(args["cp"], args["dp"], args["tp"], args["pp"]) < 1:
+            return None
+        return Layout(args["cp"], args["dp"], args["tp"], args["pp"], args.get("world"), [0], "megatron-arguments")
 
     def _timer(self, msg: str, lineno: int) -> bool:
         m = _TIMER.search(msg, msg.find("Timer "))  # a match starts with it
@@ -1554,7 +1596,8 @@ def render_summary(parsed: ParsedLog, name: str) -> str:
     if warning:
         out.append("warning: " + warning)
     lay = parsed.layout
-    out.append("layout: " + (f"cp={lay.cp} dp={lay.dp} tp={lay.tp} pp={lay.pp}" if lay else "not stated in the log"))
+    out.append("layout: " + (f"cp={lay.cp} dp={lay.dp} tp={lay.tp} pp={lay.pp} ({lay.source})" if lay
+                             else "not stated in the log"))
     if parsed.checks:
         out.append(
             tabulate(

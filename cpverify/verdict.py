@@ -88,6 +88,8 @@ _NO_PERF = {
     "slime": "make sure both logs hold slime's train-side `perf N:` lines",
     "probe": "the probe prints one `perf N:` line per measured step: read the end of the arm's log for why it stopped",
 }
+# How a detail names where the log stated its layout (cpverify.logs.Layout.source).
+_LAYOUT_SOURCES = {"cpverify-layout": "", "megatron-arguments": ", from Megatron's argument dump"}
 _NO_LAYOUT = {
     "slime": FIX_LAYOUT_HOOK,
     "probe": ("the probe prints its cpverify-layout line once its process group is up: read the arm's log for why it "
@@ -470,7 +472,7 @@ def _arm_checks(ev: ArmEvidence, t: Thresholds, workload: str) -> tuple[ArmSumma
     summary = ArmSummary(
         name=ev.name, cp_requested=ev.cp_requested, cp_effective=layout.cp if layout else None,
         layout=({"cp": layout.cp, "dp": layout.dp, "tp": layout.tp, "pp": layout.pp,
-                 "world": getattr(layout, "world", None)} if layout else None),
+                 "world": getattr(layout, "world", None), "source": layout.source} if layout else None),
         outcome=outcome, counted_rollouts=list(primary), values={t.primary_metric: list(primary.values())},
         metrics={m: stats.summarize(v) for m, v in samples.items() if v}, nccl=nccl, lines=parsed.lines,
         samples=samples, log_path=log_path)
@@ -521,20 +523,20 @@ def _arm_checks(ev: ArmEvidence, t: Thresholds, workload: str) -> tuple[ArmSumma
     if layout is None:
         if ev.cp_requested > 1:
             checks.append(Check("cp_effective", "fail",
-                                f"could not confirm CP={ev.cp_requested}: the log has no cpverify-layout line",
-                                _NO_LAYOUT[workload], ev.name, INCONCLUSIVE))
+                                f"could not confirm CP={ev.cp_requested}: the log has no cpverify-layout line and no "
+                                "Megatron argument dump", _NO_LAYOUT[workload], ev.name, INCONCLUSIVE))
         else:
-            checks.append(Check("cp_effective", "warn", "CP=1 unconfirmed (no cpverify-layout line; 1 is the "
-                                "default)", _NO_LAYOUT[workload], ev.name))
+            checks.append(Check("cp_effective", "warn", "CP=1 unconfirmed (no cpverify-layout line or Megatron "
+                                "argument dump; 1 is the default)", _NO_LAYOUT[workload], ev.name))
     elif layout.cp != ev.cp_requested:
         checks.append(Check("cp_effective", "fail",
                             f"CP did not take effect: requested CP={ev.cp_requested}, the run reports cp={layout.cp} "
-                            f"(tp={layout.tp} pp={layout.pp} dp={layout.dp})",
+                            f"(tp={layout.tp} pp={layout.pp} dp={layout.dp}{_LAYOUT_SOURCES[layout.source]})",
                             "check the spelling of --context-parallel-size in the train args (slime silently "
                             "ignores unknown flags); run `cpverify lint`", ev.name, FAIL))
     else:
-        checks.append(Check("cp_effective", "pass", f"cp={layout.cp} tp={layout.tp} pp={layout.pp} dp={layout.dp}",
-                            arm=ev.name))
+        checks.append(Check("cp_effective", "pass", f"cp={layout.cp} tp={layout.tp} pp={layout.pp} dp={layout.dp}"
+                            f"{_LAYOUT_SOURCES[layout.source]}", arm=ev.name))
 
     # 4. Are the timings measurements? A zero, negative, NaN or infinite duration is not one
     # (a broken timer, or an edited log); it is left out, and the arm cannot pass with it.

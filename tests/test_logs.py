@@ -534,7 +534,9 @@ def test_cpverify_layout_check_and_busbw_lines():
             "cpverify-busbw op=all_reduce bytes=536870912 busbw_gbps=314.8 algbw_gbps=157.4 ranks=2",
         ]
     )
-    assert parsed.to_json()["layout"] == {"cp": 2, "dp": 1, "tp": 1, "pp": 1, "world": 2, "ranks": [0, 1]}
+    assert parsed.to_json()["layout"] == {
+        "cp": 2, "dp": 1, "tp": 1, "pp": 1, "world": 2, "ranks": [0, 1], "source": "cpverify-layout"
+    }
     passed, failed, warned = parsed.checks
     assert (passed.name, passed.status, passed.value, passed.bound, passed.detail, passed.line) == (
         "ring_attention_vs_full",
@@ -572,6 +574,50 @@ def test_layout_mismatch_keeps_the_first_layout():
 
 def test_no_layout_line_means_null():
     assert parse_lines([ACTOR + STEP3]).to_json()["layout"] is None
+
+
+def megatron_args(**sizes: int) -> list[str]:
+    """Megatron-LM's argument dump as `_print_args` (megatron/training/arguments.py) prints it."""
+    lines = [f"  {name} {'.' * (48 - len(name))} {value}" for name, value in sorted(sizes.items())]
+    return ["------------------------ arguments ------------------------", *lines,
+            "-------------------- end of arguments ---------------------"]
+
+
+SIZES = {"context_parallel_size": 2, "data_parallel_size": 1, "tensor_model_parallel_size": 1,
+         "pipeline_model_parallel_size": 1, "world_size": 2}
+
+
+def test_megatron_argument_dump_states_the_layout_where_no_hook_line_does():
+    for prefix in ("", "[default0]:", ROLLOUT, "[2026-08-21 10:00:00] "):
+        parsed = parse_lines([ACTOR + STEP3, *(prefix + line for line in megatron_args(**SIZES))])
+        assert parsed.to_json()["layout"] == {
+            "cp": 2, "dp": 1, "tp": 1, "pp": 1, "world": 2, "ranks": [0], "source": "megatron-arguments"
+        }, prefix
+        assert parsed.errors == []
+
+
+def test_the_hook_line_wins_over_megatron_arguments_before_or_after_it():
+    hook = "cpverify-layout rank=0 world=2 tp=1 pp=1 cp=1 dp=2"
+    for lines in ([hook, *megatron_args(**SIZES)], [*megatron_args(**SIZES), hook]):
+        layout = parse_lines(lines).layout
+        assert (layout.cp, layout.dp, layout.source) == (1, 2, "cpverify-layout")
+
+
+def test_only_megatrons_own_format_states_a_layout():
+    without_cp = megatron_args(**{k: v for k, v in SIZES.items() if k != "context_parallel_size"})
+    cases = {
+        "dots not to column 50": ["  context_parallel_size .. 2", *without_cp],
+        "a size missing": without_cp,
+        "a size not a number": megatron_args(**{**SIZES, "tensor_model_parallel_size": "None"}),  # type: ignore[arg-type]
+        "a size of zero": megatron_args(**{**SIZES, "pipeline_model_parallel_size": 0}),
+    }
+    for why, lines in cases.items():
+        assert parse_lines(lines).layout is None, why
+
+
+def test_the_first_megatron_dump_counts():
+    parsed = parse_lines([*megatron_args(**SIZES), *megatron_args(**{**SIZES, "context_parallel_size": 1})])
+    assert parsed.layout.cp == 2
 
 
 # ---------------------------------------------------------------------------- hostile input

@@ -47,7 +47,7 @@ def test_every_fixture_has_a_ground_truth_test():
     tested = {name for name in globals() if name.startswith("test_")}
     prefixes = {f"test_{p.split('_')[0]}_" for p in logs}
     missing = [p for p in prefixes if not any(t.startswith(p) for t in tested)]
-    assert len(logs) == 32 and not missing, missing
+    assert len(logs) == 34 and not missing, missing
 
 
 @pytest.mark.parametrize("path", sorted(DATA.glob("*.log*")), ids=lambda p: p.name[:2])
@@ -446,3 +446,14 @@ def test_43_utf16_log_with_bom_reads_like_the_utf8_original():
     assert utf16["source"]["encoding"] == "utf-16"
     for key in ("steps", "timers", "errors", "lines"):
         assert utf16[key] == original[key], key
+
+
+def test_44_megatron_argument_dump_confirms_cp2_without_the_hook_line_via_cli():
+    doc = cli_json("44_slime-h200x2-cp2-megatron-arguments-dump.log")
+    assert doc["layout"] == {"cp": 2, "dp": 1, "tp": 1, "pp": 1, "world": 2, "ranks": [0], "source": "megatron-arguments"}
+    assert doc["errors"] == [] and doc["lines"] == 877
+
+
+def test_45_megatron_argument_dump_of_the_cp1_run_says_cp1():
+    layout = api("45_slime-h200x2-cp1-megatron-arguments-dump.log").layout
+    assert (layout.cp, layout.dp, layout.tp, layout.pp, layout.world, layout.source) == (1, 2, 1, 1, 2, "megatron-arguments")

@@ -83,3 +83,31 @@ def test_a_launcher_killed_by_sigkill_is_named_in_the_verdict():
     check = next(c for c in verdict.checks if c.name == "error:launcher_failed")
     assert "killed by SIGKILL, likely the host OOM killer" in check.detail
     assert verdict.status == v.FAIL and "killed by SIGKILL" in verdict.headline
+
+
+def test_megatron_argument_dumps_confirm_each_arms_cp(tmp_path):
+    """No cpverify-layout line in either log: Megatron's argument dump (the real one of fixtures 44/45,
+    printed by slime's Megatron on 2x H200) states the layout."""
+    dump = {cp: (DATA / name).read_text() for cp, name in (
+        (1, "45_slime-h200x2-cp1-megatron-arguments-dump.log"), (2, "44_slime-h200x2-cp2-megatron-arguments-dump.log"))}
+    cp1, cp2 = tmp_path / "cp1.log", tmp_path / "cp2.log"
+    cp1.write_text(dump[1] + megatron_log(1000.0, seed=1))
+    cp2.write_text(dump[2] + megatron_log(1100.0, seed=2))
+    data = json.loads(_cli("--baseline", str(cp1), "--candidate", str(cp2), "--json", cwd=tmp_path).stdout)
+    confirmed = {c["arm"]: (c["status"], c["detail"]) for c in data["checks"] if c["name"] == "cp_effective"}
+    assert confirmed == {"cp1": ("pass", "cp=1 tp=1 pp=1 dp=2, from Megatron's argument dump"),
+                         "cp2": ("pass", "cp=2 tp=1 pp=1 dp=1, from Megatron's argument dump")}
+    assert {arm["name"]: arm["layout"]["source"] for arm in data["arms"]} == {
+        "cp1": "megatron-arguments", "cp2": "megatron-arguments"}
+
+
+def test_a_cp2_request_whose_megatron_dump_says_cp1_fails(tmp_path):
+    cp1, cp2 = tmp_path / "cp1.log", tmp_path / "cp2.log"
+    cp1.write_text((DATA / "45_slime-h200x2-cp1-megatron-arguments-dump.log").read_text() + megatron_log(1000.0))
+    cp2.write_text((DATA / "45_slime-h200x2-cp1-megatron-arguments-dump.log").read_text() + megatron_log(1000.0))
+    proc = _cli("--baseline", str(cp1), "--candidate", str(cp2), "--json", cwd=tmp_path)
+    data = json.loads(proc.stdout)
+    check = next(c for c in data["checks"] if c["name"] == "cp_effective" and c["arm"] == "cp2")
+    assert check["status"] == "fail" and "requested CP=2, the run reports cp=1" in check["detail"]
+    assert data["status"] == "FAIL" and proc.returncode == 1
+
