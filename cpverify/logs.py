@@ -65,9 +65,10 @@ an OOM), per-record salvaged, per-iteration total.
 
 Speed: a line is only decoded when its lower-cased bytes hold one of GATE_TOKENS; anything the
 parser recognises contains one. parse_stream finds them in each block in one pass (Hyperscan,
-all words at once; where it is not installed, one bytes.find pass per word). The same pass finds
-NCCL channel lines (`... via X`) whose transport word the parser has not read yet: a channel
-line is decoded only when it may name a new transport, never skipped when it does (_BlockScan).
+all words at once, one report per line; where it is not installed, one bytes.find pass per
+word). A second pass finds NCCL channel lines (`... via X`) whose transport word the parser has
+not read yet: a channel line is decoded only when it may name a new transport, never skipped
+when it does (_BlockScan).
 slime's flat metric dicts are read as JSON (in C); ast.literal_eval only reads what JSON cannot
 read the same way. Numbers are in benchmarks/parse_throughput.md.
 
@@ -1396,63 +1397,70 @@ ENGINE = ENGINES[0]  # the block scan parse_stream uses (tests and the benchmark
 
 
 class _BlockScan:
-    """Finds, in a block of whole lines, the starts of the lines that hold a gate word, and a
-    position inside each channel line whose transport word the parser has not cached yet.
+    """Finds, in a block of whole lines, the starts of the lines that hold a gate word, and of
+    the channel lines whose transport word the parser has not cached yet.
 
-    "hyperscan" finds both in one compiled multi-pattern pass; "find" makes one bytes.find pass
-    per gate word and one regex pass for the channel lines. Both give the same answer (a
-    property test checks it). The channel pattern follows the parser's cache (`via_seen`): it
-    changes when the cache grew, in the first blocks of a log, and is compiled once per process
-    for each set of words (_compiled_scan).
+    "hyperscan" makes two compiled passes: the gate words, all at once, and reported once per
+    line (a pattern that runs on to the line's end has one end per line, and Hyperscan reports
+    a pattern once per end); then the channel lines. "find" makes one bytes.find pass per gate
+    word and one regex pass for the channel lines. Both give the same answer (a property test
+    checks it). The channel pattern follows the parser's cache (`via_seen`): it changes when the
+    cache grew, in the first blocks of a log, and is compiled once per process for each set of
+    words (_compiled_via); the gate is compiled once per process (_compiled_gate).
     """
 
     def __init__(self, engine: str, via_seen: set[bytes]) -> None:
         self._engine, self._via_seen = engine, via_seen
-        self._words = -1  # size of via_seen when self._compiled was made
-        self._compiled: Any = None
+        self._words = -1  # size of via_seen when self._via was compiled
+        self._via: Any = None
 
     def scan(self, data: bytes, begin: int, end: int) -> tuple[list[int], list[int]]:
         """(starts of the gated lines, starts of the channel lines with an unseen word) of
         data[begin:end], each in order and once. Starts are indices into `data`; begin is a line start."""
         if self._words != len(self._via_seen):
-            self._compiled = _compiled_scan(self._engine, frozenset(self._via_seen))
+            self._via = _compiled_via(self._engine, frozenset(self._via_seen))
             self._words = len(self._via_seen)
         if self._engine == "find":
             starts = [begin + start for start in _gate_starts_by_find(data[begin:end])]
-            vias = sorted({data.rfind(b"\n", 0, m.start()) + 1 for m in self._compiled.finditer(data, begin, end)})
+            vias = sorted({data.rfind(b"\n", 0, m.start()) + 1 for m in self._via.finditer(data, begin, end)})
             return starts, vias
+        view = memoryview(data)[begin:end]
         starts: list[int] = []
         vias: list[int] = []
-        via_id = len(_BLOCK_GATE)
-        line_end = via_line_end = -1  # ends of the last lines found: later matches on them add nothing
+        via_line_end = -1  # end of the last channel line found: another word on it adds nothing
 
-        def on_match(pattern: int, _start: int, match_end: int, _flags: int, _context: Any) -> None:
-            nonlocal line_end, via_line_end
-            last = match_end + begin - 1  # the last byte: of a word, or the newline after a channel's word
-            if pattern == via_id:
-                if last > via_line_end:
-                    vias.append(data.rfind(b"\n", 0, last) + 1)
-                    via_line_end = data.find(b"\n", last) % (len(data) + 1)  # -1: the data's end
-            elif last > line_end:
-                starts.append(data.rfind(b"\n", 0, last) + 1)
-                line_end = data.find(b"\n", last) % (len(data) + 1)
+        def on_gate(_pattern: int, _start: int, line_end: int, _flags: int, _context: Any) -> None:
+            starts.append(data.rfind(b"\n", 0, begin + line_end) + 1)
 
-        self._compiled.scan(memoryview(data)[begin:end], match_event_handler=on_match)
+        def on_via(_pattern: int, _start: int, match_end: int, _flags: int, _context: Any) -> None:
+            nonlocal via_line_end
+            last = begin + match_end - 1  # the last byte: of the word, or the newline after it
+            if last > via_line_end:
+                vias.append(data.rfind(b"\n", 0, last) + 1)
+                via_line_end = data.find(b"\n", last) % (len(data) + 1)  # -1: the data's end
+
+        _compiled_gate().scan(view, match_event_handler=on_gate)
+        self._via.scan(view, match_event_handler=on_via)
         return starts, vias
 
 
+@functools.lru_cache(maxsize=1)
+def _compiled_gate() -> Any:
+    """All gate words, caseless, then the rest of the line: one report per line."""
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    gate = b"(?:" + b"|".join(re.escape(token) for token in _BLOCK_GATE) + rb")[^\n]*$"
+    database.compile(expressions=[gate], flags=[hyperscan.HS_FLAG_CASELESS | hyperscan.HS_FLAG_MULTILINE])
+    return database
+
+
 @functools.lru_cache(maxsize=16)
-def _compiled_scan(engine: str, via_seen: frozenset[bytes]) -> Any:
-    """The compiled pattern(s) of _BlockScan: tens of milliseconds, so once per process and set."""
+def _compiled_via(engine: str, via_seen: frozenset[bytes]) -> Any:
+    """The channel pattern for a set of cached words: milliseconds, so once per process and set."""
     pattern = _unseen_via_pattern(sorted(via_seen))
     if engine == "find":
         return re.compile(pattern)
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    database.compile(
-        expressions=[re.escape(token) for token in _BLOCK_GATE] + [pattern],
-        ids=list(range(len(_BLOCK_GATE) + 1)),
-        flags=[hyperscan.HS_FLAG_CASELESS] * len(_BLOCK_GATE) + [0],
-    )
+    database.compile(expressions=[pattern])
     return database
 
 
