@@ -31,12 +31,20 @@ def workspace(tmp_path):
     return tmp_path
 
 
-def run_cpverify(workspace: Path, *extra: str, env: dict | None = None, run_id: str = "t1", timeout: float = 120):
+def plan_env(**fake: str) -> tuple[str, str]:
+    """`--set env=...`: the profile's env plus the stand-in's knobs. The arms get an allow-listed
+    environment, not this process's, so a FAKE_SLIME_* variable reaches them only through the plan."""
+    pairs = (*PROFILE.env, ("FAKE_SLIME_STEP_S", "0.01"), *fake.items())
+    return "--set", "env=" + ",".join(f"{k}={v}" for k, v in pairs)
+
+
+def run_cpverify(workspace: Path, *extra: str, fake: dict | None = None, run_id: str = "t1", timeout: float = 120):
+    if not any(word.startswith("env=") for word in extra):
+        extra = (*extra, *plan_env(**(fake or {})))
     cmd = [sys.executable, "-m", "cpverify", "run", "--runner", "local", "--gpus", "none",
            "--slime-dir", str(FAKE_SLIME), "--cache", str(workspace / "cache"), "--out", str(workspace / "artifacts"),
            "--run-id", run_id, *extra]
-    full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "CPVERIFY_LOCK_DIR": str(workspace),
-                "FAKE_SLIME_STEP_S": "0.01", **(env or {})}
+    full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "CPVERIFY_LOCK_DIR": str(workspace)}
     proc = subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=timeout, cwd=ROOT)
     return proc, workspace / "artifacts" / run_id
 
@@ -62,7 +70,7 @@ def test_pass_when_cp2_costs_about_the_same(workspace):
 
 
 def test_fail_when_cp2_takes_twice_as_long(workspace):
-    proc, run_dir = run_cpverify(workspace, *STEPS, env={"FAKE_SLIME_CP_FACTOR": "2.0"})
+    proc, run_dir = run_cpverify(workspace, *STEPS, fake={"FAKE_SLIME_CP_FACTOR": "2.0"})
     assert proc.returncode == 1, proc.stderr
     verdict = verdict_of(run_dir)
     assert verdict["status"] == "FAIL"
@@ -71,7 +79,7 @@ def test_fail_when_cp2_takes_twice_as_long(workspace):
 
 def test_fail_when_cp_silently_did_not_take_effect(workspace):
     """slime ignores a misspelled CP flag and runs CP=1: the layout hook's line exposes it."""
-    proc, run_dir = run_cpverify(workspace, *STEPS, env={"FAKE_SLIME_IGNORE_CP": "1"})
+    proc, run_dir = run_cpverify(workspace, *STEPS, fake={"FAKE_SLIME_IGNORE_CP": "1"})
     assert proc.returncode == 1
     verdict = verdict_of(run_dir)
     assert verdict["status"] == "FAIL"
@@ -80,7 +88,7 @@ def test_fail_when_cp_silently_did_not_take_effect(workspace):
 
 
 def test_nccl_watchdog_stops_the_arm_early_and_fails_the_verdict(workspace):
-    proc, run_dir = run_cpverify(workspace, *STEPS, env={"FAKE_SLIME_FAULT": "nccl_timeout"}, timeout=90)
+    proc, run_dir = run_cpverify(workspace, *STEPS, fake={"FAKE_SLIME_FAULT": "nccl_timeout"}, timeout=90)
     assert proc.returncode == 1
     verdict = verdict_of(run_dir)
     assert verdict["status"] == "FAIL"
@@ -93,10 +101,7 @@ def test_nccl_watchdog_stops_the_arm_early_and_fails_the_verdict(workspace):
 def test_arms_that_exit_0_inside_a_step_are_not_clean(workspace):
     """A workload that dies mid-step but exits 0: its runner outcome is ok, only the log can tell.
     Rollouts 0-4 finished: counted steps enough for an interval, far fewer than the plan asked for."""
-    # through the plan's env: the arms get only an allow-listed environment, not this process's
-    env = ",".join(f"{k}={v}" for k, v in (*PROFILE.env, ("FAKE_SLIME_FAULT", "exit0_mid_step"),
-                                           ("FAKE_SLIME_STEP_S", "0.01")))
-    proc, run_dir = run_cpverify(workspace, *STEPS, "--set", f"env={env}")
+    proc, run_dir = run_cpverify(workspace, *STEPS, fake={"FAKE_SLIME_FAULT": "exit0_mid_step"})
     assert proc.returncode == 3, proc.stderr
     verdict = verdict_of(run_dir)
     assert verdict["status"] == "INCONCLUSIVE"
@@ -113,7 +118,7 @@ def test_arms_that_exit_0_inside_a_step_are_not_clean(workspace):
 
 def test_a_baseline_that_is_not_the_smallest_cp_is_refused_before_anything_runs(workspace):
     """`--set baseline_cp=2` once PASSed a 2x slowdown as `CP=1 actor_train 0.50x CP=2`."""
-    proc, run_dir = run_cpverify(workspace, *STEPS, "--set", "baseline_cp=2", env={"FAKE_SLIME_CP_FACTOR": "2.0"})
+    proc, run_dir = run_cpverify(workspace, *STEPS, "--set", "baseline_cp=2", fake={"FAKE_SLIME_CP_FACTOR": "2.0"})
     assert proc.returncode == 2
     assert "baseline_cp 2 must be the smallest of cp_sizes (1, 2)" in proc.stderr
     assert "leave baseline_cp=1" in proc.stderr
@@ -175,7 +180,7 @@ def test_rerunning_an_arm_keeps_the_earlier_log_and_starts_a_fresh_one(workspace
 
 def test_a_new_attempt_rechecks_what_blocked_the_last_one(workspace):
     cmd = [sys.executable, "-m", "cpverify", "run", "--runner", "local", "--gpus", "0,1", "--slime-dir", str(FAKE_SLIME),
-           "--cache", str(workspace / "cache"), "--out", str(workspace / "artifacts"), "--run-id", "t1", "--only", "doctor"]
+           "--cache", str(workspace / "cache"), "--out", str(workspace / "artifacts"), "--run-id", "t1", "--only", "doctor", *plan_env()]
     blocked = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
     assert blocked.returncode == 4, blocked.stderr  # this host has no GPU
     state = json.loads((workspace / "artifacts" / "t1" / "state.json").read_text())
@@ -193,8 +198,7 @@ def test_a_later_step_that_would_change_the_plan_is_refused(workspace):
     proc, run_dir = run_cpverify(workspace, "--only", "fetch,cp1")
     assert proc.returncode == 0, proc.stderr
     plan = (run_dir / "plan.json").read_text()
-    env = ",".join(f"{k}={v}" for k, v in PROFILE.env) + ",NCCL_P2P_DISABLE=1"
-    drifts = [(("--only", "cp2,verdict", "--set", f"env={env}"), 'plan.arms[0].env.NCCL_P2P_DISABLE: "(absent)" -> "1"'),
+    drifts = [(("--only", "cp2,verdict", *plan_env(NCCL_P2P_DISABLE="1")), 'plan.arms[0].env.NCCL_P2P_DISABLE: "(absent)" -> "1"'),
               (("--only", "verdict", "--set", "pass_ratio=3"), "profile.pass_ratio: 1.3 -> 3.0")]
     for extra, changed in drifts:
         refused, _ = run_cpverify(workspace, *extra)
