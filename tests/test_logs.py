@@ -750,7 +750,9 @@ def test_the_prefix_taking_its_colour_codes_equals_stripping_them_first(seg):
 _JUNK = st.lists(st.sampled_from(["x", "/", "-", " ", "3", "٣", ": {", "{", "] ", "[Rank ", "step", "model.py:918 - "]),
                  max_size=4).map("".join)
 _RECORD_LIKE = st.tuples(
-    _JUNK, st.sampled_from(["step", "perf", "critic-step", "rollout", "eval", "steps", "x"]), st.sampled_from([" ", "", "  "]),
+    _JUNK,
+    st.sampled_from(["step", "perf", "critic-step", "rollout", "eval", "steps", "x"]),
+    st.sampled_from([" ", "", "  "]),
     st.sampled_from(["3", "12", "٣", "1234567890123", ""]), st.sampled_from([": {'a': 1}", ": {", ":{", ": "]), _JUNK,
 ).map("".join)
 _MEMORY_LIKE = st.tuples(
@@ -764,7 +766,9 @@ _MEMORY_LIKE = st.tuples(
 @settings(max_examples=800, deadline=None)
 def test_record_and_memory_lines_found_from_their_anchor_as_by_a_full_search(msg):
     def same(a, b):
-        return (a is None and b is None) or (a is not None and b is not None and a.span() == b.span() and a.groups() == b.groups())
+        if a is None or b is None:
+            return a is b
+        return a.span() == b.span() and a.groups() == b.groups()
 
     assert same(logs._record_match(msg), logs._RECORD.search(msg))
     assert same(logs._memory_match(msg), logs._MEMORY.search(msg))
