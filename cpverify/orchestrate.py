@@ -792,11 +792,14 @@ def _run(args) -> int:
     from cpverify.profiles import resolve_profile
     from cpverify.record import check_plan
 
+    if getattr(args, "seq_len", None):
+        # judged on the profile before --seq-len becomes its seq_lens, whose own check names no option
+        base = resolve_profile(args.profile, toml=args.config, assignments=list(args.assignments))
+        if not (base.kind == "probe" or base.train_only):
+            raise InputError(f"--seq-len applies to the probe and train-only profiles, not {base.name!r}",
+                             "use --profile train-only (slime's trainer at the response lengths you give), or --profile "
+                             "long, or --set train_args=... with --rollout-max-response-len")
     profile = resolve_profile(args.profile, toml=args.config, assignments=[*args.assignments, *matrix_assignments(args)])
-    if getattr(args, "seq_len", None) and not (profile.kind == "probe" or profile.train_only):
-        raise InputError(f"--seq-len applies to the probe and train-only profiles, not {profile.name!r}",
-                         "use --profile train-only (slime's trainer at the response lengths you give), or --profile "
-                         "long, or --set train_args=... with --rollout-max-response-len")
     if args.runner not in RUNNERS:  # argparse checks choices on the command line, not a default from the environment
         raise InputError(f"CPVERIFY_RUNNER={args.runner!r} is not a runner",
                          f"set it to one of {', '.join(RUNNERS)} (or pass --runner)")

@@ -165,7 +165,7 @@ def _with(args: tuple[str, ...], flag: str, value: str | None = None, *, rename:
 # (train_args, env override or None, the flag named, words of the fix)
 LINT_ERRORS = {
     "--rollout-num typo": (_with(SMOKE_TRAIN_ARGS, "--num-rollout", rename="--rollout-num"), None,
-                           "--rollout-num", "--num-rollout 8"),
+                           "--rollout-num", f"--num-rollout {SMOKE_TRAIN_ARGS[SMOKE_TRAIN_ARGS.index('--num-rollout') + 1]}"),
     "rollout smaller than the global batch": (_with(SMOKE_TRAIN_ARGS, "--n-samples-per-prompt", "1"), None,
                                               "--global-batch-size", "--n-samples-per-prompt 4"),
     "no CUDA_DEVICE_MAX_CONNECTIONS": (list(SMOKE_TRAIN_ARGS), {"CUDA_DEVICE_MAX_CONNECTIONS": "8"},
@@ -207,7 +207,7 @@ def test_lint_error_stops_the_run_before_any_gpu_is_held(local_ws, rid, case):
 
 
 USAGE_ERRORS = {
-    "unknown profile": (["--profile", "smokey"], "unknown profile 'smokey'", "use one of: smoke, long, probe"),
+    "unknown profile": (["--profile", "smokey"], "unknown profile 'smokey'", "use one of: smoke, long, train-only, probe"),
     "CP larger than the GPUs": (["--set", "cp_sizes=1,4"], "cp sizes [4] do not divide gpus=2",
                                 "fix the override"),
     "CP larger than the GPUs (--cp)": (["--cp", "1,2,8"], "cp sizes [8] do not divide gpus=2", "fix the override"),
@@ -218,8 +218,8 @@ USAGE_ERRORS = {
                                   "write --gpus 2 or --gpus 0,1"),
     "ray runner without an address": (["--runner", "ray"], "--runner ray needs --ray-address",
                                       "--ray-address http://HEAD:8265"),
-    "sequence lengths for a slime profile": (["--seq-len", "8K"], "--seq-len applies to the probe profile",
-                                             "use --profile long"),
+    "sequence lengths for a slime profile": (["--seq-len", "8K"], "--seq-len applies to the probe and train-only profiles, not 'smoke'",
+                                             "use --profile train-only"),
     "unknown profile field": (["--set", "num_rollout=16"], "unknown profile field(s): num_rollout", "use one of:"),
     "field of the wrong type": (["--set", "hang_s=soon"], "override hang_s='soon' does not fit the field",
                                 "give hang_s a value like"),
@@ -379,7 +379,8 @@ def test_docker_socket_permission_denied(rid):
         from faults.harness import Workspace
 
         ws = Workspace(public, "docker", image="cpverify-slime:test")
-        as_nobody = ("import os, sys, tomllib, cpverify.cli, cpverify.ab, cpverify.runners.docker, rich.console, docker\n"
+        as_nobody = ("import os, sys, tomllib, encodings.utf_8_sig, cpverify.cli, cpverify.ab, cpverify.runners.docker, "
+                     "rich.console, tabulate, docker\n"
                      "cpverify.cli.build_parser()  # every module it needs, imported while they are readable\n"
                      "os.setgroups([]); os.setgid(65534); os.setuid(65534)\n"
                      "sys.exit(cpverify.cli.main(sys.argv[1:]))\n")
