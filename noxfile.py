@@ -26,7 +26,6 @@ import atexit
 import hashlib
 import json
 import logging
-import os
 import sys
 import time
 from pathlib import Path
@@ -39,16 +38,17 @@ nox.options.sessions = ["verify_cp"]
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))  # nox does not put the noxfile's directory on sys.path
-from cpverify.artifacts import LATEST, RUN_ID_ENV, new_run_id  # noqa: I001  (stdlib only: the one run id generator)
+from cpverify import config  # noqa: I001  (stdlib only: every CPVERIFY_* variable)
+from cpverify.artifacts import LATEST, new_run_id  # noqa: I001  (stdlib only: the one run id generator)
 from cpverify.errors import EXIT_FAIL, EXIT_NAMES  # noqa: I001
 
 # The shared tool environment and its extras (ray for --runner ray, plot for the PNGs).
-TOOL_VENV = Path(os.environ.get("CPVERIFY_TOOL_VENV", ROOT / ".nox" / "_cpverify"))
-TOOL_EXTRAS = os.environ.get("CPVERIFY_TOOL_EXTRAS", "ray,plot")
+TOOL_VENV = config.tool_venv(ROOT)
+TOOL_EXTRAS = config.tool_extras()
 
 # One run id for every session of this invocation (resumable by exporting it; cpverify checks it).
 # Passed to each step explicitly, not exported: the tests session must not inherit it.
-RUN_ID = os.environ.get(RUN_ID_ENV) or new_run_id()
+RUN_ID = config.run_id() or new_run_id()
 STARTED = time.time()
 
 # nox (2025+) looks for uv before every session, venv_backend="none" ones included, and logs
@@ -81,7 +81,7 @@ def _step(session: nox.Session, step: str) -> None:
     _last["out"] = _artifacts_root(session.posargs)
     try:
         session.run(python, "-m", "cpverify", "run", "--only", step, "--run-id", RUN_ID, *session.posargs,
-                    external=True, env={RUN_ID_ENV: RUN_ID})
+                    external=True, env={config.RUN_ID_ENV: RUN_ID})
     except CommandFailed as failed:
         # nox before 2024.10 keeps the code only in its message ("Returned code 4")
         code = getattr(failed, "return_code", None)
@@ -101,7 +101,7 @@ def _artifacts_root(posargs: list[str]) -> Path:
             return Path(posargs[i + 1])
         if arg.startswith("--out="):
             return Path(arg.split("=", 1)[1])
-    return Path(os.environ.get("CPVERIFY_ARTIFACTS") or "artifacts")
+    return Path(config.artifacts())
 
 
 @atexit.register

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from cpverify.config import RUN_ID_ENV
 from cpverify.errors import ArtifactWriteError, InputError
 
 DEFAULT_BASE = Path("artifacts")
@@ -31,7 +32,6 @@ DEFAULT_BASE = Path("artifacts")
 # commands.sh: a name, not a path (no "/", "..", leading "." or "-") and nothing a shell reads.
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 RUN_ID_MAX = 64
-RUN_ID_ENV = "CPVERIFY_RUN_ID"
 RUN_ID_RULE = f"letters, digits, '.', '_' and '-', starting with a letter or digit, at most {RUN_ID_MAX} characters"
 
 

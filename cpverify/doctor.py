@@ -438,9 +438,9 @@ def run(args: argparse.Namespace) -> int:
     if args.nccl_log is not None and not args.nccl_log.is_file():
         raise InputError(f"--nccl-log {args.nccl_log}: no such file", "pass a log file written with NCCL_DEBUG=INFO")
     from cpverify.redact import Redactor
-    from cpverify.runners.local import PYTHON_ENV, workload_python
+    from cpverify.runners.local import requested_python, workload_python
 
-    explicit, chosen_by = (args.python, "--python") if args.python else (os.environ.get(PYTHON_ENV), PYTHON_ENV)
+    explicit, chosen_by = requested_python(args.python)
     python = workload_python(explicit, chosen_by=chosen_by)
     # What the doctor prints or writes is pasted into issues: redacted like verdict.md (a RAY_ or
     # HF_ variable may hold a URL with a password; paths and hosts identify the machine).

@@ -1,6 +1,8 @@
 """Fetch the model (huggingface_hub) and stage the prompt data, then prove both are whole.
 
-The model lands in a huggingface_hub cache that the GPU containers mount read-only.
+The model lands in a huggingface_hub cache inside the cpverify cache (<cache>/hf, the data in
+<cache>/data), the one place `cpverify fetch` and `cpverify run` both use and the GPU containers
+mount read-only.
 Verification works offline: huggingface_hub names every blob in its cache after the
 hub's own checksum (sha256 for LFS files, the git blob sha1 for small ones), so a
 truncated or corrupted download is caught by re-hashing each blob against its name.
@@ -18,6 +20,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cpverify import config
 from cpverify.errors import DatasetError, ModelError
 
 # Files a Megatron+SGLang run of a Qwen2.5 checkpoint reads; weights are checked separately.
@@ -48,13 +51,27 @@ class SnapshotReport:
         return not self.problems
 
 
-def default_cache_dir() -> Path:
-    """Where models are cached: CPVERIFY_CACHE, else huggingface_hub's own cache location."""
-    if os.environ.get("CPVERIFY_CACHE"):
-        return Path(os.environ["CPVERIFY_CACHE"]) / "hf"
-    from huggingface_hub import constants
+# -- the cache: one layout for `cpverify fetch` and every step of `cpverify run` ---------------
 
-    return Path(constants.HF_HUB_CACHE)
+def cache_root(given: str | os.PathLike[str] | None = None) -> Path:
+    """The cpverify cache: `--cache`, else CPVERIFY_CACHE, else ~/.cache/cpverify."""
+    return Path(given or config.cache()).expanduser()
+
+
+def model_cache(root: Path) -> Path:
+    """The huggingface_hub cache inside the cpverify cache (the arms mount the whole root)."""
+    return Path(root) / "hf"
+
+
+def data_dir(root: Path) -> Path:
+    """Where the prompt data is staged, beside the model cache."""
+    return Path(root) / "data"
+
+
+def snapshot_dir(root: Path, repo: str, revision: str) -> Path:
+    """huggingface_hub's snapshot directory of `repo`@`revision` under `root` (a path on this machine or
+    as a container sees the mounted cache); fixed in advance because the revision is a pinned commit."""
+    return model_cache(root) / f"models--{repo.replace('/', '--')}" / "snapshots" / revision
 
 
 def fetch_model(repo_id: str, revision: str, *, cache_dir: Path | None = None, offline: bool | None = None) -> Path:
@@ -67,9 +84,9 @@ def fetch_model(repo_id: str, revision: str, *, cache_dir: Path | None = None, o
         RevisionNotFoundError,
     )
 
-    cache_dir = Path(cache_dir or default_cache_dir())
+    cache_dir = Path(cache_dir or model_cache(cache_root()))
     if offline is None:
-        offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+        offline = config.hf_offline()
     try:
         path = snapshot_download(
             repo_id,
@@ -81,8 +98,8 @@ def fetch_model(repo_id: str, revision: str, *, cache_dir: Path | None = None, o
     except LocalEntryNotFoundError as exc:
         raise ModelError(
             f"{repo_id}@{revision} is not in the cache {cache_dir} and downloads are off (HF_HUB_OFFLINE=1 or no network): {exc}",
-            f"run `cpverify fetch` once on a machine with network access to the hub (or set HF_ENDPOINT to a mirror), "
-            f"or point --cache at a cache that holds it",
+            "run `cpverify fetch` once on a machine with network access to the hub (or set HF_ENDPOINT to a mirror), "
+            "or point --cache at a cache that holds it",
         ) from exc
     except GatedRepoError as exc:
         raise ModelError(f"{repo_id} is gated and this token has no access.", "accept the model's licence on the hub and export HF_TOKEN") from exc
@@ -200,8 +217,10 @@ def register(subparsers) -> None:
                     "`cpverify run` does the same in its fetch step. A partial or corrupted model, or a "
                     "broken prompt line, exits 2 naming the file and the fix.")
     p.add_argument("--profile", default="smoke", help="the profile whose model and data to fetch (default: %(default)s)")
-    p.add_argument("--cache", type=Path, default=None, help="model cache directory (default: CPVERIFY_CACHE/hf or the HF cache)")
-    p.add_argument("--data-dir", type=Path, default=None, help="where to stage the prompt data (default: <cache>/../data)")
+    p.add_argument("--cache", default=config.cache(),
+                   help="the cpverify cache, as `cpverify run --cache` takes it: the model goes to <cache>/hf, the "
+                        "data to <cache>/data (default: %(default)s; CPVERIFY_CACHE sets it)")
+    p.add_argument("--data-dir", type=Path, default=None, help="where to stage the prompt data (default: <cache>/data)")
     p.add_argument("--offline", action="store_true", help="use the cache only (same as HF_HUB_OFFLINE=1)")
     p.add_argument("--model-dir", type=Path, default=None,
                    help="a local model directory to verify instead of downloading (offline hosts, your own "
@@ -214,7 +233,7 @@ def _cli(args) -> int:
     from cpverify.profiles import get_profile
 
     profile = get_profile(args.profile)
-    cache = Path(args.cache or default_cache_dir())
+    cache = cache_root(args.cache)
     out: dict[str, object] = {"profile": profile.name}
     if getattr(profile, "kind", "slime") == "slime":
         if args.model_dir:  # a local directory: no hub revision to claim, its files are checked as they are
@@ -222,11 +241,11 @@ def _cli(args) -> int:
             report = ensure_model(path, model_args=profile.model_args)
             out.update(model=str(path), revision=None, files_checked=report.checked)
         else:
-            path = fetch_model(profile.model_repo, profile.model_revision, cache_dir=cache, offline=args.offline or None)
+            path = fetch_model(profile.model_repo, profile.model_revision, cache_dir=model_cache(cache),
+                               offline=args.offline or None)
             report = ensure_model(path, model_args=profile.model_args, revision=profile.model_revision)
             out.update(model=str(path), revision=profile.model_revision, files_checked=report.checked)
-        data_dir = Path(args.data_dir or cache.parent / "data")
-        out["data"] = str(stage_dataset(Path(profile.dataset_path()), data_dir))
+        out["data"] = str(stage_dataset(Path(profile.dataset_path()), args.data_dir or data_dir(cache)))
     if args.json:
         print(json.dumps(out, indent=2))
     else:

@@ -24,21 +24,16 @@ import socket
 from collections.abc import Iterable
 from pathlib import Path
 
+from cpverify import config
+from cpverify.config import LOCK_DIR_ENV
 from cpverify.errors import ArtifactWriteError, InputError, LockHeld
-
-LOCK_DIR_ENV = "CPVERIFY_LOCK_DIR"
-DEFAULT_LOCK_DIR = "/tmp"
-
-
-def lock_dir() -> Path:
-    return Path(os.environ.get(LOCK_DIR_ENV) or DEFAULT_LOCK_DIR)
 
 
 def lock_path(gpu_id: int | str, directory: Path | None = None) -> Path:
     name = str(gpu_id)
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
         raise InputError(f"GPU id {gpu_id!r} is not an index or a UUID", fix="use ids like 0, 1 or GPU-<uuid>")
-    return (directory or lock_dir()) / f"cpverify-gpu-{name}.lock"
+    return (directory or config.lock_dir()) / f"cpverify-gpu-{name}.lock"
 
 
 def read_holder(path: Path) -> dict | None:
@@ -109,7 +104,7 @@ class GpuLock(_Flocks):
     """
 
     def __init__(self, gpu_ids: Iterable[int | str], *, run_id: str, directory: Path | str | None = None) -> None:
-        self.directory = Path(directory) if directory is not None else lock_dir()
+        self.directory = Path(directory) if directory is not None else config.lock_dir()
         # Sorted and de-duplicated: every run takes the locks in the same order.
         self.gpu_ids = sorted({str(g) for g in gpu_ids}, key=lambda g: (len(g), g))
         super().__init__([lock_path(g, self.directory) for g in self.gpu_ids], run_id=run_id)

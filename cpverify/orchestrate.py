@@ -35,13 +35,29 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cpverify import config, fetch
 from cpverify.artifacts import new_run_id
-from cpverify.errors import EXIT_BLOCKED, EXIT_FAIL, EXIT_OK, CpverifyError, EnvironmentBlocked, InputError
-from cpverify.record import ArmRecord, Blocked, HashingReader, Interrupted, RunRecord, file_digest
+from cpverify.config import RUNNERS
+from cpverify.errors import (
+    EXIT_BLOCKED,
+    EXIT_FAIL,
+    EXIT_OK,
+    CpverifyError,
+    EnvironmentBlocked,
+    InputError,
+)
+from cpverify.model import ArmInterrupted, ArmResult, Outcome
+from cpverify.record import (
+    ArmRecord,
+    Blocked,
+    HashingReader,
+    Interrupted,
+    RunRecord,
+    file_digest,
+)
 
 STEPS = ("doctor", "image", "fetch", "compileall", "lint", "cp1", "cp2", "verdict")
 ALIASES = {"arms": ("cp1", "cp2"), "all": STEPS}
-RUNNERS = ("docker", "local", "ray")
 CONTAINER_CACHE = "/cache"
 CONTAINER_SLIME = "/slime-under-test"
 CONTAINER_SLIME_CANDIDATE = "/slime-candidate"  # A/B: the second revision, mounted beside the first
@@ -66,7 +82,7 @@ class Context:
 
     @property
     def cache(self) -> Path:
-        return Path(self.args.cache).expanduser().resolve()
+        return fetch.cache_root(self.args.cache).resolve()
 
     @functools.cached_property
     def redactor(self):
@@ -97,11 +113,6 @@ class Context:
 
 # -- paths as the workload sees them ----------------------------------------------------------
 
-def _model_snapshot(cache: Path, repo: str, revision: str) -> Path:
-    """huggingface_hub's cache layout; deterministic because the revision is a pinned commit."""
-    return cache / "hf" / f"models--{repo.replace('/', '--')}" / "snapshots" / revision
-
-
 def _workload_paths(ctx: Context) -> dict[str, str]:
     """Model, data and slime directories as the *workload* sees them (container or host)."""
     p = ctx.profile
@@ -112,8 +123,8 @@ def _workload_paths(ctx: Context) -> dict[str, str]:
     elif ctx.args.model_dir:
         model = Path(CONTAINER_CACHE) / "model"
     else:
-        model = _model_snapshot(cache, p.model_repo, p.model_revision)
-    data = cache / "data" / p.dataset_path().name
+        model = fetch.snapshot_dir(cache, p.model_repo, p.model_revision)
+    data = fetch.data_dir(cache) / p.dataset_path().name
     revisions = _revisions(ctx)
     if revisions:
         slime = CONTAINER_SLIME if in_container else str(revisions[0].host_dir)
@@ -197,12 +208,11 @@ def workload_python(ctx: Context, *, refresh: bool = False):
     if ctx.runner != "local":
         return None
     from cpverify.runners._env import workload_env
-    from cpverify.runners.local import PYTHON_ENV, WorkloadPython
+    from cpverify.runners.local import WorkloadPython, requested_python
     from cpverify.runners.local import workload_python as choose
 
     needs = ("torch", "slime") if ctx.kind == "slime" else ("torch", "cpverify.probe.workload")
-    requested = getattr(ctx.args, "python", None)
-    explicit, chosen_by = (requested, "--python") if requested else (os.environ.get(PYTHON_ENV) or None, PYTHON_ENV)
+    explicit, chosen_by = requested_python(getattr(ctx.args, "python", None))
     recorded = ctx.record.workload_python
     fresh_enough = not refresh or "workload_python" in ctx.rechecked
     if recorded and fresh_enough and recorded.get("requested") == explicit and tuple(recorded["needs"]) == needs:
@@ -226,11 +236,11 @@ def step_doctor(ctx: Context) -> int:
 
     python = workload_python(ctx, refresh=True)
     if python is None:  # docker, ray: this host's torch is recorded for the report, not required
-        from cpverify.runners.local import PYTHON_ENV
+        from cpverify.runners.local import requested_python
         from cpverify.runners.local import workload_python as choose
 
-        requested = getattr(ctx.args, "python", None)
-        python = choose(requested or os.environ.get(PYTHON_ENV) or None, chosen_by="--python" if requested else PYTHON_ENV)
+        explicit, chosen_by = requested_python(getattr(ctx.args, "python", None))
+        python = choose(explicit, chosen_by=chosen_by)
     report = doctor.collect(cp=max(ctx.profile.cp_sizes), python=python, python_required=ctx.runner == "local")
     ctx.record.doctor = report
     ctx.save()
@@ -315,8 +325,6 @@ def step_fetch(ctx: Context) -> int:
     if ctx.kind != "slime":
         ctx.say(f"fetch: profile {ctx.profile.name} needs no model")
         return EXIT_OK
-    from cpverify import fetch
-
     p = ctx.profile
     if ctx.args.model_dir:
         model = Path(ctx.args.model_dir).expanduser().resolve()
@@ -326,12 +334,12 @@ def step_fetch(ctx: Context) -> int:
                               "files_checked": report.checked}
         what = f"local model {model}"
     else:
-        model = fetch.fetch_model(p.model_repo, p.model_revision, cache_dir=ctx.cache / "hf")
+        model = fetch.fetch_model(p.model_repo, p.model_revision, cache_dir=fetch.model_cache(ctx.cache))
         report = fetch.ensure_model(model, model_args=p.model_args, revision=p.model_revision)
         ctx.record.model = {"repo": p.model_repo, "revision": p.model_revision, "path": str(model),
                               "files_checked": report.checked}
         what = f"model {p.model_repo}@{p.model_revision[:12]}"
-    data = fetch.stage_dataset(p.dataset_path(), ctx.cache / "data")
+    data = fetch.stage_dataset(p.dataset_path(), fetch.data_dir(ctx.cache))
     ctx.record.data = str(data)
     ctx.save()
     ctx.say(f"fetch: {what} verified ({report.checked} checksummed files), data {data}")
@@ -371,15 +379,14 @@ def run_tool(ctx: Context, name: str, argv: list[str], *, env=(), timeout_s: flo
     paths = _workload_paths(ctx)
     log_path = ctx.run_dir.logs_dir / f"{name}.log"
     if ctx.runner == "docker":
-        from cpverify.plan import Arm
-        from cpverify.runners.base import BLOCKED, Limits
+        from cpverify.model import Arm, Limits
         from cpverify.runners.docker import DockerRunner
 
         runner = DockerRunner(image=_image_tag(ctx), run_id=ctx.run_dir.run_id, gpus=None, mounts=_docker_mounts(ctx),
                               ulimits={}, shm_size="1g")
         result = runner.run_arm(Arm(name, 0, tuple(argv), tuple(env), paths["slime_dir"]), log_path=log_path,
                                 limits=Limits(deadline_s=timeout_s, hang_s=timeout_s, stall_s=10**9))
-        if result.outcome == BLOCKED:
+        if result.outcome == Outcome.BLOCKED:
             raise EnvironmentBlocked(result.reason, result.fix)
         code = result.exit_code if result.exit_code is not None else -1
         return code, (log_path.read_text(errors="replace") if log_path.exists() else result.reason)
@@ -474,7 +481,6 @@ def _deep_lint(ctx: Context, plan, static: list) -> list:
 
 def step_arms(ctx: Context, which: str) -> int:
     from cpverify.locks import GpuLock
-    from cpverify.runners.base import ArmInterrupted
 
     if ctx.record.blocked:
         ctx.say(f"{which}: skipped, the run is blocked: {ctx.record.blocked.reason}")
@@ -557,7 +563,6 @@ def _arm_log(ctx: Context, recorded: ArmRecord):
 def step_verdict(ctx: Context) -> int:
     from cpverify.logs import ParsedLog
     from cpverify.plan import GRAD_NORM_LOAD
-    from cpverify.runners.base import BLOCKED, INTERRUPTED, ArmResult
     from cpverify.verdict import INCONCLUSIVE, ArmEvidence, Check, Thresholds, decide
 
     plan = build_run_plan(ctx)
@@ -573,13 +578,13 @@ def step_verdict(ctx: Context) -> int:
         if recorded:
             result = recorded.result
         elif blocked:
-            result = ArmResult(arm.name, BLOCKED, None, log_path, 0.0, reason=blocked.reason, fix=blocked.fix)
+            result = ArmResult(arm.name, Outcome.BLOCKED, None, log_path, 0.0, reason=blocked.reason, fix=blocked.fix)
         elif interrupted:
-            result = ArmResult(arm.name, INTERRUPTED, None, log_path, 0.0,
+            result = ArmResult(arm.name, Outcome.INTERRUPTED, None, log_path, 0.0,
                                reason=f"not run: the run was {interrupted.why} during {_step_name(interrupted.step)}",
                                fix="rerun when ready (a new run id starts with fresh logs)")
         else:
-            result = ArmResult(arm.name, BLOCKED, None, log_path, 0.0, reason="the arm was never run",
+            result = ArmResult(arm.name, Outcome.BLOCKED, None, log_path, 0.0, reason="the arm was never run",
                                fix=f"run `cpverify run --only {'cp1' if arm.cp == p.baseline_cp else 'cp2'}` first "
                                    "(or `nox -s verify_cp`)")
         evidence.append(ArmEvidence(arm.name, arm.cp, parsed, result,
@@ -845,7 +850,6 @@ def _verdict_after_interrupt(ctx: Context, step: str, exc: KeyboardInterrupt) ->
     """Ctrl-C or SIGTERM in any step: record what was interrupted and still leave a verdict that
     says so (it takes a moment; another Ctrl-C skips it); the caller exits 130."""
     from cpverify.runners._watch import Terminated
-    from cpverify.runners.base import ArmInterrupted
 
     if not isinstance(exc, ArmInterrupted):  # an arm records its own interruption, with its result
         why = f"terminated ({exc.args[0]})" if isinstance(exc, Terminated) else "interrupted (Ctrl-C)"
@@ -869,7 +873,7 @@ def register(subparsers) -> None:
                     "commands.sh. No GPU is held before the lint has passed. Exit code: 0 PASS, 1 FAIL (or lint "
                     "errors), 2 bad input, 3 INCONCLUSIVE, 4 BLOCKED, 130 interrupted.")
     add_profile_arguments(p)
-    p.add_argument("--runner", choices=RUNNERS, default=os.environ.get("CPVERIFY_RUNNER") or "docker",
+    p.add_argument("--runner", choices=RUNNERS, default=config.runner(),
                    help="where arms run: docker (GPU containers), local (subprocesses here), ray (Ray Jobs) "
                         "(default: %(default)s; CPVERIFY_RUNNER sets it)")
     p.add_argument("--python", metavar="PYTHON",
@@ -879,17 +883,17 @@ def register(subparsers) -> None:
     p.add_argument("--gpus", help="GPU indices (0,1) or a count (2); both arms use the same GPUs. "
                                   "'none' runs without a GPU request (pipeline tests only)")
     p.add_argument("--only", metavar="STEPS", help=f"comma-separated steps: {', '.join(STEPS)}, arms, all")
-    p.add_argument("--run-id", default=os.environ.get("CPVERIFY_RUN_ID"),
+    p.add_argument("--run-id", default=config.run_id(),
                    help="resume or name a run (CPVERIFY_RUN_ID); 'latest' continues the run <out>/latest points at. "
                         "Every run updates <out>/latest")
-    p.add_argument("--out", default=os.environ.get("CPVERIFY_ARTIFACTS") or "artifacts",
+    p.add_argument("--out", default=config.artifacts(),
                    help="artifacts root (default: %(default)s; CPVERIFY_ARTIFACTS sets it)")
-    p.add_argument("--cache", default=os.environ.get("CPVERIFY_CACHE") or "~/.cache/cpverify",
+    p.add_argument("--cache", default=config.cache(),
                    help="model and data cache, mounted read-only into the arms (default: %(default)s; "
                         "CPVERIFY_CACHE sets it)")
     p.add_argument("--model-dir", help="use this local model directory instead of fetching (offline hosts, your own "
                                        "checkpoint); verified the same way and checked against MODEL_ARGS")
-    p.add_argument("--slime-dir", default=os.environ.get("CPVERIFY_SLIME_DIR") or None,
+    p.add_argument("--slime-dir", default=config.slime_dir(),
                    help="your slime checkout: mounted read-only (docker) or run in place (local)")
     p.add_argument("--cp", metavar="SIZES", help="CP sizes, e.g. 1,2,4: every size runs on the same GPUs and is "
                                                  "compared with the profile's baseline (CP=1)")
@@ -907,7 +911,7 @@ def register(subparsers) -> None:
     p.add_argument("--slime-commit", help="override SLIME_COMMIT ('' keeps the base image's slime)")
     p.add_argument("--nccl", metavar="PIP_SPEC", help="install this NCCL in the image, e.g. nvidia-nccl-cu12==2.29.3")
     p.add_argument("--wheel-dir", help="pre-downloaded wheels for the image build (offline hosts)")
-    p.add_argument("--ray-address", default=os.environ.get("RAY_ADDRESS"), help="Ray dashboard, e.g. http://HEAD:8265")
+    p.add_argument("--ray-address", default=config.ray_address(), help="Ray dashboard, e.g. http://HEAD:8265")
     p.add_argument("--no-ulimits", action="store_true",
                    help="do not raise memlock/stack in the containers (rootless Docker, sandboxes; "
                         "NCCL over RDMA needs them)")

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from cpverify.artifacts import check_run_id, new_run_id
 from cpverify.errors import InputError
+from cpverify.model import Arm
 from cpverify.profiles import MAX_GPUS, PROFILES, Profile
 from cpverify.redact import contains_secret, is_secret_name
 
@@ -35,32 +36,17 @@ TRAIN_ONLY_PROMPT_LEN = 64  # prompt tokens of every synthetic sample
 ROLLOUT_SEED = 1234
 
 
-@dataclass(frozen=True)
-class Arm:
-    """One process to run: argv (no leading env), its environment, its working directory."""
-
-    name: str
-    cp: int
-    argv: tuple[str, ...]
-    env: tuple[tuple[str, str], ...]
-    workdir: str
-    seq_len: int | None = None
-    slime_ref: str | None = None  # label of the slime revision this arm runs, when known
-
-    @property
-    def env_dict(self) -> dict[str, str]:
-        return dict(self.env)
-
-    def to_json(self) -> dict:
-        return {
-            "name": self.name,
-            "cp": self.cp,
-            "argv": [_mask_arg(self.argv, i) for i in range(len(self.argv))],
-            "env": {k: (f"${{{k}}}" if _is_secret(k, v) else v) for k, v in self.env},
-            "workdir": self.workdir,
-            "seq_len": self.seq_len,
-            "slime_ref": self.slime_ref,
-        }
+def arm_json(arm: Arm) -> dict:
+    """An arm as plan.json and `cpverify plan --json` show it: secret values as ${NAME}."""
+    return {
+        "name": arm.name,
+        "cp": arm.cp,
+        "argv": [_mask_arg(arm.argv, i) for i in range(len(arm.argv))],
+        "env": {k: (f"${{{k}}}" if _is_secret(k, v) else v) for k, v in arm.env},
+        "workdir": arm.workdir,
+        "seq_len": arm.seq_len,
+        "slime_ref": arm.slime_ref,
+    }
 
 
 @dataclass(frozen=True)
@@ -90,8 +76,8 @@ class Plan:
             "model_dir": self.model_dir,
             "data_path": self.data_path,
             "slime_dir": self.slime_dir,
-            "arms": [arm.to_json() for arm in self.arms],
-            "data_commands": [arm.to_json() for arm in self.data_commands],
+            "arms": [arm_json(arm) for arm in self.arms],
+            "data_commands": [arm_json(arm) for arm in self.data_commands],
             "comparisons": [
                 {"baseline": b, "candidate": c, "diff": arm_diff(self.arm(b), self.arm(c))}
                 for b, c in self.comparisons

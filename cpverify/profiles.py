@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from cpverify.errors import InputError
+from cpverify.model import Limits
 
 KINDS = ("slime", "probe")
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -305,10 +306,8 @@ class Profile:
         count = parse_command(["train.py", *self.train_args]).number("--num-rollout")
         return count if isinstance(count, int) else None
 
-    def limits(self):
-        """The runner limits of this profile (cpverify.runners.base.Limits)."""
-        from cpverify.runners.base import Limits
-
+    def limits(self) -> Limits:
+        """The runner limits of this profile."""
         return Limits(deadline_s=self.deadline_s, hang_s=self.hang_s, stall_s=self.stall_s)
 
 

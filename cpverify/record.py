@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from cpverify.errors import InputError
+from cpverify.model import ArmResult
 
 SCHEMA_VERSION = 1
 
@@ -35,7 +36,7 @@ class ArmRecord:
     """An arm's result as its runner returned it, and the log it wrote (path relative to the run
     directory, sha256 and size taken when the arm ended)."""
 
-    result: Any  # cpverify.runners.base.ArmResult
+    result: ArmResult
     log: str
     log_sha256: str
     log_bytes: int
@@ -46,9 +47,7 @@ class ArmRecord:
 
     @classmethod
     def from_json(cls, data: dict) -> ArmRecord:
-        from cpverify.runners.base import ArmResult
-
-        names = {f.name for f in dataclasses.fields(ArmResult)} - {"parsed"}
+        names = {f.name for f in dataclasses.fields(ArmResult)}
         result = ArmResult(**{k: v for k, v in data.items() if k in names})
         return cls(result, data["log_path"], data["log_sha256"], data["log_bytes"])
 

@@ -26,7 +26,7 @@ from cpverify import stats
 from cpverify._versions import parse_version
 from cpverify.errors import EXIT_BLOCKED, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK, InputError
 from cpverify.logs import ParsedLog
-from cpverify.runners.base import ArmResult
+from cpverify.model import ArmResult
 
 SCHEMA_VERSION = 1
 

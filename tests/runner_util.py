@@ -58,7 +58,7 @@ def pids_in_log(path: Path) -> dict[str, int]:
 
 
 def _main(argv: list[str]) -> int:
-    from cpverify.runners.base import ArmInterrupted, Limits
+    from cpverify.model import ArmInterrupted, Limits
 
     kind, log_path, *rest = argv
     split = rest.index("--")

@@ -19,10 +19,10 @@ import threading
 import time
 
 import pytest
-from runner_util import HERE, arm, wait_for
 
 from cpverify.errors import EnvironmentBlocked, InputError
-from cpverify.runners.base import BLOCKED, DEADLINE, FAILED, FATAL, HANG, INTERRUPTED, OK, Limits
+from cpverify.logs import parse_file
+from cpverify.model import Limits, Outcome
 from cpverify.runners.docker import (
     LABEL_ARM,
     LABEL_MANAGED,
@@ -36,6 +36,7 @@ from cpverify.runners.docker import (
     own_container_id,
     sweep_leftovers,
 )
+from runner_util import HERE, arm, wait_for
 
 UNPRIVILEGED = {"stack": 67108864}
 LIMITS = Limits(deadline_s=20, hang_s=5, stall_s=10)
@@ -82,8 +83,8 @@ def test_output_streams_live_and_the_container_is_configured_as_slime_needs(
     assert attrs["Config"]["WorkingDir"] == "/work"
 
     result = box["result"]
-    assert result.outcome == OK and result.exit_code == 0
-    assert [s.step for s in result.parsed.steps] == list(range(8))
+    assert result.outcome == Outcome.OK and result.exit_code == 0
+    assert [s.step for s in parse_file(result.log_path).steps] == list(range(8))
     assert containers_of(docker_client, run_id) == []
 
 
@@ -91,7 +92,7 @@ def test_output_streams_live_and_the_container_is_configured_as_slime_needs(
 def test_exit_code_is_returned(docker_client, test_image, run_id, tmp_path):
     runner = runner_for(docker_client, test_image, run_id)
     result = runner.run_arm(workload("fails", "train", "2", "0", "3"), log_path=tmp_path / "f.log", limits=LIMITS)
-    assert result.outcome == FAILED and result.exit_code == 3
+    assert result.outcome == Outcome.FAILED and result.exit_code == 3
     assert containers_of(docker_client, run_id) == []
 
 
@@ -102,7 +103,7 @@ def test_a_silent_container_is_killed_at_the_hang_deadline(docker_client, test_i
     result = runner.run_arm(workload("hang", "hang", "2"), log_path=tmp_path / "h.log",
                             limits=Limits(deadline_s=30, hang_s=1.5, stall_s=30))
     assert 1.5 <= time.monotonic() - t0 < 10
-    assert result.outcome == HANG and result.exit_code == 137
+    assert result.outcome == Outcome.HANG and result.exit_code == 137
     assert containers_of(docker_client, run_id) == []
 
 
@@ -112,7 +113,7 @@ def test_nccl_watchdog_timeout_is_fatal_and_stops_the_container_early(docker_cli
     t0 = time.monotonic()
     result = runner.run_arm(workload("nccl", "nccl_timeout"), log_path=tmp_path / "n.log", limits=LIMITS)
     assert time.monotonic() - t0 < 8, "a fatal signature must not wait for hang or deadline"
-    assert result.outcome == FATAL and result.error_class == "nccl_timeout"
+    assert result.outcome == Outcome.FATAL and result.error_class == "nccl_timeout"
     assert "Watchdog caught collective operation timeout" in (tmp_path / "n.log").read_text()
     assert containers_of(docker_client, run_id) == []
 
@@ -122,7 +123,7 @@ def test_our_own_deadline_is_enforced(docker_client, test_image, run_id, tmp_pat
     runner = runner_for(docker_client, test_image, run_id)
     result = runner.run_arm(workload("deadline", "forever", "0.1"), log_path=tmp_path / "d.log",
                             limits=Limits(deadline_s=1.5, hang_s=10, stall_s=10))
-    assert result.outcome == DEADLINE and result.exit_code == 137
+    assert result.outcome == Outcome.DEADLINE and result.exit_code == 137
     assert containers_of(docker_client, run_id) == []
 
 
@@ -135,7 +136,7 @@ def test_silence_longer_than_the_http_timeout_does_not_break_the_stream(test_ima
     runner = runner_for(client, test_image, run_id)
     result = runner.run_arm(arm("quiet", "sh", "-c", "echo before; sleep 2; echo after", workdir="/work"),
                             log_path=tmp_path / "q.log", limits=LIMITS)
-    assert result.outcome == OK
+    assert result.outcome == Outcome.OK
     assert (tmp_path / "q.log").read_text() == "before\nafter\n"
     assert containers_of(client, run_id) == []
 
@@ -159,7 +160,7 @@ def test_ctrl_c_or_sigterm_leaves_no_container_and_keeps_the_partial_log(docker_
         if child.poll() is None:
             child.kill()
     assert child.returncode == 130, err
-    assert json.loads(out.split("INTERRUPTED ", 1)[1])["outcome"] == INTERRUPTED
+    assert json.loads(out.split("INTERRUPTED ", 1)[1])["outcome"] == Outcome.INTERRUPTED
     assert containers_of(docker_client, run_id) == []
     assert log_path.read_text().count(" - step ") >= 3
 
@@ -169,7 +170,7 @@ def test_gpu_request_without_nvidia_runtime_is_blocked_and_leaves_nothing(docker
     """This engine has no NVIDIA runtime: the real failure, mapped to the fix."""
     runner = runner_for(docker_client, test_image, run_id, gpus=(0, 1))
     result = runner.run_arm(workload("gpu", "train", "1", "0"), log_path=tmp_path / "g.log", limits=LIMITS)
-    assert result.outcome == BLOCKED and result.exit_code is None
+    assert result.outcome == Outcome.BLOCKED and result.exit_code is None
     assert 'could not select device driver "" with capabilities: [[gpu]]' in result.reason
     assert result.fix == NVIDIA_FIX and "nvidia-ctk runtime configure --runtime=docker" in result.fix
     assert containers_of(docker_client, run_id) == []  # not even one in state `created`
@@ -182,10 +183,10 @@ def test_default_ulimits_run_or_block_with_a_fix(docker_client, test_image, run_
     runner = runner_for(docker_client, test_image, run_id, ulimits={"memlock": -1, "stack": 67108864})
     result = runner.run_arm(arm("ulimit", "sh", "-c", "ulimit -l", workdir="/work"),
                             log_path=tmp_path / "u.log", limits=LIMITS)
-    if result.outcome == OK:
+    if result.outcome == Outcome.OK:
         assert (tmp_path / "u.log").read_text().strip() == "unlimited"
     else:
-        assert result.outcome == BLOCKED and "LimitMEMLOCK=infinity" in result.fix
+        assert result.outcome == Outcome.BLOCKED and "LimitMEMLOCK=infinity" in result.fix
     assert containers_of(docker_client, run_id) == []
 
 
@@ -193,10 +194,10 @@ def test_default_ulimits_run_or_block_with_a_fix(docker_client, test_image, run_
 def test_missing_image_and_missing_command_are_blocked(docker_client, test_image, run_id, tmp_path):
     runner = DockerRunner(image="cpverify-no-such-image:0", run_id=run_id, gpus=None, client=docker_client)
     result = runner.run_arm(workload("noimg", "train", "1", "0"), log_path=tmp_path / "i.log", limits=LIMITS)
-    assert result.outcome == BLOCKED and "docker pull cpverify-no-such-image:0" in result.fix
+    assert result.outcome == Outcome.BLOCKED and "docker pull cpverify-no-such-image:0" in result.fix
     runner = runner_for(docker_client, test_image, run_id)
     result = runner.run_arm(arm("nocmd", "no-such-launcher", workdir="/work"), log_path=tmp_path / "c.log", limits=LIMITS)
-    assert result.outcome == BLOCKED and "no-such-launcher" in result.reason
+    assert result.outcome == Outcome.BLOCKED and "no-such-launcher" in result.reason
     assert containers_of(docker_client, run_id) == []
 
 
@@ -218,7 +219,7 @@ def test_mounts_env_and_secrets(docker_client, test_image, run_id, tmp_path, mon
     the_arm = arm("mounts", "sh", "-c", script, workdir="/work",
                   env={"CUDA_DEVICE_MAX_CONNECTIONS": "1", "HF_TOKEN": "hf_abcdefghijklmnopqrstuvwx"})
     result = runner.run_arm(the_arm, log_path=tmp_path / "m.log", limits=LIMITS)
-    assert result.outcome == OK, result.reason
+    assert result.outcome == Outcome.OK, result.reason
     # this machine's variables stay out; the plan's reach the container, a secret's value never the log
     assert (tmp_path / "m.log").read_text().splitlines() == [
         "config.json", "model-read-only", "cmc=1 host=unset hf=<redacted:secret>"]
@@ -328,8 +329,9 @@ def test_a_broken_log_stream_is_reattached_without_losing_or_repeating_a_line(
 ):
     """A real break: with docker-py's read-timeout fix undone (the docker-py < 3 behaviour,
     docker/docker-py#931), the stream dies during each 1.3 s silence of a 1 s-timeout client."""
-    import docker
     import docker.api.client
+
+    import docker
 
     monkeypatch.setattr(docker.api.client.APIClient, "_disable_socket_timeout", lambda self, sock: None)
     client = docker.from_env(timeout=1)
@@ -339,7 +341,7 @@ def test_a_broken_log_stream_is_reattached_without_losing_or_repeating_a_line(
                             log_path=tmp_path / "b.log", limits=LIMITS)
     expected = [f"line-{i}-{x}" for i in range(3) for x in "ab"] + ["end"]
     assert (tmp_path / "b.log").read_text().splitlines() == expected
-    assert result.outcome == OK and result.reason == ""
+    assert result.outcome == Outcome.OK and result.reason == ""
     assert containers_of(client, run_id) == []
 
 
@@ -351,7 +353,7 @@ def test_ctrl_c_while_the_container_is_being_created_leaves_nothing(
     never returned to us (simulated by raising KeyboardInterrupt right after the real call)."""
     from docker.models.containers import ContainerCollection
 
-    from cpverify.runners.base import ArmInterrupted
+    from cpverify.model import ArmInterrupted
 
     real_create = ContainerCollection.create
 
@@ -363,5 +365,5 @@ def test_ctrl_c_while_the_container_is_being_created_leaves_nothing(
     runner = runner_for(docker_client, test_image, run_id)
     with pytest.raises(ArmInterrupted) as raised:
         runner.run_arm(workload("early", "forever", "0.1"), log_path=tmp_path / "e.log", limits=LIMITS)
-    assert raised.value.result.outcome == INTERRUPTED
+    assert raised.value.result.outcome == Outcome.INTERRUPTED
     assert containers_of(docker_client, run_id) == []

@@ -105,9 +105,33 @@ def test_fetch_cli_offline_prints_the_snapshot(offline, tmp_path, capsys):
     from cpverify.cli import main
 
     make_model_cache(tmp_path / "cache" / "hf", PROFILE.model_repo, PROFILE.model_revision)
-    code = main(["fetch", "--cache", str(tmp_path / "cache" / "hf"), "--json"])
+    code = main(["fetch", "--cache", str(tmp_path / "cache"), "--json"])  # the cache root, as `run --cache`
     out = json.loads(capsys.readouterr().out)
     assert code == 0
     assert out["files_checked"] == 4 and out["revision"] == PROFILE.model_revision
-    assert out["data"].endswith("cp_smoke.jsonl")
+    assert out["data"] == str(tmp_path / "cache" / "data" / "cp_smoke.jsonl")
+
+
+def test_fetch_and_run_use_the_same_cache_by_default(offline, tmp_path, monkeypatch, capsys):
+    """With neither --cache nor CPVERIFY_CACHE, `cpverify fetch` must find (and stage into) the
+    cache `cpverify run` reads: ~/.cache/cpverify, the model under hf/, the data under data/.
+    (It used to read huggingface_hub's own cache, so a model it fetched was one the run never saw.)"""
+    from cpverify.cli import main
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    for name in ("CPVERIFY_CACHE", "HF_HOME", "HF_HUB_CACHE"):
+        monkeypatch.delenv(name, raising=False)
+    snapshot = make_model_cache(home / ".cache" / "cpverify" / "hf", PROFILE.model_repo, PROFILE.model_revision)
+
+    assert main(["fetch", "--json"]) == 0
+    fetched = json.loads(capsys.readouterr().out)
+    assert fetched["model"] == str(snapshot)
+    assert fetched["data"] == str(home / ".cache" / "cpverify" / "data" / "cp_smoke.jsonl")
+
+    # `cpverify run`'s own fetch step (it needs no engine: docker only mounts what the fetch verified)
+    out = tmp_path / "artifacts"
+    assert main(["run", "--runner", "docker", "--only", "fetch", "--out", str(out), "--run-id", "cache-agree"]) == 0
+    state = json.loads((out / "cache-agree" / "state.json").read_text())
+    assert state["model"]["path"] == fetched["model"] and state["data"] == fetched["data"]
 

@@ -15,10 +15,11 @@ import threading
 import time
 
 import pytest
-from runner_util import HERE, WORKLOAD, arm, pid_alive, pids_in_log, wait_for
 
-from cpverify.runners.base import BLOCKED, DEADLINE, FAILED, FATAL, HANG, INTERRUPTED, OK, STALLED, Limits
+from cpverify.logs import parse_file
+from cpverify.model import Limits, Outcome
 from cpverify.runners.local import LocalRunner, group_members
+from runner_util import HERE, WORKLOAD, arm, pid_alive, pids_in_log, wait_for
 
 LIMITS = Limits(deadline_s=20, hang_s=5, stall_s=5)
 
@@ -57,34 +58,34 @@ def test_output_streams_to_the_log_while_the_workload_runs(tmp_path):
     thread.join(30)
     assert two_steps and running_mid_read, "lines must reach the file while the workload still runs"
     result = box["result"]
-    assert result.outcome == OK and result.exit_code == 0
-    assert [s.step for s in result.parsed.steps] == list(range(8))
+    assert result.outcome == Outcome.OK and result.exit_code == 0
+    assert [s.step for s in parse_file(result.log_path).steps] == list(range(8))
     assert result.lines == log_path.read_text().count("\n")
 
 
 def test_exit_code_is_returned(tmp_path):
     result, _ = run(tmp_path, workload("fails", "train", "2", "0", "3"))
-    assert result.outcome == FAILED and result.exit_code == 3
-    assert len(result.parsed.steps) == 2
+    assert result.outcome == Outcome.FAILED and result.exit_code == 3
+    assert len(parse_file(result.log_path).steps) == 2
 
 
 def test_deadline_kills_the_whole_group(tmp_path):
     t0 = time.monotonic()
     result, log_path = run(tmp_path, workload("deadline", "forever", "0.1"), Limits(deadline_s=1.5, hang_s=5, stall_s=5))
     assert 1.5 <= time.monotonic() - t0 < 6
-    assert result.outcome == DEADLINE and result.exit_code == 128 + signal.SIGTERM
+    assert result.outcome == Outcome.DEADLINE and result.exit_code == 128 + signal.SIGTERM
     assert_all_gone(log_path)
 
 
 def test_hang(tmp_path):
     result, log_path = run(tmp_path, workload("hang", "hang", "2"), Limits(deadline_s=20, hang_s=1, stall_s=20))
-    assert result.outcome == HANG and "no output for 1s" in result.reason
+    assert result.outcome == Outcome.HANG and "no output for 1s" in result.reason
     assert_all_gone(log_path)
 
 
 def test_stall(tmp_path):
     result, log_path = run(tmp_path, workload("stall", "stall", "0.1"), Limits(deadline_s=20, hang_s=5, stall_s=1))
-    assert result.outcome == STALLED and result.lines > 5
+    assert result.outcome == Outcome.STALLED and result.lines > 5
     assert_all_gone(log_path)
 
 
@@ -92,7 +93,7 @@ def test_nccl_watchdog_timeout_stops_the_run_early(tmp_path):
     t0 = time.monotonic()
     result, log_path = run(tmp_path, workload("nccl", "nccl_timeout"))
     assert time.monotonic() - t0 < 4, "a fatal signature must not wait for the deadline"
-    assert result.outcome == FATAL and result.error_class == "nccl_timeout"
+    assert result.outcome == Outcome.FATAL and result.error_class == "nccl_timeout"
     assert "ProcessGroupNCCL" in log_path.read_text()  # what it printed is kept
     assert_all_gone(log_path)
 
@@ -103,7 +104,7 @@ def test_a_workload_that_ignores_sigterm_is_killed_after_the_grace(tmp_path):
         tmp_path, workload("stubborn", "stubborn", "0.1"), Limits(deadline_s=1, hang_s=5, stall_s=5), term_grace_s=1
     )
     elapsed = time.monotonic() - t0
-    assert result.outcome == DEADLINE and result.exit_code == 128 + signal.SIGKILL
+    assert result.outcome == Outcome.DEADLINE and result.exit_code == 128 + signal.SIGKILL
     assert 2 <= elapsed < 6  # 1 s deadline + 1 s grace before SIGKILL
     assert_all_gone(log_path)
 
@@ -111,7 +112,7 @@ def test_a_workload_that_ignores_sigterm_is_killed_after_the_grace(tmp_path):
 def test_background_children_are_not_left_behind_after_a_clean_exit(tmp_path):
     pidfile = tmp_path / "bg.pid"
     result, _ = run(tmp_path, arm("bg", "sh", "-c", f"sleep 300 & echo $! > {pidfile}; echo done"))
-    assert result.outcome == OK
+    assert result.outcome == Outcome.OK
     assert not pid_alive(int(pidfile.read_text()))
 
 
@@ -139,25 +140,25 @@ def test_ctrl_c_or_termination_stops_the_workload_and_keeps_the_partial_log(tmp_
             child.kill()
     assert child.returncode == 130, err
     partial = json.loads(out.split("INTERRUPTED ", 1)[1])
-    assert partial["outcome"] == INTERRUPTED and partial["reason"] == reason
+    assert partial["outcome"] == Outcome.INTERRUPTED and partial["reason"] == reason
     assert log_path.read_text().count(" - step ") >= 3
     assert_all_gone(log_path)
 
 
 def test_missing_executable_is_blocked_with_a_fix(tmp_path):
     result, log_path = run(tmp_path, arm("missing", "no-such-slime-launcher", "--flag"))
-    assert result.outcome == BLOCKED and result.exit_code is None
+    assert result.outcome == Outcome.BLOCKED and result.exit_code is None
     assert "no-such-slime-launcher" in result.reason and "PATH" in result.reason
     assert "install" in result.fix
 
 
 def test_missing_workdir_and_non_executable_path_are_blocked(tmp_path):
     result, _ = run(tmp_path, arm("nowd", "true", workdir=tmp_path / "absent"))
-    assert result.outcome == BLOCKED and "absent" in result.reason and result.fix
+    assert result.outcome == Outcome.BLOCKED and "absent" in result.reason and result.fix
     script = tmp_path / "train.sh"
     script.write_text("#!/bin/sh\necho hi\n")
     result, _ = run(tmp_path, arm("noexec", "./train.sh", workdir=tmp_path))
-    assert result.outcome == BLOCKED and "chmod +x" in result.fix
+    assert result.outcome == Outcome.BLOCKED and "chmod +x" in result.fix
 
 
 def test_the_workload_gets_the_plans_env_and_an_allow_list_of_this_machines(tmp_path, monkeypatch):
@@ -176,7 +177,7 @@ def test_the_workload_gets_the_plans_env_and_an_allow_list_of_this_machines(tmp_
         env={"CUDA_DEVICE_MAX_CONNECTIONS": "1", "GITHUB_PAT": "0f9e8d7c6b5a4f3e2d1c"},
     )
     result, log_path = run(tmp_path, the_arm)
-    assert result.outcome == OK
+    assert result.outcome == Outcome.OK
     assert log_path.read_text().splitlines() == [
         "cmc=1 nccl=from-host host=unset wandb=unset ray=unset endpoint=unset path=set",
         "planned=<redacted:secret>"]  # it arrived (the line says so), its value did not reach the disk
@@ -184,5 +185,5 @@ def test_the_workload_gets_the_plans_env_and_an_allow_list_of_this_machines(tmp_
 
 def test_a_workload_that_closes_its_output_early_is_still_awaited(tmp_path):
     result, log_path = run(tmp_path, arm("closes", "sh", "-c", "echo bye; exec >&- 2>&-; sleep 1; exit 4"))
-    assert result.outcome == FAILED and result.exit_code == 4
+    assert result.outcome == Outcome.FAILED and result.exit_code == 4
     assert log_path.read_text() == "bye\n"

@@ -9,10 +9,11 @@ import sys
 import textwrap
 
 import pytest
-from runner_util import HERE, pid_alive
 
+from cpverify.config import LOCK_DIR_ENV
 from cpverify.errors import EXIT_BLOCKED, InputError, LockHeld
-from cpverify.locks import LOCK_DIR_ENV, GpuLock, lock_path, read_holder
+from cpverify.locks import GpuLock, lock_path, read_holder
+from runner_util import HERE, pid_alive
 
 
 def hold_in_child(tmp_path, gpus, run_id):

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from cpverify import plan as plan_mod
 from cpverify.errors import InputError
-from cpverify.plan import Arm, arm_diff, build_plan, check_pair
+from cpverify.model import Arm
+from cpverify.plan import arm_diff, build_plan, check_pair
 from cpverify.profiles import (
     PROFILES,
     QWEN25_05B_MODEL_ARGS,

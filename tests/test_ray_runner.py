@@ -23,11 +23,12 @@ import uuid
 from pathlib import Path
 
 import pytest
-from runner_util import HERE, WORKLOAD, arm, pid_alive, pids_in_log, wait_for
 
 from cpverify.errors import EnvironmentBlocked, InputError
-from cpverify.runners.base import BLOCKED, DEADLINE, FAILED, FATAL, HANG, INTERRUPTED, OK, Limits
+from cpverify.logs import parse_file
+from cpverify.model import Limits, Outcome
 from cpverify.runners.ray import RayRunner, entrypoint, normalize_address, submission_id
+from runner_util import HERE, WORKLOAD, arm, pid_alive, pids_in_log, wait_for
 
 FAKE_SLIME = HERE / "fake_slime"
 LIMITS = Limits(deadline_s=60, hang_s=30, stall_s=30)
@@ -130,7 +131,7 @@ def test_unreachable_address_is_blocked_with_the_fix(tmp_path):
     t0 = time.monotonic()
     result = runner.run_arm(fake_slime("cp1", "--num-rollout", "2"), log_path=tmp_path / "cp1.log", limits=LIMITS)
     assert time.monotonic() - t0 < 10
-    assert result.outcome == BLOCKED and result.exit_code is None
+    assert result.outcome == Outcome.BLOCKED and result.exit_code is None
     assert f"http://127.0.0.1:{port}" in result.reason and "no Ray dashboard answers" in result.reason
     assert "ray start --head" in result.fix and "--ray-address" in result.fix
     assert not (tmp_path / "cp1.log").exists()
@@ -196,10 +197,11 @@ def test_success_streams_live_and_ends_succeeded(ray_head, ray_run_id, tmp_path,
     thread.join(90)
     assert two_steps and status_mid_read == "RUNNING", "lines must reach the file while the job still runs"
     result = box["result"]
-    assert result.outcome == OK and result.exit_code == 0, result.reason
+    assert result.outcome == Outcome.OK and result.exit_code == 0, result.reason
     assert job_status(ray_head, job_id) == "SUCCEEDED"
-    assert [s.step for s in result.parsed.steps] == list(range(12))
-    assert result.parsed.layout.cp == 2
+    parsed = parse_file(log_path)
+    assert [s.step for s in parsed.steps] == list(range(12))
+    assert parsed.layout.cp == 2
     text = log_path.read_text()
     assert f"Running entrypoint for job {job_id}" in text  # Ray's own header, then the workload
     assert result.lines == text.count("\n")
@@ -218,7 +220,7 @@ def test_environment_and_secret_arguments(ray_head, ray_run_id, tmp_path):
     the_arm = arm("env", "python3", "-c", script, "--wandb-key", "s3cr3t-value-123", workdir="/tmp",
                   env={"CUDA_DEVICE_MAX_CONNECTIONS": "1", "WANDB_API_KEY": "wandb-secret-value"})
     result, log_path = run(ray_head, ray_run_id, tmp_path, the_arm)
-    assert result.outcome == OK, result.reason
+    assert result.outcome == Outcome.OK, result.reason
     text = log_path.read_text()
     assert "cmc=1 wandb=<redacted:secret> arglen=16" in text  # the plan's variable and the argument arrived whole...
     assert "s3cr3t-value-123" not in text and "wandb-secret-value" not in text  # ...but neither the log...
@@ -231,7 +233,7 @@ def test_environment_and_secret_arguments(ray_head, ray_run_id, tmp_path):
 def test_failure_exit_is_failed_with_the_exit_code(ray_head, ray_run_id, tmp_path, fault, extra, code):
     """No --num-rollout: slime's own AssertionError, exit 1; exit137: the driver killed by SIGKILL."""
     result, log_path = run(ray_head, ray_run_id, tmp_path, fake_slime("cp1", *extra, FAKE_SLIME_FAULT=fault))
-    assert result.outcome == FAILED and result.exit_code == code, result.reason
+    assert result.outcome == Outcome.FAILED and result.exit_code == code, result.reason
     assert f"exited with code {code}" in result.reason and submission_id(ray_run_id, "cp1") in result.reason
     assert job_status(ray_head, submission_id(ray_run_id, "cp1")) == "FAILED"
     if fault == "none":
@@ -244,7 +246,7 @@ def test_deadline_stops_the_job_and_leaves_nothing_running(ray_head, ray_run_id,
     result, log_path = run(ray_head, ray_run_id, tmp_path, workload("deadline", "forever", "0.2"),
                            Limits(deadline_s=8, hang_s=30, stall_s=30))
     assert 8 <= time.monotonic() - t0 < 40
-    assert result.outcome == DEADLINE and "deadline" in result.reason
+    assert result.outcome == Outcome.DEADLINE and "deadline" in result.reason
     assert job_status(ray_head, submission_id(ray_run_id, "deadline")) == "STOPPED"
     assert log_path.read_text().count(" - step ") >= 3
     assert_all_gone(log_path)
@@ -254,12 +256,12 @@ def test_deadline_stops_the_job_and_leaves_nothing_running(ray_head, ray_run_id,
 def test_fatal_signature_and_hang_stop_the_job(ray_head, ray_run_id, tmp_path):
     fatal, _ = run(ray_head, ray_run_id, tmp_path, fake_slime("fatal", "--num-rollout", "6",
                                                               FAKE_SLIME_FAULT="nccl_timeout"))
-    assert fatal.outcome == FATAL and fatal.error_class == "nccl_timeout"
+    assert fatal.outcome == Outcome.FATAL and fatal.error_class == "nccl_timeout"
     assert job_status(ray_head, submission_id(ray_run_id, "fatal")) == "STOPPED"
     hang, _ = run(ray_head, ray_run_id, tmp_path, fake_slime("hang", "--num-rollout", "6",
                                                              FAKE_SLIME_FAULT="silent_hang"),
                   Limits(deadline_s=60, hang_s=4, stall_s=60))
-    assert hang.outcome == HANG and len(hang.parsed.steps) == 2
+    assert hang.outcome == Outcome.HANG and len(parse_file(hang.log_path).steps) == 2
     assert job_status(ray_head, submission_id(ray_run_id, "hang")) == "STOPPED"
 
 
@@ -267,7 +269,7 @@ CHILD = """
 import json, sys
 from pathlib import Path
 from runner_util import arm
-from cpverify.runners.base import ArmInterrupted, Limits
+from cpverify.model import ArmInterrupted, Limits
 from cpverify.runners.ray import RayRunner
 address, run_id, log_path, workload = sys.argv[1:5]
 runner = RayRunner(address=address, run_id=run_id, stop_wait_s=30)
@@ -300,7 +302,7 @@ def test_ctrl_c_stops_the_job_and_keeps_the_partial_log(ray_head, ray_run_id, tm
             child.kill()
     assert child.returncode == 130, err
     partial = json.loads(out.split("INTERRUPTED ", 1)[1])
-    assert partial["outcome"] == INTERRUPTED and partial["reason"] == "interrupted (Ctrl-C)"
+    assert partial["outcome"] == Outcome.INTERRUPTED and partial["reason"] == "interrupted (Ctrl-C)"
     assert job_status(ray_head, submission_id(ray_run_id, "child")) == "STOPPED"
     assert_all_gone(log_path)
 
@@ -308,7 +310,7 @@ def test_ctrl_c_stops_the_job_and_keeps_the_partial_log(ray_head, ray_run_id, tm
 @pytest.mark.ray
 def test_too_few_gpus_is_blocked_before_anything_is_submitted(ray_head, ray_run_id, tmp_path):
     result, log_path = run(ray_head, ray_run_id, tmp_path, fake_slime("cp1", "--num-rollout", "2"), gpus=2)
-    assert result.outcome == BLOCKED
+    assert result.outcome == Outcome.BLOCKED
     assert "too few GPUs" in result.reason and "largest node has 0" in result.reason and "needs 2" in result.reason
     assert "--num-gpus 2" in result.fix
     from ray.job_submission import JobSubmissionClient
@@ -321,14 +323,14 @@ def test_too_few_gpus_is_blocked_before_anything_is_submitted(ray_head, ray_run_
 def test_missing_workdir_on_the_node_is_blocked(ray_head, ray_run_id, tmp_path):
     the_arm = arm("cp1", "python3", "train.py", workdir=tmp_path / "no-slime-here")
     result, _ = run(ray_head, ray_run_id, tmp_path, the_arm)
-    assert result.outcome == BLOCKED and "no-slime-here" in result.reason and "--slime-dir" in result.fix
+    assert result.outcome == Outcome.BLOCKED and "no-slime-here" in result.reason and "--slime-dir" in result.fix
 
 
 @pytest.mark.ray
 def test_a_rerun_of_the_same_arm_gets_a_new_submission_id(ray_head, ray_run_id, tmp_path):
     first, log_path = run(ray_head, ray_run_id, tmp_path, arm("cp1", "echo", "one", workdir="/tmp"))
     second, _ = run(ray_head, ray_run_id, tmp_path, arm("cp1", "echo", "two", workdir="/tmp"))
-    assert first.outcome == second.outcome == OK
+    assert first.outcome == second.outcome == Outcome.OK
     text = log_path.read_text()  # appended, as the other runners do
     assert f"job {submission_id(ray_run_id, 'cp1')}:" in text and f"job {submission_id(ray_run_id, 'cp1', 2)}:" in text
     assert text.index("one\n") < text.index("two\n")
@@ -341,7 +343,7 @@ def test_the_probe_runs_this_cpverify_on_the_node(ray_head, ray_run_id, tmp_path
     sample.write_text("(MegatronTrainRayActor pid=1) [2026-08-21 10:00:28] model.py:918 - step 3: {'train/loss': 1.0}\n")
     result, log_path = run(ray_head, ray_run_id, tmp_path,
                            arm("probe", "python3", "-m", "cpverify", "parse", str(sample), "--json", workdir="."))
-    assert result.outcome == OK, log_path.read_text()[-2000:]
+    assert result.outcome == Outcome.OK, log_path.read_text()[-2000:]
     assert '"step": 3' in log_path.read_text()
 
 
@@ -353,7 +355,7 @@ def test_a_job_that_never_gets_its_resources_is_stopped_and_says_so(ray_head, ra
     monkeypatch.setattr(runner, "job_spec", lambda a: {**plain(a), "entrypoint_num_cpus": 64})
     result = runner.run_arm(arm("pending", "echo", "never", workdir="/tmp"), log_path=tmp_path / "pending.log",
                             limits=Limits(deadline_s=60, hang_s=4, stall_s=60))
-    assert result.outcome == HANG and "never started" in result.reason and "PENDING" in result.reason
+    assert result.outcome == Outcome.HANG and "never started" in result.reason and "PENDING" in result.reason
     assert "ray status" in result.fix
     # Ray cannot stop a job whose supervisor is not scheduled yet; such a job holds nothing, and the
     # reason says so rather than the runner waiting out its stop limit
@@ -383,9 +385,8 @@ def test_cpverify_run_with_the_ray_runner(ray_head, tmp_path, monkeypatch):
 
 def _fetched_model(tmp_path, monkeypatch) -> list[str]:
     """A model cache for the fetch step (the lint runs slime's own parser, which reads config.json)."""
-    from hfcache import make_model_cache
-
     from cpverify.profiles import get_profile
+    from hfcache import make_model_cache
 
     smoke = get_profile("smoke")
     make_model_cache(tmp_path / "cache" / "hf", smoke.model_repo, smoke.model_revision)
@@ -446,9 +447,9 @@ def test_a_broken_log_stream_is_reattached_without_losing_or_repeating_a_line(ra
     log_path = tmp_path / "cp1.log"
     result = runner.run_arm(fake_slime("cp1", "--num-rollout", "10", FAKE_SLIME_STEP_S="0.3"), log_path=log_path,
                             limits=LIMITS)
-    assert result.outcome == OK and len(attaches) >= 2
+    assert result.outcome == Outcome.OK and len(attaches) >= 2
     assert log_path.read_text() == job_log_as_written(client, submission_id(ray_run_id, "cp1"))
-    assert [s.step for s in result.parsed.steps] == list(range(10))
+    assert [s.step for s in parse_file(log_path).steps] == list(range(10))
 
 
 @pytest.mark.ray
@@ -470,5 +471,5 @@ def test_without_websockets_the_log_is_polled_live_and_complete(ray_head, ray_ru
     status_mid_read = job_status(ray_head, submission_id(ray_run_id, "cp1"))
     thread.join(90)
     assert live and status_mid_read == "RUNNING"
-    assert box["result"].outcome == OK
+    assert box["result"].outcome == Outcome.OK
     assert log_path.read_text() == job_log_as_written(client, submission_id(ray_run_id, "cp1"))

@@ -14,8 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers.secrets_corpus import CORPUS, SURVIVORS, secret_values
-from helpers.slime_log import synthetic_arm
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -23,6 +21,7 @@ from cpverify import redact, report
 from cpverify import verdict as v
 from cpverify.artifacts import RunDir
 from cpverify.logs import ErrorRecord
+from cpverify.model import ArmResult
 from cpverify.redact import (
     GATE_WORDS,
     VALUE_KINDS,
@@ -37,7 +36,8 @@ from cpverify.redact import (
     scrub_credentials,
     secret_fragments,
 )
-from cpverify.runners.base import ArmResult
+from helpers.secrets_corpus import CORPUS, SURVIVORS, secret_values
+from helpers.slime_log import synthetic_arm
 
 HF = "hf_" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3f"
 GHP = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"

@@ -21,7 +21,7 @@ import pytest
 from cpverify import verdict as v
 from cpverify.errors import EXIT_BLOCKED, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE, InputError
 from cpverify.logs import ErrorRecord, ParsedLog, parse_file
-from cpverify.runners.base import ArmResult
+from cpverify.model import ArmResult
 from helpers.slime_log import ERROR_LINES, synthetic_arm
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,18 +15,8 @@ import time
 import pytest
 
 from cpverify.errors import ArtifactWriteError
+from cpverify.model import ArmInterrupted, Limits, Outcome
 from cpverify.runners._watch import LogWatcher
-from cpverify.runners.base import (
-    DEADLINE,
-    FAILED,
-    FATAL,
-    HANG,
-    INTERRUPTED,
-    OK,
-    STALLED,
-    ArmInterrupted,
-    Limits,
-)
 
 STEP = "(MegatronTrainRayActor pid=7) [2026-08-21 10:00:28] model.py:918 - step {n}: {{'train/loss': 0.5, 'train/grad_norm': 0.08, 'train/step': {n}}}\n"
 PERF = "(MegatronTrainRayActor pid=7) [2026-08-21 10:00:28] train_metric_utils.py:401 - perf {n}: {{'perf/actor_train_time': 1.02, 'perf/train_time': 2.84, 'perf/step_time': 14.18}}\n"
@@ -87,10 +77,10 @@ def test_every_line_is_on_disk_before_the_next_is_printed(tmp_path):
             # Still "inside the workload": the line must already be readable from the file.
             seen_on_disk.append(wait_until(lambda: line in log.read_text(), 2.0))
 
-    _, result = watch(tmp_path, Workload(script))
+    watcher, result = watch(tmp_path, Workload(script))
     assert seen_on_disk == [True, True, True]
-    assert result.outcome == OK and result.exit_code == 0
-    assert [s.step for s in result.parsed.steps] == [0, 1, 2]
+    assert result.outcome == Outcome.OK and result.exit_code == 0
+    assert [s.step for s in watcher.parsed.steps] == [0, 1, 2]
 
 
 def test_chunks_are_split_into_lines_and_a_last_partial_line_is_kept(tmp_path):
@@ -103,7 +93,7 @@ def test_chunks_are_split_into_lines_and_a_last_partial_line_is_kept(tmp_path):
     watcher, result = watch(tmp_path, Workload(script))
     assert (tmp_path / "arm.log").read_bytes() == b"".join(raw)  # byte for byte, invalid UTF-8 included
     assert result.lines == watcher.lines == 4
-    assert [(s.step, s.line) for s in result.parsed.steps] == [(4, 1)]
+    assert [(s.step, s.line) for s in watcher.parsed.steps] == [(4, 1)]
 
 
 def test_appending_to_an_existing_log_keeps_line_numbers_true_to_the_file(tmp_path):
@@ -112,8 +102,8 @@ def test_appending_to_an_existing_log_keeps_line_numbers_true_to_the_file(tmp_pa
     def script(w):
         yield STEP.format(n=1)
 
-    _, result = watch(tmp_path, Workload(script))
-    assert [s.line for s in result.parsed.steps] == [3]
+    watcher, result = watch(tmp_path, Workload(script))
+    assert [s.line for s in watcher.parsed.steps] == [3]
     assert (tmp_path / "arm.log").read_text().startswith("earlier line 1\n")
 
 
@@ -125,7 +115,7 @@ def test_exit_code_nonzero_is_failed_and_names_a_fatal_error_it_printed(tmp_path
     limits = Limits(deadline_s=10, hang_s=5, stall_s=5, stop_on_fatal=False)
     workload = Workload(script, exit_code=1)
     _, result = watch(tmp_path, workload, limits)
-    assert result.outcome == FAILED and result.exit_code == 1
+    assert result.outcome == Outcome.FAILED and result.exit_code == 1
     assert result.error_class == "nccl_timeout"
     assert "exited with code 1" in result.reason and "nccl_timeout" in result.reason
     assert workload.stop_calls == 0
@@ -141,7 +131,7 @@ def test_fatal_signature_stops_the_workload_early(tmp_path):
     t0 = time.monotonic()
     _, result = watch(tmp_path, workload)
     assert time.monotonic() - t0 < 3
-    assert result.outcome == FATAL and result.error_class == "nccl_timeout"
+    assert result.outcome == Outcome.FATAL and result.error_class == "nccl_timeout"
     assert "line 2" in result.reason and "Watchdog caught collective operation timeout" in result.reason
     assert workload.stop_calls == 1 and result.exit_code == 143
 
@@ -153,10 +143,10 @@ def test_fatal_classes_are_configurable(tmp_path):
 
     limits = Limits(deadline_s=10, hang_s=5, stall_s=5, fatal_classes=frozenset({"cuda_oom"}))
     workload = Workload(script)
-    _, result = watch(tmp_path, workload, limits)
+    watcher, result = watch(tmp_path, workload, limits)
     assert workload.stop_calls == 0
-    assert result.outcome == OK and result.error_class == ""
-    assert [e.cls for e in result.parsed.errors] == ["nccl_timeout"]  # still parsed, just not fatal
+    assert result.outcome == Outcome.OK and result.error_class == ""
+    assert [e.cls for e in watcher.parsed.errors] == ["nccl_timeout"]  # still parsed, just not fatal
 
 
 def test_silence_is_a_hang(tmp_path):
@@ -168,7 +158,7 @@ def test_silence_is_a_hang(tmp_path):
     t0 = time.monotonic()
     _, result = watch(tmp_path, workload, Limits(deadline_s=30, hang_s=0.6, stall_s=30))
     assert 0.6 <= time.monotonic() - t0 < 3
-    assert result.outcome == HANG and workload.stop_calls == 1
+    assert result.outcome == Outcome.HANG and workload.stop_calls == 1
     assert "no output for 0.6s" in result.reason and "step 0" in result.reason
     assert result.fix
 
@@ -180,7 +170,7 @@ def test_a_workload_that_never_prints_is_a_hang_too(tmp_path):
 
     workload = Workload(script)
     _, result = watch(tmp_path, workload, Limits(deadline_s=30, hang_s=0.5, stall_s=30))
-    assert result.outcome == HANG and result.lines == 0
+    assert result.outcome == Outcome.HANG and result.lines == 0
 
 
 def test_chatter_without_training_steps_is_a_stall(tmp_path):
@@ -190,7 +180,7 @@ def test_chatter_without_training_steps_is_a_stall(tmp_path):
 
     workload = Workload(script)
     _, result = watch(tmp_path, workload, Limits(deadline_s=30, hang_s=5, stall_s=0.8))
-    assert result.outcome == STALLED and workload.stop_calls == 1
+    assert result.outcome == Outcome.STALLED and workload.stop_calls == 1
     assert "no training step for 0.8s" in result.reason and result.lines > 5
 
 
@@ -202,8 +192,8 @@ def test_steady_steps_reset_the_stall_clock(tmp_path):
                 yield HEALTH
                 w.sleep(0.1)
 
-    _, result = watch(tmp_path, Workload(script), Limits(deadline_s=30, hang_s=5, stall_s=0.8))
-    assert result.outcome == OK and len(result.parsed.steps) == 6
+    watcher, result = watch(tmp_path, Workload(script), Limits(deadline_s=30, hang_s=5, stall_s=0.8))
+    assert result.outcome == Outcome.OK and len(watcher.parsed.steps) == 6
 
 
 def test_train_side_perf_records_count_as_progress(tmp_path):
@@ -212,8 +202,8 @@ def test_train_side_perf_records_count_as_progress(tmp_path):
             yield PERF.format(n=n)
             w.sleep(0.3)
 
-    _, result = watch(tmp_path, Workload(script), Limits(deadline_s=30, hang_s=5, stall_s=0.8))
-    assert result.outcome == OK and [p.rollout for p in result.parsed.perf] == [0, 1, 2, 3, 4]
+    watcher, result = watch(tmp_path, Workload(script), Limits(deadline_s=30, hang_s=5, stall_s=0.8))
+    assert result.outcome == Outcome.OK and [p.rollout for p in watcher.parsed.perf] == [0, 1, 2, 3, 4]
 
 
 def test_deadline(tmp_path):
@@ -227,7 +217,7 @@ def test_deadline(tmp_path):
     t0 = time.monotonic()
     _, result = watch(tmp_path, workload, Limits(deadline_s=0.7, hang_s=5, stall_s=5))
     assert 0.7 <= time.monotonic() - t0 < 3
-    assert result.outcome == DEADLINE and "0.7s deadline" in result.reason
+    assert result.outcome == Outcome.DEADLINE and "0.7s deadline" in result.reason
 
 
 def test_what_the_workload_prints_while_dying_is_drained(tmp_path):
@@ -238,7 +228,7 @@ def test_what_the_workload_prints_while_dying_is_drained(tmp_path):
         yield b"RuntimeError: the real cause\n"
 
     _, result = watch(tmp_path, Workload(script), Limits(deadline_s=30, hang_s=0.5, stall_s=30))
-    assert result.outcome == HANG
+    assert result.outcome == Outcome.HANG
     assert (tmp_path / "arm.log").read_text().endswith("RuntimeError: the real cause\n")
 
 
@@ -257,7 +247,7 @@ def test_draining_is_bounded_when_the_output_never_ends(tmp_path):
     assert time.monotonic() - t0 < 3
     release.set()
     time.sleep(0.2)
-    assert result.outcome == HANG
+    assert result.outcome == Outcome.HANG
     assert "printed after" not in (tmp_path / "arm.log").read_text()  # the log was closed, not corrupted
 
 
@@ -273,14 +263,15 @@ def test_ctrl_c_stops_the_workload_keeps_the_log_and_raises(tmp_path):
         signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
 
     workload = Workload(script)
+    watcher = LogWatcher(tmp_path / "arm.log", FAST, arm_name="arm")
     threading.Thread(target=press_ctrl_c, daemon=True).start()
     with pytest.raises(ArmInterrupted) as raised:
-        watch(tmp_path, workload)
+        watcher.watch(workload.source(), stop=workload.stop, poll_exit=workload.poll_exit)
     assert isinstance(raised.value, KeyboardInterrupt)
     result = raised.value.result
-    assert result.outcome == INTERRUPTED and workload.stop_calls == 1
-    assert len(result.parsed.steps) >= 3
-    assert (tmp_path / "arm.log").read_text().count(" - step ") == len(result.parsed.steps)
+    assert result.outcome == Outcome.INTERRUPTED and workload.stop_calls == 1
+    assert len(watcher.parsed.steps) >= 3
+    assert (tmp_path / "arm.log").read_text().count(" - step ") == len(watcher.parsed.steps)
 
 
 def test_progress_reports_steps_and_a_failing_display_does_not_end_the_run(tmp_path):
@@ -294,8 +285,8 @@ def test_progress_reports_steps_and_a_failing_display_does_not_end_the_run(tmp_p
     def on_progress(progress):
         reports.append(progress)
 
-    _, result = watch(tmp_path, Workload(script), on_progress=on_progress)
-    assert result.outcome == OK
+    watcher, result = watch(tmp_path, Workload(script), on_progress=on_progress)
+    assert result.outcome == Outcome.OK
     steps = [r.step for r in reports if r.step is not None]
     assert steps == sorted(steps) and steps[-1] >= 2
     assert all(r.elapsed_s >= 0 and r.lines >= 0 for r in reports)
@@ -303,8 +294,8 @@ def test_progress_reports_steps_and_a_failing_display_does_not_end_the_run(tmp_p
     def broken_display(progress):
         raise RuntimeError("terminal went away")
 
-    _, result = watch(tmp_path, Workload(script), on_progress=broken_display)
-    assert result.outcome == OK and len(result.parsed.steps) == 4
+    watcher, result = watch(tmp_path, Workload(script), on_progress=broken_display)
+    assert result.outcome == Outcome.OK and len(watcher.parsed.steps) == 4
 
 
 def test_a_parser_bug_costs_no_log_line(tmp_path):
@@ -324,7 +315,7 @@ def test_a_parser_bug_costs_no_log_line(tmp_path):
             yield STEP.format(n=n)
 
     _, result = watch(tmp_path, Workload(script), parser=BrokenParser())
-    assert result.outcome == OK
+    assert result.outcome == Outcome.OK
     assert (tmp_path / "arm.log").read_text().count(" - step ") == 3
 
 
@@ -365,5 +356,5 @@ def test_output_closed_before_exit_is_waited_for_without_spinning(tmp_path):
 
     watcher = LogWatcher(tmp_path / "arm.log", FAST, poll_s=0.1)
     result = watcher.watch(iter([b"closing my stdout\n"]), stop=lambda: None, poll_exit=poll_exit)
-    assert result.outcome == OK and result.exit_code == 0
+    assert result.outcome == Outcome.OK and result.exit_code == 0
     assert len(calls) < 30

@@ -78,9 +78,9 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cpverify.runners.local import PYTHON_ENV, workload_python
+    from cpverify.runners.local import requested_python, workload_python
 
-    explicit, chosen_by = (args.python, "--python") if args.python else (os.environ.get(PYTHON_ENV) or None, PYTHON_ENV)
+    explicit, chosen_by = requested_python(args.python)
     python = workload_python(explicit, chosen_by=chosen_by, needs=("torch", "cpverify.probe.workload"))
     arms = arm_commands(cp=args.cp, seq_len=args.seq_len, steps=args.steps, warmup=args.warmup,
                         nproc=args.nproc, python=python.path, bypass_cp=args.bypass_cp)

@@ -12,7 +12,8 @@ from __future__ import annotations
 import importlib
 
 from cpverify.errors import InputError
-from cpverify.runners.base import ArmInterrupted, ArmResult, Limits, Runner
+from cpverify.model import ArmInterrupted, ArmResult, Limits
+from cpverify.runners.base import Runner
 
 # name -> "module:class"
 RUNNERS = {

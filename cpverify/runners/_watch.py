@@ -9,8 +9,8 @@ code, or None while it runs). The watcher then
     moment it arrives (unbuffered: a crash, a kill or Ctrl-C loses nothing printed so far),
     with credentials scrubbed first (a token must never reach the disk; a private-key block
     stays scrubbed across lines and across the writes it was split into);
-  * feeds each line to the streaming parser, so the orchestrator gets the ParsedLog
-    without reading the file again;
+  * feeds each line to the streaming parser, whose records the limits below read (the
+    verdict parses the recorded file itself, the bytes it hashes);
   * enforces the Limits from the main thread: overall deadline, hang (no output at all),
     stall (output, but no new training step), and fatal error signatures;
   * on a trigger calls stop(), then still drains what the workload printed while dying,
@@ -41,19 +41,8 @@ from pathlib import Path
 from typing import Callable, Iterable, Union
 
 from cpverify.errors import ArtifactWriteError
+from cpverify.model import ArmInterrupted, ArmResult, Limits, Outcome
 from cpverify.redact import LineScrubber
-from cpverify.runners.base import (
-    DEADLINE,
-    FAILED,
-    FATAL,
-    HANG,
-    INTERRUPTED,
-    OK,
-    STALLED,
-    ArmInterrupted,
-    ArmResult,
-    Limits,
-)
 
 log = logging.getLogger(__name__)
 
@@ -65,19 +54,19 @@ ProgressCallback = Callable[["Progress"], None]
 MAX_LINE_BYTES = 1 << 20
 
 FIXES = {
-    DEADLINE: "raise the deadline, or run a shorter profile (fewer rollouts)",
-    HANG: (
+    Outcome.DEADLINE: "raise the deadline, or run a shorter profile (fewer rollouts)",
+    Outcome.HANG: (
         "read the last lines of the log to see which phase went silent; if that phase is "
         "legitimately quiet (a long checkpoint load or compile), raise the hang limit"
     ),
-    STALLED: (
+    Outcome.STALLED: (
         "the workload kept printing but never reached a training step: look for a placement-group "
         "wait, a retry loop or a health-check loop in the log; raise the stall limit if warm-up is "
         "legitimately long"
     ),
-    FATAL: "see the error line quoted in the reason and the lines before it in the log",
-    FAILED: "read the last lines of the log: the workload's own error is usually there",
-    INTERRUPTED: "re-run when ready; the partial log is kept",
+    Outcome.FATAL: "see the error line quoted in the reason and the lines before it in the log",
+    Outcome.FAILED: "read the last lines of the log: the workload's own error is usually there",
+    Outcome.INTERRUPTED: "re-run when ready; the partial log is kept",
 }
 
 # What a death by signal usually means, for the reason text (exit code 128 + signal number).
@@ -230,7 +219,7 @@ class LogWatcher:
                     why += "; stopped at once by a second interrupt"
             finally:
                 self._finish(reader)
-            raise ArmInterrupted(self._result(_Trigger(INTERRUPTED, why), poll_exit())) from None
+            raise ArmInterrupted(self._result(_Trigger(Outcome.INTERRUPTED, why), poll_exit())) from None
         if self._write_error is not None:
             raise self._write_failure()
         return self._result(trigger, exit_code)
@@ -309,7 +298,7 @@ class LogWatcher:
     def _check(self, now: float) -> _Trigger | None:
         limits = self.limits
         if self._write_error is not None:
-            return _Trigger(FAILED, "the log cannot be written")  # watch() raises ArtifactWriteError
+            return _Trigger(Outcome.FAILED, "the log cannot be written")  # watch() raises ArtifactWriteError
         with self._lock:
             parsed = self.parser.result()
             self._scan(parsed, now)
@@ -317,18 +306,18 @@ class LogWatcher:
         self._report_progress(now, lines)
         fatal = self._first_fatal
         if fatal is not None and limits.stop_on_fatal and fatal.cls in limits.fatal_classes:
-            return _Trigger(FATAL, f"{fatal.cls} at line {fatal.line}: {fatal.text.strip()[:300]}", fatal.cls)
+            return _Trigger(Outcome.FATAL, f"{fatal.cls} at line {fatal.line}: {fatal.text.strip()[:300]}", fatal.cls)
         if now - self._start > limits.deadline_s:
-            return _Trigger(DEADLINE, f"ran past the {limits.deadline_s:g}s deadline")
+            return _Trigger(Outcome.DEADLINE, f"ran past the {limits.deadline_s:g}s deadline")
         if now - self._last_output > limits.hang_s:
             where = f"; last line {self._line_base + lines}: {last_line.strip()[:200]!r}" if lines else ""
-            return _Trigger(HANG, f"no output for {limits.hang_s:g}s{where}")
+            return _Trigger(Outcome.HANG, f"no output for {limits.hang_s:g}s{where}")
         if self._first_line_at is not None:
             since = max(self._first_line_at, self._last_train_at or self._first_line_at)
             if now - since > limits.stall_s:
                 last = f"step {self._last_step}" if self._last_step is not None else "none yet"
                 return _Trigger(
-                    STALLED,
+                    Outcome.STALLED,
                     f"output kept coming but no training step for {limits.stall_s:g}s (last: {last})",
                 )
         return None
@@ -427,7 +416,7 @@ class LogWatcher:
         if trigger is not None:
             outcome, reason, error_class = trigger.outcome, trigger.reason, trigger.error_class
         else:
-            outcome = OK if exit_code == 0 else FAILED
+            outcome = Outcome.OK if exit_code == 0 else Outcome.FAILED
             reason = "" if exit_code == 0 else exit_text(exit_code)
             error_class = fatal.cls if fatal is not None else ""
             if fatal is not None:
@@ -444,7 +433,6 @@ class LogWatcher:
             fix=FIXES.get(outcome, ""),
             lines=self._lines,
             error_class=error_class,
-            parsed=self.parsed,
         )
 
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cpverify.errors import EnvironmentBlocked, InputError
+from cpverify.model import ArmInterrupted, ArmResult, Limits, Outcome
 from cpverify.runners._env import secret_values, workload_env
 from cpverify.runners._watch import LogWatcher, ProgressCallback, terminate_as_interrupt
-from cpverify.runners.base import BLOCKED, INTERRUPTED, ArmInterrupted, ArmResult, Limits
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +70,9 @@ def connect(client=None, *, timeout: float = 60):
     `docker.from_env()` already talks to the daemon (API version negotiation), so both
     the construction and the ping are covered.
     """
-    import docker
     import docker.errors
+
+    import docker
 
     try:
         if client is None:
@@ -284,7 +285,7 @@ class DockerRunner:
             if container is None:
                 self._remove_named(client, kwargs["name"])
             raise ArmInterrupted(ArmResult(
-                arm=arm.name, outcome=INTERRUPTED, exit_code=None, log_path=log_path,
+                arm=arm.name, outcome=Outcome.INTERRUPTED, exit_code=None, log_path=log_path,
                 duration_s=time.monotonic() - started,
                 reason="interrupted (Ctrl-C)" if watching else "interrupted while starting the container",
                 fix="re-run when ready",
@@ -492,7 +493,7 @@ def _checked_mount(mount: BindMount) -> BindMount:
     if not source.exists():
         raise InputError(
             f"mount source {source} does not exist",
-            fix=f"create it, or fetch what belongs there first (`cpverify fetch`), then run again",
+            fix="create it, or fetch what belongs there first (`cpverify fetch`), then run again",
         )
     if not mount.target.startswith("/"):
         raise InputError(f"mount target {mount.target!r} is not an absolute path", fix="use an absolute path")
@@ -510,6 +511,6 @@ def _slug(name: str) -> str:
 
 def _blocked(name: str, log_path: Path, started: float, reason: str, fix: str) -> ArmResult:
     return ArmResult(
-        arm=name, outcome=BLOCKED, exit_code=None, log_path=log_path,
+        arm=name, outcome=Outcome.BLOCKED, exit_code=None, log_path=log_path,
         duration_s=time.monotonic() - started, reason=reason, fix=fix,
     )

@@ -30,13 +30,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cpverify import config
+from cpverify.config import PYTHON_ENV, WORKLOAD_OWNER_ENV
 from cpverify.errors import InputError
+from cpverify.model import ArmResult, Limits, Outcome
 from cpverify.runners._env import secret_values, workload_env
 from cpverify.runners._watch import LogWatcher, ProgressCallback, terminate_as_interrupt
-from cpverify.runners.base import BLOCKED, ArmResult, Limits
 
-OWNER_ENV = "CPVERIFY_WORKLOAD_OWNER"
-PYTHON_ENV = "CPVERIFY_PYTHON"
 IMPORT_TIMEOUT_S = 90.0  # importing torch cold from a network filesystem can take a minute
 
 
@@ -122,6 +122,12 @@ def _pythons_on_path(path: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def requested_python(flag: str | None) -> tuple[str | None, str]:
+    """(the interpreter asked for, by whom): --python, else CPVERIFY_PYTHON; (None, ...) when neither
+    names one and workload_python() looks for it."""
+    return (flag, "--python") if flag else (config.python(), PYTHON_ENV)
+
+
 def workload_python(explicit: str | None = None, *, chosen_by: str = "--python", needs: tuple[str, ...] = ("torch",),
                     cwd: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> WorkloadPython:
     """The Python for local workloads: `explicit` (--python or CPVERIFY_PYTHON) when given, else the
@@ -175,7 +181,7 @@ class LocalRunner:
     def run_arm(self, arm, *, log_path: Path, limits: Limits) -> ArmResult:
         log_path = Path(log_path)
         env, _dropped = workload_env(arm.env, base=os.environ)
-        env[OWNER_ENV] = _owner_tag(os.getpid())
+        env[WORKLOAD_OWNER_ENV] = _owner_tag(os.getpid())
         argv = [str(a) for a in arm.argv]
         blocked = _preflight(arm.name, argv, arm.workdir, env, log_path)
         if blocked is not None:
@@ -331,7 +337,7 @@ def sweep_leftovers() -> list[str]:
             environ = (entry / "environ").read_bytes()
         except OSError:
             continue  # another user's process, or gone
-        prefix = f"{OWNER_ENV}=".encode()
+        prefix = f"{WORKLOAD_OWNER_ENV}=".encode()
         tag = next((v[len(prefix) :].decode() for v in environ.split(b"\0") if v.startswith(prefix)), None)
         if tag is None:
             continue
@@ -387,6 +393,6 @@ def _preflight(name: str, argv: list[str], workdir, env: dict[str, str], log_pat
 
 def _blocked(name: str, log_path: Path, reason: str, fix: str, started: float) -> ArmResult:
     return ArmResult(
-        arm=name, outcome=BLOCKED, exit_code=None, log_path=log_path,
+        arm=name, outcome=Outcome.BLOCKED, exit_code=None, log_path=log_path,
         duration_s=time.monotonic() - started, reason=reason, fix=fix,
     )

@@ -54,20 +54,10 @@ from itertools import pairwise
 from pathlib import Path
 
 from cpverify.errors import EnvironmentBlocked, InputError
+from cpverify.model import ArmInterrupted, ArmResult, Limits, Outcome
 from cpverify.redact import secret_arguments
 from cpverify.runners._env import secret_values, workload_env
 from cpverify.runners._watch import LogWatcher, ProgressCallback, terminate_as_interrupt
-from cpverify.runners.base import (
-    BLOCKED,
-    DEADLINE,
-    FAILED,
-    HANG,
-    INTERRUPTED,
-    STALLED,
-    ArmInterrupted,
-    ArmResult,
-    Limits,
-)
 
 log = logging.getLogger(__name__)
 
@@ -326,7 +316,7 @@ class RayRunner:
                 _stop_quietly(client, trying, self.stop_wait_s)
             when = "while submitting the Ray job" if job is None else "again while the Ray job was being stopped"
             raise ArmInterrupted(ArmResult(
-                arm=arm.name, outcome=INTERRUPTED, exit_code=None, log_path=log_path,
+                arm=arm.name, outcome=Outcome.INTERRUPTED, exit_code=None, log_path=log_path,
                 duration_s=time.monotonic() - started, reason=f"interrupted {when}", fix="re-run when ready",
             )) from None
         finally:
@@ -413,10 +403,10 @@ class _RayJob:
         info, status = self.info, self.status
         error_type = str(getattr(getattr(info, "error_type", None), "value", getattr(info, "error_type", "")) or "")
         if self.missing_workdir:
-            return replace(result, outcome=BLOCKED, reason=f"{self.missing_workdir} (Ray job {self.job_id})",
+            return replace(result, outcome=Outcome.BLOCKED, reason=f"{self.missing_workdir} (Ray job {self.job_id})",
                            fix="point --slime-dir at the checkout as the Ray nodes see it (an absolute path that "
                                "exists on the node that runs the job)")
-        if result.outcome in (HANG, STALLED, DEADLINE) and not self.started:
+        if result.outcome in (Outcome.HANG, Outcome.STALLED, Outcome.DEADLINE) and not self.started:
             pending = status not in TERMINAL
             return replace(result, reason=f"{result.reason}; Ray job {self.job_id} never started: it stayed PENDING, "
                                           "waiting for resources" + (
@@ -424,15 +414,15 @@ class _RayJob:
                                               "RAY_JOB_START_TIMEOUT_SECONDS)" if pending else ""),
                            fix="free the cluster (`ray status`, `ray job list`: another job may hold the GPUs or "
                                f"CPUs), or ask for fewer resources; `ray job stop {self.job_id}` if it is still listed")
-        if result.outcome != FAILED:
+        if result.outcome != Outcome.FAILED:
             return result
         if error_type in _SETUP_FAILURES:
             message = " ".join(str(getattr(info, "message", "") or "").split())[:600]
-            return replace(result, outcome=BLOCKED, exit_code=None,
+            return replace(result, outcome=Outcome.BLOCKED, exit_code=None,
                            reason=f"Ray could not start job {self.job_id} ({error_type}): {message}",
                            fix="fix the cluster side Ray names above (runtime env, resources), then run again")
         if result.exit_code == 127:
-            return replace(result, outcome=BLOCKED,
+            return replace(result, outcome=Outcome.BLOCKED,
                            reason=f"the command was not found on the Ray node (exit 127, Ray job {self.job_id})",
                            fix="install the workload on the Ray nodes (slime's image), or check the plan's command")
         if status == "STOPPED" and not self.stopped_by_us:
@@ -608,6 +598,6 @@ def _short(exc: BaseException) -> str:
 
 def _blocked(name: str, log_path: Path, started: float, reason: str, fix: str) -> ArmResult:
     return ArmResult(
-        arm=name, outcome=BLOCKED, exit_code=None, log_path=log_path,
+        arm=name, outcome=Outcome.BLOCKED, exit_code=None, log_path=log_path,
         duration_s=time.monotonic() - started, reason=reason, fix=fix,
     )
