@@ -88,6 +88,16 @@ class Arm:
 
 
 @dataclass(frozen=True)
+class Mount:
+    """A directory of this machine as an isolated workload (a container) sees it: read-only unless
+    it is where the run writes."""
+
+    source: Path | str
+    target: str
+    read_only: bool = True
+
+
+@dataclass(frozen=True)
 class Limits:
     """When a runner stops a workload that has not ended on its own."""
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -38,23 +37,11 @@ from pathlib import Path
 from cpverify import config, fetch
 from cpverify.artifacts import new_run_id
 from cpverify.config import RUNNERS
-from cpverify.errors import (
-    EXIT_BLOCKED,
-    EXIT_FAIL,
-    EXIT_OK,
-    CpverifyError,
-    EnvironmentBlocked,
-    InputError,
-)
-from cpverify.model import ArmInterrupted, ArmResult, Outcome
-from cpverify.record import (
-    ArmRecord,
-    Blocked,
-    HashingReader,
-    Interrupted,
-    RunRecord,
-    file_digest,
-)
+from cpverify.errors import EXIT_BLOCKED, EXIT_FAIL, EXIT_OK, CpverifyError, EnvironmentBlocked, InputError
+from cpverify.model import Arm, ArmInterrupted, ArmResult, Mount, Outcome
+from cpverify.record import ArmRecord, Blocked, HashingReader, Interrupted, RunRecord, file_digest
+from cpverify.runners import make_runner, runner_class
+from cpverify.runners.base import BaseRunner, RunSetup
 
 STEPS = ("doctor", "image", "fetch", "compileall", "lint", "cp1", "cp2", "verdict")
 ALIASES = {"arms": ("cp1", "cp2"), "all": STEPS}
@@ -79,6 +66,17 @@ class Context:
     @property
     def runner(self) -> str:
         return self.args.runner
+
+    @property
+    def site(self) -> type[BaseRunner]:
+        """Where the arms run, as the runner's class says it: `isolated` (in containers of the image),
+        `remote` (on a cluster), or neither (here, with this machine's environment)."""
+        return runner_class(self.args.runner)
+
+    @property
+    def arms_here(self) -> bool:
+        """The arms run on this machine, in this machine's environment (the local runner)."""
+        return not (self.site.isolated or self.site.remote)
 
     @property
     def cache(self) -> Path:
@@ -116,7 +114,7 @@ class Context:
 def _workload_paths(ctx: Context) -> dict[str, str]:
     """Model, data and slime directories as the *workload* sees them (container or host)."""
     p = ctx.profile
-    in_container = ctx.runner == "docker"
+    in_container = ctx.site.isolated
     cache = Path(CONTAINER_CACHE) if in_container else ctx.cache
     if ctx.args.model_dir and not in_container:
         model = Path(ctx.args.model_dir)
@@ -150,14 +148,14 @@ def _revisions(ctx: Context):
     return revisions(slime_dir=a.slime_dir, slime_ref=getattr(a, "slime_ref", None),
                      slime_ref_candidate=getattr(a, "slime_ref_candidate", None),
                      slime_dir_candidate=getattr(a, "slime_dir_candidate", None),
-                     export_root=ctx.run_dir.root / "slime", local=ctx.runner != "ray")
+                     export_root=ctx.run_dir.root / "slime", local=not ctx.site.remote)
 
 
 def check_slime_checkouts(ctx: Context) -> None:
     """Every slime checkout on this machine that an arm will run is a directory with train.py:
     bad input (exit 2) before any GPU is held, not a traceback in compileall or a FAIL after it.
     (With Docker and no --slime-dir the image's slime runs; with Ray the paths are the cluster's.)"""
-    if ctx.kind != "slime" or ctx.runner == "ray":
+    if ctx.kind != "slime" or ctx.site.remote:
         return
     revisions = _revisions(ctx)
     if revisions:
@@ -166,7 +164,7 @@ def check_slime_checkouts(ctx: Context) -> None:
             checkouts.append(("--slime-dir-candidate", revisions[1].host_dir))
     elif ctx.args.slime_dir:  # this machine's path (with Docker the workload sees it at /slime-under-test)
         checkouts = [("--slime-dir", Path(ctx.args.slime_dir))]
-    elif ctx.runner == "local":
+    elif ctx.arms_here:
         checkouts = [("--slime-dir", Path(_workload_paths(ctx)["slime_dir"]))]
     else:
         return
@@ -192,7 +190,7 @@ def build_run_plan(ctx: Context):
         from cpverify.ab import build_ab_plan
 
         base, candidate = revisions
-        candidate_dir = CONTAINER_SLIME_CANDIDATE if ctx.runner == "docker" else str(candidate.host_dir)
+        candidate_dir = CONTAINER_SLIME_CANDIDATE if ctx.site.isolated else str(candidate.host_dir)
         return build_ab_plan(ctx.profile, run_id=ctx.run_dir.run_id, gpus=gpus, model_dir=paths["model_dir"],
                              data_path=paths["data_path"], base_dir=paths["slime_dir"], base_label=base.label,
                              candidate_dir=candidate_dir, candidate_label=candidate.label, python=python,
@@ -205,7 +203,7 @@ def workload_python(ctx: Context, *, refresh: bool = False):
     """The interpreter the local runner runs the arms with (None for docker and ray: there the arms'
     python3 is the image's or the cluster's). Chosen once and recorded in the run's state; the doctor
     and the arm steps choose again, since a new attempt re-checks what could have changed."""
-    if ctx.runner != "local":
+    if not ctx.arms_here:
         return None
     from cpverify.runners._env import workload_env
     from cpverify.runners.local import WorkloadPython, requested_python
@@ -241,11 +239,11 @@ def step_doctor(ctx: Context) -> int:
 
         explicit, chosen_by = requested_python(getattr(ctx.args, "python", None))
         python = choose(explicit, chosen_by=chosen_by)
-    report = doctor.collect(cp=max(ctx.profile.cp_sizes), python=python, python_required=ctx.runner == "local")
+    report = doctor.collect(cp=max(ctx.profile.cp_sizes), python=python, python_required=ctx.arms_here)
     ctx.record.doctor = report
     ctx.save()
     print(doctor.render(report), file=sys.stderr)
-    if ctx.runner == "ray":
+    if ctx.site.remote:
         # the arms run on the cluster, not here: this host's facts are recorded, the Ray
         # preflight checks the cluster's GPUs before anything is submitted
         ctx.say("doctor: facts of this host recorded; the Ray runner checks the cluster's GPUs itself")
@@ -282,7 +280,7 @@ def _absent_gpus(ctx: Context, report: dict) -> list[str]:
 
 
 def step_image(ctx: Context) -> int:
-    if ctx.runner != "docker":
+    if not ctx.site.isolated:
         ctx.say("image: not needed by the %s runner (the workload runs where cpverify runs)" % ctx.runner)
         return EXIT_OK
     from cpverify import image
@@ -376,40 +374,9 @@ def run_tool(ctx: Context, name: str, argv: list[str], *, env=(), timeout_s: flo
     image with the arms' mounts (docker), else a subprocess in this environment (local; Ray: the
     checkout as the user points at it), with no GPU visible. Returns (exit code, output); the output
     is also kept as logs/<name>.log. Raises EnvironmentBlocked when it cannot start at all."""
-    paths = _workload_paths(ctx)
-    log_path = ctx.run_dir.logs_dir / f"{name}.log"
-    if ctx.runner == "docker":
-        from cpverify.model import Arm, Limits
-        from cpverify.runners.docker import DockerRunner
-
-        runner = DockerRunner(image=_image_tag(ctx), run_id=ctx.run_dir.run_id, gpus=None, mounts=_docker_mounts(ctx),
-                              ulimits={}, shm_size="1g")
-        result = runner.run_arm(Arm(name, 0, tuple(argv), tuple(env), paths["slime_dir"]), log_path=log_path,
-                                limits=Limits(deadline_s=timeout_s, hang_s=timeout_s, stall_s=10**9))
-        if result.outcome == Outcome.BLOCKED:
-            raise EnvironmentBlocked(result.reason, result.fix)
-        code = result.exit_code if result.exit_code is not None else -1
-        return code, (log_path.read_text(errors="replace") if log_path.exists() else result.reason)
-    from cpverify.runners._env import workload_env
-
-    if not Path(paths["slime_dir"]).is_dir():  # Ray: the checkout as the cluster's nodes see it
-        raise EnvironmentBlocked(f"{name}: the slime checkout {paths['slime_dir']} is not on this machine",
-                                 "run cpverify on a machine that sees the checkout at the same path (the Ray head, "
-                                 "on a shared filesystem)")
-    full_env, _dropped = workload_env(env, base=os.environ)  # tokens are for fetch only
-    full_env["CUDA_VISIBLE_DEVICES"] = ""  # nothing here may hold a GPU
-    try:
-        proc = subprocess.run(argv, cwd=paths["slime_dir"], capture_output=True, text=True, env=full_env, check=False,
-                              timeout=timeout_s)
-        code, output = proc.returncode, proc.stdout + proc.stderr
-    except FileNotFoundError:
-        raise EnvironmentBlocked(f"{argv[0]!r} was not found on PATH",
-                                 f"activate the environment that runs slime so that `command -v {argv[0]}` finds it")
-    except subprocess.TimeoutExpired as exc:
-        code, output = -1, f"{(exc.stdout or '')}{(exc.stderr or '')}\n{name}: no result after {timeout_s:.0f}s"
-    ctx.run_dir.logs_dir.mkdir(parents=True, exist_ok=True)
-    log_path.write_text(output)
-    return code, output
+    runner = make_runner(ctx.runner, run_setup(ctx))
+    tool = Arm(name, 0, tuple(argv), tuple(env), _workload_paths(ctx)["slime_dir"])
+    return runner.run_tool(tool, log_path=ctx.run_dir.logs_dir / f"{name}.log", timeout_s=timeout_s)
 
 
 def step_compileall(ctx: Context) -> int:
@@ -420,7 +387,7 @@ def step_compileall(ctx: Context) -> int:
     python = workload_python(ctx)  # the arms' interpreter: the syntax it accepts is the one that counts
     command = [python.path if python is not None else "python3", "-m", "compileall", "-q", target]
     paths = _workload_paths(ctx)
-    if ctx.runner == "ray" and not Path(paths["slime_dir"]).is_dir():  # a path on the cluster's nodes
+    if ctx.site.remote and not Path(paths["slime_dir"]).is_dir():  # a path on the cluster's nodes
         ctx.say(f"compileall: {paths['slime_dir']} is not on this machine; skipped (the Ray runner checks it on the node)")
         return EXIT_OK
     try:
@@ -466,7 +433,7 @@ def _deep_lint(ctx: Context, plan, static: list) -> list:
     host_path.parent.mkdir(parents=True, exist_ok=True)
     # slime's parser needs the arguments' shape, not a secret's value: the file holds neither
     atomic_write_json(host_path, ctx.credentials_only.json(request))
-    seen_path = f"{CONTAINER_WORK}/{host_path.name}" if ctx.runner == "docker" else str(host_path)
+    seen_path = f"{CONTAINER_WORK}/{host_path.name}" if ctx.site.isolated else str(host_path)
     python = plan.arms[0].argv[0]
     ctx.say("lint: slime's own parser on every arm, in the workload's Python (no GPU)")
     try:
@@ -493,20 +460,9 @@ def step_arms(ctx: Context, which: str) -> int:
     plan = build_run_plan(ctx)
     baseline = ctx.profile.baseline_cp
     arms = [a for a in plan.arms if (a.cp == baseline) == (which == "cp1")]
-    if ctx.runner == "local" and ctx.args.gpus and ctx.args.gpus != "none":
-        # the local runner inherits this process's environment: pin the arms to the plan's GPUs
-        os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, plan.gpus))
-    runner = _make_runner(ctx)
-    if ctx.runner == "docker":
-        from cpverify.runners.docker import sweep_leftovers
-
-        for name in sweep_leftovers(runner.preflight()):
-            ctx.say(f"removed leftover container {name} of an earlier, interrupted run")
-    elif ctx.runner == "local":
-        from cpverify.runners.local import sweep_leftovers as sweep_processes
-
-        for what in sweep_processes():
-            ctx.say(f"killed leftover process {what} of an earlier, interrupted run")
+    runner = make_runner(ctx.runner, run_setup(ctx, progress=_progress_printer(ctx)))
+    for what in runner.sweep_leftovers():  # a Docker engine that does not answer stops the run here (exit 4)
+        ctx.say(f"{what} of an earlier, interrupted run")
     with GpuLock(plan.gpus, run_id=ctx.run_dir.run_id):
         for arm in arms:
             # The arm's earlier result goes first: until this attempt ends, the arm has no result
@@ -651,52 +607,31 @@ def _fresh_log(ctx: Context, arm: str) -> Path:
     return log_path
 
 
-def _image_tag(ctx: Context) -> str:
-    tag = (ctx.record.image or {}).get("image") or ctx.args.image
-    if not tag:
-        raise InputError("no image recorded for this run", "run the image step first (`nox -s image`) or pass --image TAG")
-    return tag
-
-
-def _docker_mounts(ctx: Context) -> list:
+def _isolated_mounts(ctx: Context) -> list[Mount]:
     """Model cache and slime checkout read-only; only the run's work directory is writable."""
-    from cpverify.runners.docker import BindMount
-
-    mounts = [BindMount(ctx.cache, CONTAINER_CACHE)]
+    mounts = [Mount(ctx.cache, CONTAINER_CACHE)]
     if ctx.args.model_dir:
-        mounts.append(BindMount(Path(ctx.args.model_dir).resolve(), f"{CONTAINER_CACHE}/model"))
+        mounts.append(Mount(Path(ctx.args.model_dir).resolve(), f"{CONTAINER_CACHE}/model"))
     revisions = _revisions(ctx)
     if revisions:  # exported refs or two checkouts: each at its own path, both read-only
-        mounts.append(BindMount(revisions[0].host_dir, CONTAINER_SLIME))
+        mounts.append(Mount(revisions[0].host_dir, CONTAINER_SLIME))
         if revisions[1] is not None:
-            mounts.append(BindMount(revisions[1].host_dir, CONTAINER_SLIME_CANDIDATE))
+            mounts.append(Mount(revisions[1].host_dir, CONTAINER_SLIME_CANDIDATE))
     elif ctx.args.slime_dir:
-        mounts.append(BindMount(Path(ctx.args.slime_dir).resolve(), CONTAINER_SLIME))
+        mounts.append(Mount(Path(ctx.args.slime_dir).resolve(), CONTAINER_SLIME))
     work = ctx.run_dir.root.resolve() / "work"
     work.mkdir(parents=True, exist_ok=True)
-    mounts.append(BindMount(work, CONTAINER_WORK, read_only=False))
+    mounts.append(Mount(work, CONTAINER_WORK, read_only=False))
     return mounts
 
 
-def _make_runner(ctx: Context):
-    progress = _progress_printer(ctx)
-    if ctx.runner == "docker":
-        from cpverify.runners.docker import DockerRunner
-
-        gpus = None if ctx.args.gpus == "none" else build_run_plan(ctx).gpus
-        extra = {"ulimits": {}} if ctx.args.no_ulimits else {}
-        return DockerRunner(image=_image_tag(ctx), run_id=ctx.run_dir.run_id, gpus=gpus,
-                            mounts=_docker_mounts(ctx), on_progress=progress, **extra)
-    if ctx.runner == "ray":
-        from cpverify.runners.ray import RayRunner
-
-        # slime's train.py reserves its GPUs through placement groups; the probe's torchrun needs them itself
-        gpus = 0 if ctx.args.gpus == "none" else len(build_run_plan(ctx).gpus)
-        return RayRunner(address=ctx.args.ray_address, run_id=ctx.run_dir.run_id, gpus=gpus,
-                         reserve_gpus=ctx.kind != "slime", on_progress=progress)
-    from cpverify.runners.local import LocalRunner
-
-    return LocalRunner(on_progress=progress)
+def run_setup(ctx: Context, *, progress=None) -> RunSetup:
+    """What this run tells its runner (cpverify.runners.base.RunSetup): every runner takes what it needs."""
+    gpus = None if ctx.args.gpus == "none" else build_run_plan(ctx).gpus
+    return RunSetup(run_id=ctx.run_dir.run_id, gpus=gpus, pin_gpus=bool(ctx.args.gpus) and gpus is not None,
+                    reserve_gpus=ctx.kind != "slime", mounts=tuple(_isolated_mounts(ctx)) if ctx.site.isolated else (),
+                    image=(ctx.record.image or {}).get("image") or ctx.args.image, ulimits=not ctx.args.no_ulimits,
+                    ray_address=ctx.args.ray_address, on_progress=progress)
 
 
 def _progress_printer(ctx: Context):
@@ -773,11 +708,11 @@ def plan_definition(ctx: Context, plan) -> dict:
     definition = {"runner": ctx.runner,
                   "profile": {k: v for k, v in dataclasses.asdict(ctx.profile).items() if k not in arm_fields},
                   "plan": plan.to_json()}
-    if ctx.runner == "docker":
-        definition["mounts"] = [[str(m.source), m.target, m.read_only] for m in _docker_mounts(ctx)]
+    if ctx.site.isolated:
+        definition["mounts"] = [[str(m.source), m.target, m.read_only] for m in _isolated_mounts(ctx)]
         definition["image"] = {"image": a.image, "base_image": a.base_image, "slime_commit": a.slime_commit,
                                "nccl": a.nccl}
-    elif ctx.runner == "ray":
+    if ctx.site.remote:
         definition["ray_address"] = a.ray_address
     return definition
 
@@ -808,8 +743,7 @@ def _run(args) -> int:
     if args.runner not in RUNNERS:  # argparse checks choices on the command line, not a default from the environment
         raise InputError(f"CPVERIFY_RUNNER={args.runner!r} is not a runner",
                          f"set it to one of {', '.join(RUNNERS)} (or pass --runner)")
-    if args.runner == "ray" and not args.ray_address:
-        raise InputError("--runner ray needs --ray-address", "pass the dashboard address, e.g. --ray-address http://HEAD:8265")
+    runner_class(args.runner).check(RunSetup(ray_address=args.ray_address))  # what it would refuse later
     steps = selected_steps(args.only)
     run_id = latest_run_id(args.out) if args.run_id == LATEST else args.run_id
     run_dir = RunDir.create(base=args.out, run_id=run_id)

@@ -18,10 +18,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from hfcache import make_model_cache
-from pyimage import CPVERIFY_IMAGE as IMAGE
 
 from cpverify.profiles import get_profile
+from hfcache import make_model_cache
+from pyimage import CPVERIFY_IMAGE as IMAGE
 
 pytestmark = pytest.mark.docker
 

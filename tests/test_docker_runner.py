@@ -22,7 +22,7 @@ import pytest
 
 from cpverify.errors import EnvironmentBlocked, InputError
 from cpverify.logs import parse_file
-from cpverify.model import Limits, Outcome
+from cpverify.model import Limits, Mount, Outcome
 from cpverify.runners.docker import (
     LABEL_ARM,
     LABEL_MANAGED,
@@ -30,7 +30,6 @@ from cpverify.runners.docker import (
     LABEL_OWNER_CONTAINER,
     LABEL_RUN,
     NVIDIA_FIX,
-    BindMount,
     DockerRunner,
     connect,
     own_container_id,
@@ -210,7 +209,7 @@ def test_mounts_env_and_secrets(docker_client, test_image, run_id, tmp_path, mon
     artifacts.mkdir()
     monkeypatch.setenv("CPVERIFY_TEST_HOST_VAR", "from-host")
     runner = runner_for(docker_client, test_image, run_id, mounts=[
-        BindMount(model, "/model"), BindMount(artifacts, "/artifacts", read_only=False)])
+        Mount(model, "/model"), Mount(artifacts, "/artifacts", read_only=False)])
     script = (
         "ls /model; (touch /model/x 2>/dev/null && echo model-writable) || echo model-read-only; "
         "echo out > /artifacts/out.txt; "
@@ -229,9 +228,9 @@ def test_mounts_env_and_secrets(docker_client, test_image, run_id, tmp_path, mon
 def test_bad_mounts_are_refused_before_anything_runs(tmp_path):
     for dangerous in ("/var/run/docker.sock", "/var/run", "/"):
         with pytest.raises(InputError, match="Docker socket"):
-            DockerRunner(image="x", run_id="r", mounts=[BindMount(dangerous, "/mnt")])
+            DockerRunner(image="x", run_id="r", mounts=[Mount(dangerous, "/mnt")])
     with pytest.raises(InputError, match="does not exist") as raised:
-        DockerRunner(image="x", run_id="r", mounts=[BindMount(tmp_path / "no-model", "/model")])
+        DockerRunner(image="x", run_id="r", mounts=[Mount(tmp_path / "no-model", "/model")])
     assert "cpverify fetch" in raised.value.fix
 
 

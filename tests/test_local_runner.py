@@ -187,3 +187,16 @@ def test_a_workload_that_closes_its_output_early_is_still_awaited(tmp_path):
     result, log_path = run(tmp_path, arm("closes", "sh", "-c", "echo bye; exec >&- 2>&-; sleep 1; exit 4"))
     assert result.outcome == Outcome.FAILED and result.exit_code == 4
     assert log_path.read_text() == "bye\n"
+
+
+def test_the_plans_gpus_reach_the_workload_not_cpverify(tmp_path, monkeypatch):
+    """--gpus pins a local workload to the plan's GPUs through its own environment: cpverify's
+    environment (which later steps and other threads read) stays as it was."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3")
+    before = dict(os.environ)
+    runner = LocalRunner(gpus=(2, 3))
+    printer = arm("gpus", sys.executable, "-c", "import os; print('seen', os.environ['CUDA_VISIBLE_DEVICES'])")
+    result = runner.run_arm(printer, log_path=tmp_path / "gpus.log", limits=Limits(deadline_s=30, hang_s=30, stall_s=30))
+    assert result.outcome == Outcome.OK, result.reason
+    assert "seen 2,3" in (tmp_path / "gpus.log").read_text()
+    assert dict(os.environ) == before

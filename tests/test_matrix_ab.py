@@ -16,8 +16,6 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from helpers.slime_log import synthetic_arm
-from hfcache import make_model_cache
 
 from cpverify import ab, orchestrate
 from cpverify.cli import build_parser, main
@@ -26,6 +24,8 @@ from cpverify.logs import parse_file
 from cpverify.plan import PROBE_CP_FLAG, arm_diff, build_plan
 from cpverify.profiles import get_profile, resolve_profile
 from cpverify.verdict import ArmEvidence, Thresholds, decide
+from helpers.slime_log import synthetic_arm
+from hfcache import make_model_cache
 
 HERE = Path(__file__).resolve().parent
 FAKE_SLIME = HERE / "fake_slime"
@@ -252,7 +252,7 @@ def test_docker_mounts_both_checkouts_read_only_at_their_own_paths(tmp_path):
     assert {a.name: a.workdir for a in plan.arms} == {
         "base-cp1": orchestrate.CONTAINER_SLIME, "base-cp2": orchestrate.CONTAINER_SLIME,
         "cand-cp1": orchestrate.CONTAINER_SLIME_CANDIDATE, "cand-cp2": orchestrate.CONTAINER_SLIME_CANDIDATE}
-    mounts = {m.target: m for m in orchestrate._docker_mounts(ctx)}
+    mounts = {m.target: m for m in orchestrate._isolated_mounts(ctx)}
     assert mounts[orchestrate.CONTAINER_SLIME].source == base and mounts[orchestrate.CONTAINER_SLIME].read_only
     assert mounts[orchestrate.CONTAINER_SLIME_CANDIDATE].source == cand
     assert mounts[orchestrate.CONTAINER_SLIME_CANDIDATE].read_only

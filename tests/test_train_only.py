@@ -19,7 +19,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from hfcache import make_model_cache
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -42,6 +41,7 @@ from cpverify.profiles import (
     with_overrides,
 )
 from cpverify.runners._env import workload_env
+from hfcache import make_model_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE_SLIME = ROOT / "tests" / "fake_slime"

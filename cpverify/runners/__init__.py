@@ -1,46 +1,42 @@
-"""Runners turn one planned arm into one log file plus an ArmResult (see base.py).
+"""Runners turn one planned arm into one log file plus an ArmResult (the protocol: base.py).
 
-    runner = get_runner("docker", image=..., run_id=..., gpus=(0, 1))
+    runner = make_runner("docker", RunSetup(run_id=..., gpus=(0, 1), image=..., mounts=...))
+    runner.preflight(); runner.sweep_leftovers()
     result = runner.run_arm(arm, log_path=..., limits=Limits(...))
 
-Kept import-light: a runner's module (and docker-py or ray with it) is imported only
-when that runner is asked for, so `cpverify --help` works without either installed.
+This is the one place that maps a runner's name to its class. The pipeline asks the class what
+it needs to know before a runner exists (`isolated`, `remote`: ARCHITECTURE.md) instead of
+comparing names. Kept import-light: a runner's module is imported only when that runner is
+asked for, and docker-py and ray only when it runs, so `cpverify --help` works without either.
 """
 
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 from cpverify.errors import InputError
-from cpverify.model import ArmInterrupted, ArmResult, Limits
-from cpverify.runners.base import Runner
 
-# name -> "module:class"
+if TYPE_CHECKING:
+    from cpverify.runners.base import BaseRunner, RunSetup
+
+# name -> "module:class" (the names are cpverify.config.RUNNERS, the CLI's choices; a test checks)
 RUNNERS = {
-    "local": "cpverify.runners.local:LocalRunner",
     "docker": "cpverify.runners.docker:DockerRunner",
+    "local": "cpverify.runners.local:LocalRunner",
     "ray": "cpverify.runners.ray:RayRunner",
 }
 
-__all__ = ["RUNNERS", "ArmInterrupted", "ArmResult", "Limits", "Runner", "get_runner"]
 
-
-def get_runner(name: str, **options) -> Runner:
-    """The runner called `name`, built with keyword `options` (its constructor's arguments)."""
+def runner_class(name: str) -> type[BaseRunner]:
+    """The class of the runner called `name` (its module imported now)."""
     target = RUNNERS.get(name)
     if target is None:
         raise InputError(f"unknown runner {name!r}", fix=f"choose one of: {', '.join(RUNNERS)}")
     module_name, class_name = target.split(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name == module_name:
-            raise InputError(f"the {name} runner is not part of this cpverify", fix=f"use one of: {', '.join(n for n in RUNNERS if n != name)}") from exc
-        raise InputError(
-            f"the {name} runner needs the Python package {exc.name!r}, which is not installed",
-            fix=f"pip install {exc.name}" + (" (or: pip install 'cpverify[ray]')" if name == "ray" else ""),
-        ) from exc
-    try:
-        return getattr(module, class_name)(**options)
-    except TypeError as exc:  # a misspelled option: say which runner and what it takes
-        raise InputError(f"bad option for the {name} runner: {exc}", fix=f"see help({class_name})") from exc
+    return getattr(importlib.import_module(module_name), class_name)
+
+
+def make_runner(name: str, setup: RunSetup) -> BaseRunner:
+    """The runner called `name`, built for the run `setup` describes."""
+    return runner_class(name).for_run(setup)

@@ -18,13 +18,13 @@ import socket
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from cpverify.errors import EnvironmentBlocked, InputError
-from cpverify.model import ArmInterrupted, ArmResult, Limits, Outcome
-from cpverify.runners._env import secret_values, workload_env
-from cpverify.runners._watch import LogWatcher, ProgressCallback, terminate_as_interrupt
+from cpverify.model import Arm, ArmResult, Limits, Mount, Outcome
+from cpverify.runners._env import workload_env
+from cpverify.runners._watch import ProgressCallback
+from cpverify.runners.base import BaseRunner, Blocked, RunSetup
 
 log = logging.getLogger(__name__)
 
@@ -53,15 +53,6 @@ DOCKER_SOCKETS = {"/var/run/docker.sock", "/run/docker.sock"}
 # (https://github.com/docker/docker-py/issues/3084).
 _INSPECT_EVERY_S = 2.0
 _REATTACH_ATTEMPTS = 5
-
-
-@dataclass(frozen=True)
-class BindMount:
-    """A host directory in the container: read-only unless it is where artifacts go."""
-
-    source: Path | str
-    target: str
-    read_only: bool = True
 
 
 def connect(client=None, *, timeout: float = 60):
@@ -184,8 +175,10 @@ def own_container_id(mountinfo: str | None = None) -> str | None:
     return match.group(1) if match else None
 
 
-class DockerRunner:
+class DockerRunner(BaseRunner):
     name = "docker"
+    isolated = True
+    starting = "starting the container"
 
     def __init__(
         self,
@@ -193,7 +186,7 @@ class DockerRunner:
         image: str,
         run_id: str,
         gpus: Sequence[int | str] | None = (0, 1),
-        mounts: Iterable[BindMount] = (),
+        mounts: Iterable[Mount] = (),
         client=None,
         host_network: bool = False,
         shm_size: str = SLIME_SHM_SIZE,
@@ -208,6 +201,7 @@ class DockerRunner:
         `host_network` only for multi-node plans (NCCL and Ray need the hosts' interfaces);
         single-node arms keep Docker's default network.
         """
+        super().__init__(drain_s=drain_s, poll_s=poll_s, on_progress=on_progress)
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", run_id or ""):
             raise InputError(f"run id {run_id!r} is not usable as a label", fix="use letters, digits, . _ -")
         self.image = image
@@ -217,88 +211,84 @@ class DockerRunner:
         self.host_network = host_network
         self.shm_size = shm_size
         self.ulimits = dict(ulimits)
-        self.drain_s = drain_s
-        self.poll_s = poll_s
         self.kill_wait_s = kill_wait_s
-        self.on_progress = on_progress
         self._client = client
         self._checked = False
 
+    @classmethod
+    def for_run(cls, setup: RunSetup) -> DockerRunner:
+        if not setup.image:
+            raise InputError("no image recorded for this run",
+                             "run the image step first (`nox -s image`) or pass --image TAG")
+        return cls(image=setup.image, run_id=setup.run_id, gpus=setup.gpus, mounts=setup.mounts,
+                   on_progress=setup.on_progress, **({} if setup.ulimits else {"ulimits": {}}))
+
+    def tool_runner(self) -> DockerRunner:
+        """A sibling for GPU-less tools (compileall, the deep lint): the same image, mounts and engine;
+        no GPU, no raised ulimits, a small /dev/shm."""
+        return DockerRunner(image=self.image, run_id=self.run_id, gpus=None, mounts=self.mounts, client=self._client,
+                            ulimits={}, shm_size="1g")
+
+    def run_tool(self, tool: Arm, *, log_path: Path, timeout_s: float) -> tuple[int, str]:
+        """In a throwaway container of the image, with the arms' mounts (see BaseRunner.run_tool)."""
+        result = self.tool_runner().run_arm(tool, log_path=log_path,
+                                            limits=Limits(deadline_s=timeout_s, hang_s=timeout_s, stall_s=10**9))
+        if result.outcome == Outcome.BLOCKED:
+            raise EnvironmentBlocked(result.reason, result.fix)
+        code = result.exit_code if result.exit_code is not None else -1
+        return code, (log_path.read_text(errors="replace") if log_path.exists() else result.reason)
+
     @property
     def client(self):
-        return self.preflight()
+        self.preflight()
+        return self._client
 
-    def preflight(self):
+    def preflight(self) -> None:
         """Check the engine answers (once); raise EnvironmentBlocked with the fix if not."""
         if not self._checked:
             self._client = connect(self._client)
             self._checked = True
-        return self._client
 
-    def run_arm(self, arm, *, log_path: Path, limits: Limits) -> ArmResult:
-        with terminate_as_interrupt():
-            return self._run_arm(arm, log_path=log_path, limits=limits)
+    def sweep_leftovers(self) -> list[str]:
+        return [f"removed leftover container {name}" for name in sweep_leftovers(self.client)]
 
-    def _run_arm(self, arm, *, log_path: Path, limits: Limits) -> ArmResult:
+    def start(self, arm: Arm, log_path: Path) -> _ContainerState:
         import docker.errors
 
-        client = self.preflight()
-        log_path = Path(log_path)
-        started = time.monotonic()
+        client = self.client
         kwargs = self.create_kwargs(arm)
         container = None
-        interrupted = watching = False
         try:
             try:
                 container = client.containers.create(**kwargs)
             except docker.errors.ImageNotFound:
-                return _blocked(
-                    arm.name, log_path, started, f"image {self.image} is not on this Docker engine",
-                    f"build it (`nox -s image`) or pull it (`docker pull {self.image}`)",
-                )
+                raise Blocked(f"image {self.image} is not on this Docker engine",
+                              f"build it (`nox -s image`) or pull it (`docker pull {self.image}`)") from None
             except docker.errors.APIError as exc:
-                return _blocked(
-                    arm.name, log_path, started, f"Docker refused to create the container: {_explain(exc)}",
-                    "fix the setting Docker names above, then run again",
-                )
+                raise Blocked(f"Docker refused to create the container: {_explain(exc)}",
+                              "fix the setting Docker names above, then run again") from None
             try:
                 container.start()
             except docker.errors.APIError as exc:
                 # A failed start leaves the container in state `created` (docker-py does not
                 # remove it): remove it now, or every failed attempt leaves one behind.
-                self._remove(container)
-                container = None
-                return _blocked(arm.name, log_path, started, *self._start_failure(arm, exc))
-            watcher = LogWatcher(
-                log_path, limits, arm_name=arm.name, on_progress=self.on_progress,
-                drain_s=self.drain_s, poll_s=self.poll_s, secrets=secret_values(arm.env, arm.argv, os.environ),
-            )
-            state = _ContainerState(container, self.kill_wait_s)
-            watching = True
-            return watcher.watch(state.stream(), stop=state.kill, poll_exit=state.exit_code)
-        except KeyboardInterrupt as exc:
-            interrupted = True
-            if isinstance(exc, ArmInterrupted):
-                raise
-            # Ctrl-C before the watcher ran (during create or start). The daemon may have
-            # created the container although the call never returned: remove it by name.
+                _remove(container)
+                raise Blocked(*self._start_failure(arm, exc)) from None
+        except KeyboardInterrupt:
+            # The daemon may have created the container although the call never returned:
+            # remove it by name.
             if container is None:
                 self._remove_named(client, kwargs["name"])
-            raise ArmInterrupted(ArmResult(
-                arm=arm.name, outcome=Outcome.INTERRUPTED, exit_code=None, log_path=log_path,
-                duration_s=time.monotonic() - started,
-                reason="interrupted (Ctrl-C)" if watching else "interrupted while starting the container",
-                fix="re-run when ready",
-            )) from None
-        finally:
-            if container is not None:
-                self._remove(container, interrupted=interrupted)
+            else:
+                _remove(container, interrupted=True)
+            raise
+        return _ContainerState(container, self.kill_wait_s)
 
     def _remove_named(self, client, name: str) -> None:
         import docker.errors
 
         try:
-            self._remove(client.containers.get(name))
+            _remove(client.containers.get(name))
         except docker.errors.NotFound:
             pass
 
@@ -357,29 +347,31 @@ class DockerRunner:
             )
         return f"the container did not start: {text}", "fix what Docker names above, then run again"
 
-    def _remove(self, container, *, interrupted: bool = False) -> None:
-        import docker.errors
 
-        try:
-            container.remove(force=True, v=True)
-        except KeyboardInterrupt:
-            # A second Ctrl-C while cleaning up: finish the removal, then honour it -- unless the
-            # arm is already ending on an interrupt, whose result must still reach the verdict.
-            self._remove(container)
-            if not interrupted:
-                raise
-        except docker.errors.NotFound:
-            pass
-        except docker.errors.APIError as exc:
-            if exc.status_code != 409:  # 409: a removal is already in progress
-                log.warning(
-                    "could not remove container %s (%s); remove it with `docker rm -f %s`",
-                    container.name, _explain(exc), container.name,
-                )
+def _remove(container, *, interrupted: bool = False) -> None:
+    import docker.errors
+
+    try:
+        container.remove(force=True, v=True)
+    except KeyboardInterrupt:
+        # A second Ctrl-C while cleaning up: finish the removal, then honour it -- unless the
+        # arm is already ending on an interrupt, whose result must still reach the verdict.
+        _remove(container)
+        if not interrupted:
+            raise
+    except docker.errors.NotFound:
+        pass
+    except docker.errors.APIError as exc:
+        if exc.status_code != 409:  # 409: a removal is already in progress
+            log.warning(
+                "could not remove container %s (%s); remove it with `docker rm -f %s`",
+                container.name, _explain(exc), container.name,
+            )
 
 
 class _ContainerState:
-    """The running container as the watcher sees it: a log stream, an exit code, a kill."""
+    """The running container as the watcher sees it: a log stream, an exit code, a kill (the
+    Workload of base.py)."""
 
     def __init__(self, container, kill_wait_s: float) -> None:
         self.container = container
@@ -452,7 +444,14 @@ class _ContainerState:
             return int(state.get("ExitCode", -1))
         return None
 
-    def kill(self) -> None:
+    def explain(self, result: ArmResult) -> ArmResult:
+        return result
+
+    def close(self, *, interrupted: bool) -> None:
+        """Remove the container, whatever happened (a finished one too: it holds its log)."""
+        _remove(self.container, interrupted=interrupted)
+
+    def stop(self) -> None:
         """SIGKILL and wait until Docker reports the container stopped.
 
         `container.wait(timeout=...)` is only an HTTP read timeout, not a deadline for the
@@ -476,9 +475,9 @@ class _ContainerState:
         self._stream_ended = True  # from now on, inspect on every poll
 
 
-def _checked_mount(mount: BindMount) -> BindMount:
-    if not isinstance(mount, BindMount):
-        mount = BindMount(*mount)
+def _checked_mount(mount: Mount) -> Mount:
+    if not isinstance(mount, Mount):
+        mount = Mount(*mount)
     source = Path(mount.source).expanduser()
     if not source.is_absolute():
         source = source.resolve()
@@ -497,7 +496,7 @@ def _checked_mount(mount: BindMount) -> BindMount:
         )
     if not mount.target.startswith("/"):
         raise InputError(f"mount target {mount.target!r} is not an absolute path", fix="use an absolute path")
-    return BindMount(source, mount.target, mount.read_only)
+    return Mount(source, mount.target, mount.read_only)
 
 
 def _explain(exc) -> str:
@@ -507,10 +506,3 @@ def _explain(exc) -> str:
 
 def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "arm"
-
-
-def _blocked(name: str, log_path: Path, started: float, reason: str, fix: str) -> ArmResult:
-    return ArmResult(
-        arm=name, outcome=Outcome.BLOCKED, exit_code=None, log_path=log_path,
-        duration_s=time.monotonic() - started, reason=reason, fix=fix,
-    )

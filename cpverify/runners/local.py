@@ -26,16 +26,17 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cpverify import config
 from cpverify.config import PYTHON_ENV, WORKLOAD_OWNER_ENV
 from cpverify.errors import InputError
-from cpverify.model import ArmResult, Limits, Outcome
-from cpverify.runners._env import secret_values, workload_env
-from cpverify.runners._watch import LogWatcher, ProgressCallback, terminate_as_interrupt
+from cpverify.model import Arm, ArmResult
+from cpverify.runners._env import workload_env
+from cpverify.runners._watch import ProgressCallback
+from cpverify.runners.base import BaseRunner, Blocked, RunSetup
 
 IMPORT_TIMEOUT_S = 90.0  # importing torch cold from a network filesystem can take a minute
 
@@ -162,31 +163,46 @@ def workload_python(explicit: str | None = None, *, chosen_by: str = "--python",
 # -- the runner -----------------------------------------------------------------------------------
 
 
-class LocalRunner:
+class LocalRunner(BaseRunner):
     name = "local"
+    starting = "starting the workload's process"
 
     def __init__(
         self,
         *,
+        gpus: Sequence[int | str] | None = None,
         term_grace_s: float = 10.0,
         drain_s: float = 5.0,
         poll_s: float = 0.1,
         on_progress: ProgressCallback | None = None,
     ) -> None:
+        """`gpus`: the only GPUs the workload sees (its CUDA_VISIBLE_DEVICES, set in its environment,
+        never in cpverify's own); None: whatever this machine's environment says."""
+        super().__init__(drain_s=drain_s, poll_s=poll_s, on_progress=on_progress)
+        self.gpus = None if gpus is None else tuple(str(g) for g in gpus)
         self.term_grace_s = term_grace_s
-        self.drain_s = drain_s
-        self.poll_s = poll_s
-        self.on_progress = on_progress
 
-    def run_arm(self, arm, *, log_path: Path, limits: Limits) -> ArmResult:
-        log_path = Path(log_path)
-        env, _dropped = workload_env(arm.env, base=os.environ)
+    @classmethod
+    def for_run(cls, setup: RunSetup) -> LocalRunner:
+        return cls(gpus=setup.gpus if setup.pin_gpus else None, on_progress=setup.on_progress)
+
+    def sweep_leftovers(self) -> list[str]:
+        return [f"killed leftover process {what}" for what in sweep_leftovers()]
+
+    def environment(self, arm: Arm) -> dict[str, str]:
+        """What the workload runs with: the allowed part of this machine's environment, the plan's on
+        top (cpverify.runners._env), this runner's GPUs under both, and the owner tag."""
+        base = dict(os.environ)
+        if self.gpus is not None:
+            base["CUDA_VISIBLE_DEVICES"] = ",".join(self.gpus)
+        env, _dropped = workload_env(arm.env, base=base)
         env[WORKLOAD_OWNER_ENV] = _owner_tag(os.getpid())
+        return env
+
+    def start(self, arm: Arm, log_path: Path) -> _ProcessGroup:
+        env = self.environment(arm)
         argv = [str(a) for a in arm.argv]
-        blocked = _preflight(arm.name, argv, arm.workdir, env, log_path)
-        if blocked is not None:
-            return blocked
-        started = time.monotonic()
+        _check_startable(argv, arm.workdir, env)
         try:
             proc = subprocess.Popen(
                 argv,
@@ -199,24 +215,14 @@ class LocalRunner:
                 bufsize=0,
             )
         except OSError as exc:  # exec format error, permission denied, ...: not a traceback
-            return _blocked(
-                arm.name, log_path, f"cannot start {argv[0]!r}: {exc.strerror or exc}",
-                f"check that {argv[0]!r} is an executable for this machine", started,
-            )
-        group = _ProcessGroup(proc, self.term_grace_s)
-        try:
-            watcher = LogWatcher(
-                log_path, limits, arm_name=arm.name, on_progress=self.on_progress,
-                drain_s=self.drain_s, poll_s=self.poll_s, secrets=secret_values(arm.env, argv, os.environ),
-            )
-            with terminate_as_interrupt():
-                return watcher.watch(_chunks(proc.stdout), stop=group.stop, poll_exit=group.poll)
-        finally:
-            group.kill_leftovers()
+            raise Blocked(f"cannot start {argv[0]!r}: {exc.strerror or exc}",
+                          f"check that {argv[0]!r} is an executable for this machine") from None
+        return _ProcessGroup(proc, self.term_grace_s)
 
 
 class _ProcessGroup:
-    """The workload's process group: stop it politely, then make sure it is gone."""
+    """The workload's process group: stop it politely, then make sure it is gone (the Workload
+    of base.py)."""
 
     def __init__(self, proc: subprocess.Popen, term_grace_s: float) -> None:
         self.proc = proc
@@ -224,7 +230,22 @@ class _ProcessGroup:
         self.term_grace_s = term_grace_s
         self._reaped_leftovers = False
 
-    def poll(self) -> int | None:
+    def stream(self) -> Iterator[bytes]:
+        """What the workload prints, as soon as it prints it (not line-buffered by us)."""
+        with self.proc.stdout as pipe:
+            while True:
+                chunk = pipe.read(65536)  # raw pipe (bufsize=0): returns whatever is there
+                if not chunk:
+                    return
+                yield chunk
+
+    def explain(self, result: ArmResult) -> ArmResult:
+        return result
+
+    def close(self, *, interrupted: bool) -> None:
+        self.kill_leftovers()
+
+    def exit_code(self) -> int | None:
         code = self.proc.poll()
         if code is None:
             return None
@@ -353,46 +374,22 @@ def sweep_leftovers() -> list[str]:
     return killed
 
 
-def _chunks(pipe) -> Iterator[bytes]:
-    """What the workload prints, as soon as it prints it (not line-buffered by us)."""
-    with pipe:
-        while True:
-            chunk = pipe.read(65536)  # raw pipe (bufsize=0): returns whatever is there
-            if not chunk:
-                return
-            yield chunk
-
-
-def _preflight(name: str, argv: list[str], workdir, env: dict[str, str], log_path: Path) -> ArmResult | None:
-    started = time.monotonic()
+def _check_startable(argv: list[str], workdir, env: dict[str, str]) -> None:
+    """Blocked, naming the fix, when the command cannot start here: no command, no working
+    directory, a program that is not an executable or not on the workload's PATH."""
     if not argv:
-        return _blocked(name, log_path, "the arm has an empty command", "fix the plan: argv is empty", started)
+        raise Blocked("the arm has an empty command", "fix the plan: argv is empty")
     workdir = Path(workdir) if workdir else Path.cwd()
     if not workdir.is_dir():
-        return _blocked(
-            name, log_path, f"working directory {workdir} does not exist",
-            f"create {workdir} or point the plan's workdir at your slime checkout", started,
-        )
+        raise Blocked(f"working directory {workdir} does not exist",
+                      f"create {workdir} or point the plan's workdir at your slime checkout")
     program = argv[0]
     if os.sep in program:
         path = Path(program) if Path(program).is_absolute() else workdir / program
         if not (path.is_file() and os.access(path, os.X_OK)):
-            return _blocked(
-                name, log_path, f"{program} is not an executable file (looked in {workdir})",
-                f"check the path, or make it executable: chmod +x {path}", started,
-            )
+            raise Blocked(f"{program} is not an executable file (looked in {workdir})",
+                          f"check the path, or make it executable: chmod +x {path}")
     elif shutil.which(program, path=env.get("PATH", os.defpath)) is None:
-        return _blocked(
-            name, log_path, f"{program!r} was not found on PATH",
-            f"install {program} (or activate the environment that has it) so that "
-            f"`command -v {program}` finds it, then run again",
-            started,
-        )
-    return None
-
-
-def _blocked(name: str, log_path: Path, reason: str, fix: str, started: float) -> ArmResult:
-    return ArmResult(
-        arm=name, outcome=Outcome.BLOCKED, exit_code=None, log_path=log_path,
-        duration_s=time.monotonic() - started, reason=reason, fix=fix,
-    )
+        raise Blocked(f"{program!r} was not found on PATH",
+                      f"install {program} (or activate the environment that has it) so that "
+                      f"`command -v {program}` finds it, then run again")

@@ -54,10 +54,11 @@ from itertools import pairwise
 from pathlib import Path
 
 from cpverify.errors import EnvironmentBlocked, InputError
-from cpverify.model import ArmInterrupted, ArmResult, Limits, Outcome
+from cpverify.model import Arm, ArmResult, Outcome
 from cpverify.redact import secret_arguments
-from cpverify.runners._env import secret_values, workload_env
-from cpverify.runners._watch import LogWatcher, ProgressCallback, terminate_as_interrupt
+from cpverify.runners._env import workload_env
+from cpverify.runners._watch import ProgressCallback
+from cpverify.runners.base import BaseRunner, Blocked, RunSetup
 
 log = logging.getLogger(__name__)
 
@@ -196,8 +197,10 @@ def _runs_cpverify(argv) -> bool:
     return any(prev == "-m" and (word == "cpverify" or word.startswith("cpverify.")) for prev, word in pairwise(words))
 
 
-class RayRunner:
+class RayRunner(BaseRunner):
     name = "ray"
+    remote = True
+    starting = "submitting the Ray job"
 
     def __init__(
         self,
@@ -217,6 +220,7 @@ class RayRunner:
         """`gpus`: GPUs the plan needs on one node (0: no check, CPU-only tests).
         `reserve_gpus`: reserve them for the entrypoint (the probe) instead of letting the
         workload's placement groups take them (slime); see the module docstring."""
+        super().__init__(drain_s=drain_s, poll_s=poll_s, on_progress=on_progress)
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", run_id or ""):
             raise InputError(f"run id {run_id!r} is not usable in a Ray submission id", fix="use letters, digits, . _ -")
         if gpus < 0:
@@ -228,20 +232,30 @@ class RayRunner:
         self.connect_timeout_s = connect_timeout_s
         self.status_every_s = status_every_s
         self.stop_wait_s = stop_wait_s
-        self.drain_s = drain_s
-        self.poll_s = poll_s
-        self.on_progress = on_progress
         self._client = client
         self._checked = False
 
-    def preflight(self):
+    @classmethod
+    def check(cls, setup: RunSetup) -> None:
+        if not setup.ray_address:
+            raise InputError("--runner ray needs --ray-address",
+                             "pass the dashboard address, e.g. --ray-address http://HEAD:8265")
+
+    @classmethod
+    def for_run(cls, setup: RunSetup) -> RayRunner:
+        cls.check(setup)
+        # slime's train.py reserves its GPUs through placement groups; a workload that uses them in
+        # its driver (the probe's torchrun) reserves them itself (see the module docstring)
+        return cls(address=setup.ray_address, run_id=setup.run_id, gpus=len(setup.gpus or ()),
+                   reserve_gpus=setup.reserve_gpus, on_progress=setup.on_progress)
+
+    def preflight(self) -> None:
         """Dashboard reachable and enough GPUs on one node (once); else EnvironmentBlocked."""
         if not self._checked:
             if self._client is None:
                 self._client = connect(self.address, timeout=self.connect_timeout_s)
             check_gpus(self.address, self.gpus)
             self._checked = True
-        return self._client
 
     def job_spec(self, arm) -> dict:
         """The `submit_job` keyword arguments for one arm (public so plans and tests can show them)."""
@@ -262,19 +276,10 @@ class RayRunner:
             spec["entrypoint_num_gpus"] = self.gpus
         return spec
 
-    def run_arm(self, arm, *, log_path: Path, limits: Limits) -> ArmResult:
-        with terminate_as_interrupt():
-            return self._run_arm(arm, Path(log_path), limits)
-
-    def _run_arm(self, arm, log_path: Path, limits: Limits) -> ArmResult:
-        started = time.monotonic()
-        try:
-            client = self.preflight()
-            spec = self.job_spec(arm)
-        except (EnvironmentBlocked, InputError) as exc:
-            return _blocked(arm.name, log_path, started, exc.problem, exc.fix)
+    def start(self, arm: Arm, log_path: Path) -> _RayJob:
+        client = self._client
+        spec = self.job_spec(arm)
         log_path.parent.mkdir(parents=True, exist_ok=True)  # fail before a GPU job exists, not after
-        job: _RayJob | None = None
         trying = None
         try:
             for attempt in range(1, _MAX_ATTEMPT_IDS + 1):
@@ -283,49 +288,33 @@ class RayRunner:
                     client.submit_job(submission_id=trying, **spec)
                     break
                 except OSError as exc:  # requests' errors are OSErrors: the dashboard went away since preflight
-                    return _blocked(arm.name, log_path, started,
-                                    f"the Ray dashboard at {self.address} stopped answering: {_short(exc)}", RAY_FIX)
+                    raise Blocked(f"the Ray dashboard at {self.address} stopped answering: {_short(exc)}",
+                                  RAY_FIX) from None
                 except RuntimeError as exc:
                     if "already exists" not in str(exc):
-                        return _blocked(arm.name, log_path, started, f"Ray refused the job: {_short(exc)}",
-                                        "fix what Ray names above (see `ray job list`), then run again")
+                        raise Blocked(f"Ray refused the job: {_short(exc)}",
+                                      "fix what Ray names above (see `ray job list`), then run again") from None
                     status = _status(client, trying)
                     if status not in TERMINAL:
-                        return _blocked(
-                            arm.name, log_path, started,
-                            f"Ray job {trying} of this arm is still {status or 'there'} (an earlier cpverify run "
-                            "that did not finish)",
-                            f"wait for it, or stop it: `ray job stop {trying} --address {self.address}`",
-                        )
+                        raise Blocked(f"Ray job {trying} of this arm is still {status or 'there'} (an earlier "
+                                      "cpverify run that did not finish)",
+                                      f"wait for it, or stop it: `ray job stop {trying} --address {self.address}`"
+                                      ) from None
             else:
-                return _blocked(arm.name, log_path, started, f"{_MAX_ATTEMPT_IDS} jobs of this arm exist already",
-                                "use a new run id (--run-id), or delete old jobs with `ray job delete`")
-            job = _RayJob(client, trying, status_every_s=self.status_every_s, stop_wait_s=self.stop_wait_s,
-                          stream_grace_s=self.drain_s)
-            # Values of secret-named variables and flags never reach the log file (slime's Megatron
-            # prints its arguments; this machine's own tokens may be the cluster's too).
-            watcher = LogWatcher(log_path, limits, arm_name=arm.name, on_progress=self.on_progress,
-                                 drain_s=self.drain_s, poll_s=self.poll_s,
-                                 secrets=secret_values(arm.env, arm.argv, os.environ))
-            return job.explain(watcher.watch(job.stream(), stop=job.stop, poll_exit=job.exit_code))
-        except KeyboardInterrupt as exc:
-            if isinstance(exc, ArmInterrupted):
-                raise
+                raise Blocked(f"{_MAX_ATTEMPT_IDS} jobs of this arm exist already",
+                              "use a new run id (--run-id), or delete old jobs with `ray job delete`")
+        except KeyboardInterrupt:
             # Ctrl-C while submitting: the job may exist although the call never returned.
-            if job is None and trying is not None:
+            if trying is not None:
                 _stop_quietly(client, trying, self.stop_wait_s)
-            when = "while submitting the Ray job" if job is None else "again while the Ray job was being stopped"
-            raise ArmInterrupted(ArmResult(
-                arm=arm.name, outcome=Outcome.INTERRUPTED, exit_code=None, log_path=log_path,
-                duration_s=time.monotonic() - started, reason=f"interrupted {when}", fix="re-run when ready",
-            )) from None
-        finally:
-            if job is not None:
-                job.close()
+            raise
+        return _RayJob(client, trying, status_every_s=self.status_every_s, stop_wait_s=self.stop_wait_s,
+                       stream_grace_s=self.drain_s)
 
 
 class _RayJob:
-    """One submitted job as the watcher sees it: a log stream, an exit code, a stop."""
+    """One submitted job as the watcher sees it: a log stream, an exit code, a stop (the Workload
+    of base.py)."""
 
     def __init__(self, client, job_id: str, *, status_every_s: float, stop_wait_s: float,
                  stream_grace_s: float) -> None:
@@ -390,7 +379,7 @@ class _RayJob:
         _stop_quietly(self.client, self.job_id, wait, quiet=not self.started)
         self._refresh()
 
-    def close(self) -> None:
+    def close(self, *, interrupted: bool = False) -> None:
         """Whatever happened, leave no job running, and let the reader thread go."""
         try:
             if _status_text(self._refresh()) not in TERMINAL and not self.stopped_by_us:
@@ -594,10 +583,3 @@ def _stop_quietly(client, job_id: str, wait_s: float, *, quiet: bool = False) ->
 def _short(exc: BaseException) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text[:400]
-
-
-def _blocked(name: str, log_path: Path, started: float, reason: str, fix: str) -> ArmResult:
-    return ArmResult(
-        arm=name, outcome=Outcome.BLOCKED, exit_code=None, log_path=log_path,
-        duration_s=time.monotonic() - started, reason=reason, fix=fix,
-    )

@@ -20,10 +20,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hfcache import QWEN_CONFIG, make_model_cache
 
 from cpverify.profiles import SMOKE_TRAIN_ARGS
 from faults.harness import PROFILE, ROOT
+from hfcache import QWEN_CONFIG, make_model_cache
 
 SNAPSHOT = Path("hf") / f"models--{PROFILE.model_repo.replace('/', '--')}" / "snapshots" / PROFILE.model_revision
 SHARED_FILES = {"verdict.md", "verdict.json", "env.json", "commands.sh"}

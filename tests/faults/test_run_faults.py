@@ -18,10 +18,10 @@ import sys
 import time
 
 import pytest
-from runner_util import wait_for
 
 from cpverify.profiles import SMOKE_TRAIN_ARGS
 from faults.harness import ROOT, wait_until_dead
+from runner_util import wait_for
 
 # Where silent_hang stops: 4 start-up lines, then 5 lines per rollout for rollouts 0 and 1.
 LINES_BEFORE_THE_HANG = 14

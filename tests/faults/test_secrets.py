@@ -27,12 +27,12 @@ import sys
 import threading
 
 import pytest
-from helpers.secrets_corpus import CORPUS, by_via, secret_values
 
 from cpverify.profiles import QWEN_REVISION, SMOKE_TRAIN_ARGS
 from cpverify.prompts import packaged_dataset_path
 from faults.harness import ROOT, Workspace
 from faults.test_run_faults import LINES_BEFORE_THE_HANG, PARKED
+from helpers.secrets_corpus import CORPUS, by_via, secret_values
 
 # Planted in cpverify's own environment: shaped like real credentials, random enough to be unique.
 SECRET_ENV = {
@@ -186,8 +186,8 @@ def test_containers_are_unprivileged_and_see_model_and_data_read_only(tmp_path, 
 
 def test_the_workload_cannot_reach_the_docker_engine_through_the_plan(tmp_path):
     """A mount of the Docker socket (or a directory holding it) is refused before anything runs."""
-    code = ("from cpverify.runners.docker import BindMount, DockerRunner\n"
-            "DockerRunner(image='x', run_id='r', mounts=[BindMount('/var/run', '/host-run')])\n")
+    code = ("from cpverify.model import Mount\nfrom cpverify.runners.docker import DockerRunner\n"
+            "DockerRunner(image='x', run_id='r', mounts=[Mount('/var/run', '/host-run')])\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=False)
     assert proc.returncode != 0 and "it is or contains the Docker socket" in proc.stderr
 

@@ -1,0 +1,81 @@
+"""The package's shape, checked from its source (ARCHITECTURE.md says why each rule exists).
+
+These read the code with `ast`, so a change that breaks a rule fails here, naming the file and
+the line, instead of drifting until the layout no longer says what the code does.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from cpverify import config, runners
+
+PACKAGE = Path(__file__).resolve().parents[1] / "cpverify"
+# Code that runs inside the workload's own process, not in cpverify's.
+WORKLOAD_SIDE = ("slime_hooks", "probe/workload.py", "probe/bandwidth.py")
+
+
+def modules() -> dict[str, ast.Module]:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE.parent).with_suffix("")
+        name = ".".join(relative.parts).removesuffix(".__init__")
+        found[name] = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return found
+
+
+def _where(name: str, node: ast.AST) -> str:
+    return f"{name.replace('.', '/')}.py:{node.lineno}"
+
+
+def test_the_cli_choices_are_the_runners_there_are():
+    assert tuple(runners.RUNNERS) == config.RUNNERS
+
+
+def test_nothing_outside_the_factory_branches_on_a_runners_name():
+    """The pipeline asks a runner's class what it needs (isolated, remote); comparing the name
+    with 'docker' would put a second, partial factory wherever it appears."""
+    names = set(config.RUNNERS)
+    offenders = []
+    for name, tree in modules().items():
+        if name == "cpverify.runners":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Compare):
+                operands = [node.left, *node.comparators]
+                literals = {o.value for o in operands if isinstance(o, ast.Constant)}
+                if literals & names and any("runner" in ast.unparse(o) for o in operands):
+                    offenders.append(f"{_where(name, node)}: {ast.unparse(node)}")
+    assert offenders == []
+
+
+def test_cpverify_never_changes_its_own_environment():
+    """What a workload gets is built for it (cpverify.runners._env); writing os.environ would change
+    every later step and every other arm of the run as well."""
+    offenders = []
+    for name, tree in modules().items():
+        if any(part in name.replace(".", "/") for part in WORKLOAD_SIDE):
+            continue
+        for node in ast.walk(tree):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+                node, (ast.AugAssign, ast.AnnAssign)) else []
+            writes = [t for t in targets if isinstance(t, ast.Subscript) and ast.unparse(t.value) == "os.environ"]
+            calls = (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                     and ast.unparse(node.func.value) == "os.environ"
+                     and node.func.attr in ("update", "setdefault", "pop", "clear"))
+            if writes or calls or (isinstance(node, ast.Call) and ast.unparse(node.func) == "os.putenv"):
+                offenders.append(f"{_where(name, node)}: {ast.unparse(node)[:80]}")
+    assert offenders == []
+
+
+@pytest.mark.parametrize("runner", config.RUNNERS)
+def test_every_runner_is_built_on_the_one_base(runner):
+    from cpverify.runners.base import BaseRunner
+
+    cls = runners.runner_class(runner)
+    assert issubclass(cls, BaseRunner) and cls.name == runner
+    # the skeleton is the base's: a runner implements start(), not its own run_arm
+    assert cls.run_arm is BaseRunner.run_arm
