@@ -4,6 +4,7 @@
                                           # compileall -> lint -> cp1 -> cp2 -> verdict
     nox -s verify_cp -- --profile probe --runner local     # options after `--` reach `cpverify run`
     nox -s tests                          # the test suite
+    nox -s lint_code                      # ruff and mypy on the package (CI runs it first)
     nox -l                                # every session, one line each
 
 Each step is also a session of its own. The steps chain with `requires=`, so no GPU is
@@ -38,9 +39,9 @@ nox.options.sessions = ["verify_cp"]
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))  # nox does not put the noxfile's directory on sys.path
-from cpverify import config  # noqa: I001  (stdlib only: every CPVERIFY_* variable)
-from cpverify.artifacts import LATEST, new_run_id  # noqa: I001  (stdlib only: the one run id generator)
-from cpverify.errors import EXIT_FAIL, EXIT_NAMES  # noqa: I001
+from cpverify import config  # noqa: E402, I001  (stdlib only: every CPVERIFY_* variable)
+from cpverify.artifacts import LATEST, new_run_id  # noqa: E402, I001  (stdlib only: the one run id generator)
+from cpverify.errors import EXIT_FAIL, EXIT_NAMES  # noqa: E402, I001
 
 # The shared tool environment and its extras (ray for --runner ray, plot for the PNGs).
 TOOL_VENV = config.tool_venv(ROOT)
@@ -173,6 +174,15 @@ def verdict(session: nox.Session) -> None:
 @nox.session(venv_backend="none", requires=["verdict"])
 def verify_cp(session: nox.Session) -> None:
     """Everything above, in order; the last line nox prints is the status (PASS, FAIL, BLOCKED, ...)."""
+
+
+@nox.session(venv_backend="venv")
+def lint_code(session: nox.Session) -> None:
+    """ruff and mypy on the package, as pyproject.toml configures them (CI runs it before the tests).
+    Not `lint`: that is the pipeline's step that lints the arms' slime arguments."""
+    session.install("-e", ".", "ruff>=0.6", "mypy>=1.11")
+    session.run("ruff", "check", "cpverify", "noxfile.py")
+    session.run("mypy")
 
 
 @nox.session(venv_backend="venv")

@@ -1,7 +1,7 @@
 """What cpverify.logs recognises as an error: signatures, their classes, and the pre-filter.
 
 Each signature names a fine error class, cheap trigger substrings and (optionally) a regex
-that must match. COARSE_CLASS maps fine classes to DESIGN.md's coarse vocabulary. GATE_TOKENS
+that must match. COARSE_CLASS maps fine classes to the coarse vocabulary of the parse contract (ARCHITECTURE.md). GATE_TOKENS
 is the pre-filter: every trigger (and every record marker of cpverify.logs) contains one of
 its words, lower-cased, so a line without any of them can be skipped unread.
 Add a signature here with a line of the real program's output in tests/test_logs.py.
@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 HANG_SECONDS_PER_ITEM = 300.0  # a tqdm bar this slow per item is stuck, not slow
 HANG_NO_PROGRESS_S = 600.0  # a bar at 0/N for this long is stuck too
@@ -40,7 +41,7 @@ def integer(text: str) -> int | None:
 
 
 def _scalar(text: str) -> int | float | str:
-    value = integer(text)
+    value: int | float | None = integer(text)
     if value is None:
         value = number(text)
     return text if value is None else value
@@ -163,7 +164,7 @@ def _tqdm_still(m: re.Match[str] | None, _t: str) -> dict[str, Any] | None:
     return {"done": 0, "total": int(m.group(1)), "elapsed_s": elapsed} if elapsed >= HANG_NO_PROGRESS_S else None
 
 
-# fine class -> DESIGN.md's coarse class (a class not listed is its own coarse class)
+# fine class -> the contract's coarse class (ARCHITECTURE.md) (a class not listed is its own coarse class)
 COARSE_CLASS = {
     "nccl_heartbeat_stuck": "hang",
     "nccl_cuda_failure": "nccl_error",
@@ -210,7 +211,7 @@ COARSE_CLASS = {
 
 
 def coarse_class(cls: str) -> str:
-    """DESIGN.md's coarse class of a (possibly finer) error class."""
+    """The contract's coarse class (ARCHITECTURE.md) of a (possibly finer) error class."""
     return COARSE_CLASS.get(cls, cls)
 
 
@@ -451,7 +452,12 @@ GATE_BYTES = tuple(t.encode() for t in GATE_TOKENS)
 
 
 def gated(lowered: bytes | str) -> bool:
-    for token in GATE_BYTES if isinstance(lowered, bytes) else GATE_TOKENS:
+    if isinstance(lowered, bytes):
+        for word in GATE_BYTES:
+            if word in lowered:
+                return True
+        return False
+    for token in GATE_TOKENS:
         if token in lowered:
             return True
     return False

@@ -142,10 +142,10 @@ def parse_smi_gpus(text: str, fields: str = SMI_QUERY) -> list[dict]:
             continue
         if len(row) != len(names):
             raise ValueError(f"expected {len(names)} columns ({fields}), got {len(row)}: {row!r}")
-        cell = dict(zip(names, (_na(c) for c in row)))
+        cell = dict(zip(names, (_na(c) for c in row), strict=True))
         memory = cell.get("memory.total")
         gpus.append({
-            "index": int(cell["index"]),
+            "index": int(cell["index"]),  # type: ignore[arg-type]  # n/a (None) fails as any bad cell
             "name": cell["name"],
             "compute_capability": cell.get("compute_cap"),
             "memory_mib": int(float(memory)) if memory else None,
@@ -188,7 +188,7 @@ def parse_topo_matrix(text: str) -> dict:
         if not tokens or not _DEVICE.match(tokens[0]):
             break
         row = tokens[0]
-        for col, cell in zip(columns, tokens[1 : 1 + len(columns)]):
+        for col, cell in zip(columns, tokens[1 : 1 + len(columns)], strict=False):
             if row.startswith("GPU") and col.startswith("GPU") and row != col:
                 key = "-".join(sorted((row, col), key=lambda d: int(d[3:])))
                 pairs[key] = cell

@@ -150,11 +150,11 @@ def revisions(*, slime_dir: str | None, slime_ref: str | None = None, slime_ref_
     if slime_dir_candidate and not slime_dir:
         raise InputError("--slime-dir-candidate needs --slime-dir (the base checkout)",
                          "pass --slime-dir /path/to/base-slime")
-    if slime_ref:
+    if slime_ref and slime_dir:
         base = export_ref(slime_dir, slime_ref, export_root, role=BASE)
         candidate = export_ref(slime_dir, slime_ref_candidate, export_root, role=CANDIDATE) if slime_ref_candidate \
             else None
-    elif slime_dir_candidate:
+    elif slime_dir_candidate and slime_dir:
         base = checkout(slime_dir, BASE, must_exist=local)
         candidate = checkout(slime_dir_candidate, CANDIDATE, must_exist=local)
     else:
@@ -210,7 +210,7 @@ class Design:
 
 def design(plan) -> Design | None:
     """The A/B layout of `plan`, or None when it is not an A/B (no base-/cand- arm pairs)."""
-    arms = {BASE: {}, CANDIDATE: {}}
+    arms: dict[str, dict] = {BASE: {}, CANDIDATE: {}}
     labels = {BASE: BASE, CANDIDATE: CANDIDATE}
     for arm in plan.arms:
         role, _, rest = arm.name.partition("-")

@@ -1,6 +1,6 @@
 """Where a verification's files live, and how they are written without ever being half-written.
 
-Layout of one run (a contract, see DESIGN.md):
+Layout of one run (a contract, see ARCHITECTURE.md):
     artifacts/<run-id>/verdict.md, verdict.json, env.json, commands.sh, logs/<arm>.log
 
 Every artifact goes through `atomic_writer`: the text lands in a temporary file in the

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
@@ -106,8 +106,8 @@ def check_compute_capability(facts, cp) -> Check:
     if not gpus or any(c is None for c in caps):
         return _unknown("compute_capability", need, facts["gpus"], fix, True)
     low = [f"GPU{g['index']} {g['compute_capability']}" for g in gpus
-           if parse_version(g["compute_capability"]) < Version(MIN_COMPUTE_CAPABILITY)]
-    return Check("compute_capability", "fail" if low else "pass", ", ".join(low) or ", ".join(sorted(set(caps))),
+           if (parse_version(g["compute_capability"]) or Version("0")) < Version(MIN_COMPUTE_CAPABILITY)]
+    return Check("compute_capability", "fail" if low else "pass", ", ".join(low) or ", ".join(sorted({str(c) for c in caps})),
                  need, fix, True)
 
 
@@ -299,7 +299,7 @@ def _clip(text: str, limit: int = 60) -> str:
 
 
 def _fact_rows(facts: dict, notes: _Notes) -> list[tuple[str, str]]:
-    def show(name: str, render: Callable[[object], str]) -> tuple[str, str] | None:
+    def show(name: str, render: Callable[[Any], str]) -> tuple[str, str] | None:
         fact = facts.get(name)
         if fact is None:  # workload_python: only where an interpreter was chosen
             return None

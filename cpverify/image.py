@@ -11,8 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from cpverify.errors import EnvironmentBlocked, InputError
 

@@ -364,7 +364,8 @@ def _check_flags(cmd: ParsedCommand) -> list[Finding]:
         seen[flag] = values
         meant = misdashed(flag)
         if meant:
-            dash = _DASHED.fullmatch(flag)[1]
+            dash_match = _DASHED.fullmatch(flag)
+            dash = dash_match[1] if dash_match else "--"
             spelled = "a single '-', not `--`" if dash == "-" else " + ".join(
                 f"{unicodedata.name(c, 'a dash').lower()} (U+{ord(c):04X})" for c in dash
             ) + ", not `--` (chat apps and word processors turn `--` into a dash)"
@@ -456,7 +457,7 @@ def _check_required(cmd: ParsedCommand) -> list[Finding]:
 
 
 def _check_batches(cmd: ParsedCommand, dp: int | None) -> list[Finding]:
-    found = []
+    found: list[Finding] = []
     rbs = cmd.number("--rollout-batch-size")
     n = cmd.number("--n-samples-per-prompt", 1)
     gbs = cmd.number("--global-batch-size")

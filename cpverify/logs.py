@@ -3,7 +3,7 @@
 CONTRACT (shared with verdict, runners and outside checks -- keep compatible):
   LogParser().feed(line, lineno) consumes one physical line (str or bytes) at a time;
   .result() returns a ParsedLog; parse_file(path) streams a file (never reads it whole).
-  ParsedLog.to_json() gives the JSON object of DESIGN.md's `cpverify parse --json`
+  ParsedLog.to_json() gives the JSON object of `cpverify parse --json` (a contract: ARCHITECTURE.md)
   (a dict: steps, perf, timers, iterations, errors, nccl, layout -- plus extra keys).
 
 What a line may look like, and what the parser does about it
@@ -35,7 +35,7 @@ NCCL (nccl.*): version from `NCCL INFO NCCL version 2.27.5+cuda12.9` or the bare
   fallback (healthy single-node NVLink runs print it); only `via NET/Socket` channels are:
   see ParsedLog.tcp_fallback and ParsedLog.nccl_transport_warning().
 
-Error classes: each finding has a fine class and a coarse class (coarse_class()); DESIGN.md's
+Error classes: each finding has a fine class and a coarse class (coarse_class()); the contract's
 vocabulary is the coarse one (nccl_timeout, nccl_error, cuda_oom, cuda_illegal_memory_access,
 collective_shape_mismatch, ray_actor_died, ray_job_failed, sglang_startup_failure,
 argparse_error, assertion_error, hang). When a fine class differs from its coarse class BOTH
@@ -56,7 +56,7 @@ layouts), run_restarted (step numbers go backwards: two runs in one log), python
 startup code (initialize_model_parallel, _wait_and_warmup, ...) also gives
 sglang_server_startup_failure on its exception line.
 
-Extra JSON keys (beyond DESIGN.md's): lines (physical lines read), checks, bandwidth (below),
+Extra JSON keys (beyond the contract's): lines (physical lines read), checks, bandwidth (below),
 memory (slime's `[Rank r] Memory-Usage <label>: {dict}`), tracebacks (header line, frames with
 their source line, the exception line when printed), timers_open (`Timer X start` never
 ended, e.g. a phase that hung), nccl.cuda/versions/ib_link/tcp_fallback, per-error coarse and
@@ -106,9 +106,10 @@ import statistics
 import sys
 import warnings
 import zlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator
+from typing import IO, Any
 
 from cpverify._log_signatures import (
     COARSE_CLASS,
@@ -190,7 +191,7 @@ class ErrorRecord:
     cls: str  # serialised as "class"
     line: int
     text: str
-    coarse: str = ""  # DESIGN.md vocabulary; equals cls when cls is coarse already
+    coarse: str = ""  # the contract's vocabulary; equals cls when cls is coarse already
     detail: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -319,7 +320,7 @@ class ParsedLog:
         return [p for p in self.perf if p.side == side]
 
     def to_json(self) -> dict[str, Any]:
-        """The object `cpverify parse --json` prints (DESIGN.md contract, plus extra keys)."""
+        """The object `cpverify parse --json` prints (the contract in ARCHITECTURE.md, plus extra keys)."""
         lay = self.layout
         return {
             "steps": [
@@ -569,7 +570,7 @@ def _flat_repr(text: str) -> dict[str, float] | None:
     # Keys interned: every record repeats the same few dozen, so memory grows per value only.
     if _NUMBERS.issuperset(map(type, obj.values())):  # the common case, all in C
         with contextlib.suppress(OverflowError):  # an int beyond float range: _float below
-            return dict(zip(map(sys.intern, obj), map(float, obj.values())))
+            return dict(zip(map(sys.intern, obj), map(float, obj.values()), strict=True))
     out: dict[str, float] = {}
     for key, value in obj.items():  # strings, lists, dicts are no numbers (as in _numeric_items)
         if type(value) in _NUMBERS:
@@ -915,7 +916,7 @@ class LogParser:
 
     def _layout(self, kv: dict[str, str], msg: str, lineno: int) -> bool:
         try:
-            dims = {k: int(kv[k]) for k in ("cp", "dp", "tp", "pp")}
+            dims: dict[str, Any] = {k: int(kv[k]) for k in ("cp", "dp", "tp", "pp")}
         except (KeyError, ValueError):
             return False
         world, rank = integer(kv.get("world", "")), integer(kv.get("rank", ""))
@@ -1269,7 +1270,7 @@ def _decoded(stream: IO[bytes], source: dict[str, Any]) -> IO[bytes]:
 def open_log(path: str | Path) -> Iterator[IO[bytes]]:
     """A log file's text as a binary UTF-8 stream (gzip and UTF-16 read transparently)."""
     with Path(path).open("rb") as stream:
-        yield io.BufferedReader(_decoded(stream, {}))  # type: ignore[arg-type]
+        yield io.BufferedReader(_decoded(stream, {}))  # type: ignore[type-var]
 
 
 def _read(stream: IO[bytes], source: dict[str, Any]) -> bytes:
@@ -1390,7 +1391,7 @@ def _unseen_via_pattern(words: Iterable[bytes]) -> bytes:
 try:
     import hyperscan
 except ImportError:  # no wheels for Linux on ARM: every gate word is then one bytes.find pass
-    hyperscan = None
+    hyperscan = None  # type: ignore[assignment]
 
 ENGINES = ("find",) if hyperscan is None else ("hyperscan", "find")
 ENGINE = ENGINES[0]  # the block scan parse_stream uses (tests and the benchmark try both)
@@ -1421,9 +1422,8 @@ class _BlockScan:
             self._via = _compiled_via(self._engine, frozenset(self._via_seen))
             self._words = len(self._via_seen)
         if self._engine == "find":
-            starts = [begin + start for start in _gate_starts_by_find(data[begin:end])]
-            vias = sorted({data.rfind(b"\n", 0, m.start()) + 1 for m in self._via.finditer(data, begin, end)})
-            return starts, vias
+            return ([begin + start for start in _gate_starts_by_find(data[begin:end])],
+                    sorted({data.rfind(b"\n", 0, m.start()) + 1 for m in self._via.finditer(data, begin, end)}))
         view = memoryview(data)[begin:end]
         starts: list[int] = []
         vias: list[int] = []

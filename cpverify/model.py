@@ -26,9 +26,14 @@ class _Word(str, Enum):
     """A member that behaves as its string everywhere (enum.StrEnum is Python 3.11+, and even it
     reprs as `<Outcome.OK: 'ok'>`, which would change every `{outcome!r}` in a verdict)."""
 
-    __str__ = str.__str__
-    __format__ = str.__format__
-    __repr__ = str.__repr__
+    def __str__(self) -> str:
+        return str.__str__(self)
+
+    def __format__(self, spec: str) -> str:
+        return str.__format__(self, spec)
+
+    def __repr__(self) -> str:
+        return str.__repr__(self)
 
 
 class Outcome(_Word):

@@ -26,6 +26,7 @@ evidence for the verdict, not a reason to stop before writing it.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import functools
 import os
@@ -33,12 +34,14 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO, cast
 
 from cpverify import config, fetch
-from cpverify.artifacts import new_run_id
+from cpverify.artifacts import RunDir, new_run_id
 from cpverify.config import RUNNERS
 from cpverify.errors import EXIT_BLOCKED, EXIT_FAIL, EXIT_OK, CpverifyError, EnvironmentBlocked, InputError
 from cpverify.model import Arm, ArmInterrupted, ArmResult, Mount, Outcome
+from cpverify.profiles import Profile
 from cpverify.record import ArmRecord, Blocked, HashingReader, Interrupted, RunRecord, file_digest
 from cpverify.runners import make_runner, runner_class
 from cpverify.runners.base import BaseRunner, RunSetup
@@ -53,11 +56,14 @@ CONTAINER_WORK = "/artifacts"
 
 @dataclass
 class Context:
-    args: object
-    profile: object
-    run_dir: object
+    """One `cpverify run` process: its arguments, the resolved profile, the run directory and what
+    the run has recorded so far (state.json)."""
+
+    args: argparse.Namespace
+    profile: Profile
+    run_dir: RunDir
     record: RunRecord = field(default_factory=RunRecord)
-    rechecked: set = field(default_factory=set)  # what this process has checked again itself (not from state)
+    rechecked: set[str] = field(default_factory=set)  # what this process has checked again itself (not from state)
 
     @property
     def kind(self) -> str:
@@ -281,7 +287,7 @@ def _absent_gpus(ctx: Context, report: dict) -> list[str]:
 
 def step_image(ctx: Context) -> int:
     if not ctx.site.isolated:
-        ctx.say("image: not needed by the %s runner (the workload runs where cpverify runs)" % ctx.runner)
+        ctx.say(f"image: not needed by the {ctx.runner} runner (the workload runs where cpverify runs)")
         return EXIT_OK
     from cpverify import image
 
@@ -503,7 +509,7 @@ def _arm_log(ctx: Context, recorded: ArmRecord):
     try:
         with path.open("rb") as raw:
             reader = HashingReader(raw)
-            parsed = parse_stream(reader)
+            parsed = parse_stream(cast(IO[bytes], reader))  # a binary stream: read(), readinto()
             reader.drain()
     except FileNotFoundError:
         reader = None
@@ -785,10 +791,11 @@ def _verdict_after_interrupt(ctx: Context, step: str, exc: KeyboardInterrupt) ->
     says so (it takes a moment; another Ctrl-C skips it); the caller exits 130."""
     from cpverify.runners._watch import Terminated
 
-    if not isinstance(exc, ArmInterrupted):  # an arm records its own interruption, with its result
+    interrupted = ctx.record.interrupted
+    if not isinstance(exc, ArmInterrupted) or interrupted is None:  # an arm records its own, with its result
         why = f"terminated ({exc.args[0]})" if isinstance(exc, Terminated) else "interrupted (Ctrl-C)"
-        ctx.record.interrupted = Interrupted(step, why)
-    ctx.say(f"{_step_name(ctx.record.interrupted.step)} was {ctx.record.interrupted.why}; writing an "
+        interrupted = ctx.record.interrupted = Interrupted(step, why)
+    ctx.say(f"{_step_name(interrupted.step)} was {interrupted.why}; writing an "
             "INCONCLUSIVE verdict that says so (Ctrl-C again skips it)")
     try:
         ctx.save()

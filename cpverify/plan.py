@@ -94,7 +94,8 @@ class Plan:
         commands: dict[str, Arm] = {}
         for arm in self.arms:
             _, opts = _options(arm.argv)
-            template = (opts.get(ROLLOUT_DATA_FLAG) or [None])[-1]
+            templates = opts.get(ROLLOUT_DATA_FLAG)
+            template = templates[-1] if templates else None
             if template is None or template in commands:
                 continue
 

@@ -107,7 +107,7 @@ def step_times(verdict):
     if not any(a.values.get(primary) for a in verdict.arms):
         return None
     fig, axes = _new_figure(5.5 * len(metrics), 3.8, cols=len(metrics))
-    for ax, metric in zip(axes, metrics):
+    for ax, metric in zip(axes, metrics, strict=True):
         plotted: list[float] = []
         for arm in verdict.arms:
             values = arm.values.get(metric) if metric == primary else arm.samples.get(metric)
@@ -190,7 +190,6 @@ def time_vs_cp(verdict, infos: dict[str, ArmInfo]):
         return None
     metric = _short(verdict.thresholds.primary_metric)
     fig, (ax,) = _new_figure(8.0, 4.2)
-    cps = sorted(cps)
     for (revision, seq_len), points in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1] or 0)):
         name = " ".join(part for part in (revision, f"seq {_size(seq_len)}" if seq_len else None) if part) or metric
         xs = [cp for cp, _, _ in points]
@@ -198,7 +197,7 @@ def time_vs_cp(verdict, infos: dict[str, ArmInfo]):
         first_cp, first_t = xs[0], points[0][1]
         ax.plot(xs, [first_t * first_cp / cp for cp in xs], linestyle="--", linewidth=1, color=line.get_color(),
                 alpha=0.7, label=f"ideal {name}: t(CP={first_cp})·{first_cp}/CP")
-    return _finish_scaling(fig, ax, cps, [str(cp) for cp in cps], "context-parallel size (CP)", metric,
+    return _finish_scaling(fig, ax, sorted(cps), [str(cp) for cp in sorted(cps)], "context-parallel size (CP)", metric,
                            f"{metric} vs CP (dashed: ideal 1/CP)")
 
 
@@ -210,7 +209,7 @@ def time_vs_seq_len(verdict, infos: dict[str, ArmInfo]):
         return None
     metric = _short(verdict.thresholds.primary_metric)
     fig, (ax,) = _new_figure(8.0, 4.2)
-    lowest = {}
+    lowest: dict[Any, tuple[int, dict[float, float]]] = {}
     for (revision, cp), points in groups.items():
         if revision not in lowest or cp < lowest[revision][0]:
             lowest[revision] = (cp, {x: t for x, t, _ in points})
@@ -223,7 +222,7 @@ def time_vs_seq_len(verdict, infos: dict[str, ArmInfo]):
             xs = [x for x, _, _ in points if x in base]
             ax.plot(xs, [base[x] * base_cp / cp for x in xs], linestyle="--", linewidth=1, color=line.get_color(),
                     alpha=0.7, label=f"ideal {name}: t(CP={base_cp})·{base_cp}/{cp}")
-    return _finish_scaling(fig, ax, seq_lens, [_size(s) for s in seq_lens], "sequence length [tokens]", metric,
+    return _finish_scaling(fig, ax, seq_lens, [_size(int(s)) for s in seq_lens], "sequence length [tokens]", metric,
                            f"{metric} vs sequence length (dashed: ideal 1/CP)")
 
 

@@ -89,7 +89,7 @@ class RunRecord:
             value = getattr(self, f.name)
             if f.name == "arms":
                 value = {name: arm.to_json() for name, arm in value.items()}
-            elif dataclasses.is_dataclass(value):
+            elif isinstance(value, (Blocked, Interrupted)):
                 value = dataclasses.asdict(value)
             data[f.name] = value
         return data
@@ -172,7 +172,7 @@ def differences(old: Any, new: Any, where: str = "") -> list[str]:
                 out += differences(old.get(key, "(absent)"), new.get(key, "(absent)"), f"{where}.{key}" if where else key)
         return out
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
-        return [line for i, (a, b) in enumerate(zip(old, new)) for line in differences(a, b, f"{where}[{i}]")]
+        return [line for i, (a, b) in enumerate(zip(old, new, strict=True)) for line in differences(a, b, f"{where}[{i}]")]
     return [] if old == new else [f"{where}: {_short(old)} -> {_short(new)}"]
 
 

@@ -250,15 +250,14 @@ def _trie(words: Iterable[str]) -> str:
 
 
 # One line: a single regex call (its fixed cost beats 40 `in` tests); a block: 40 finds over it.
-_GATE_LINE = {str: re.compile(_trie(GATE_WORDS)), bytes: re.compile(_trie(GATE_WORDS).encode())}
+_GATE_LINE: dict[type, re.Pattern] = {str: re.compile(_trie(GATE_WORDS)), bytes: re.compile(_trie(GATE_WORDS).encode())}
 
 
 def _gated(lines: list, literals: list) -> list[int]:
     """Indices of the lines (str or bytes, one type) that hold a gate word or a literal secret."""
     if len(lines) == 1:  # the common streaming case: no join, no offsets
         line = lines[0]
-        hit = _GATE_LINE[type(line)].search(line.lower()) or any(s in line for s in literals)
-        return [0] if hit else []
+        return [0] if _GATE_LINE[type(line)].search(line.lower()) or any(s in line for s in literals) else []
     block = lines[0][:0].join(lines)
     starts, offset = [], 0
     for line in lines:
@@ -611,7 +610,7 @@ class Redactor:
         if not self.identity:
             return text
         low = text.lower()
-        if self._home is not None and self._home_path in text:
+        if self._home is not None and self._home_path and self._home_path in text:
             text = self._home.sub("~", text)
         if "/home/" in text or "/users/" in low:
             text = _HOME.sub("~", text)
@@ -631,7 +630,7 @@ class Redactor:
         names, known = self.pseudonyms.known_hosts()
         if known is not None and any(name in low for name in names):
             text = known.sub(lambda m: host(m.group(0)), text)
-        if self._user is not None and self._user_name in text:
+        if self._user is not None and self._user_name and self._user_name in text:
             text = self._user.sub(USER, text)
         if not keep_versions and _IPV4_HINT.search(text):
             text = _IPV4.sub(self._ipv4, text)

@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from packaging.version import Version
 
@@ -406,8 +407,9 @@ def counted_iterations(parsed: ParsedLog, warmup: int) -> dict[int, dict[str, fl
     """Megatron-LM iteration times, one per logged iteration, the first `warmup` records left out
     (the first interval carries start-up: compilation, NCCL setup, a checkpoint load)."""
     kept: dict[int, dict[str, float]] = {}
-    for record in [i for i in parsed.iterations if i.elapsed_ms is not None][warmup:]:
-        kept.setdefault(record.iteration, {ITERATION_METRIC: record.elapsed_ms})
+    timed = [(i.iteration, i.elapsed_ms) for i in parsed.iterations if i.elapsed_ms is not None]
+    for iteration, elapsed_ms in timed[warmup:]:
+        kept.setdefault(iteration, {ITERATION_METRIC: elapsed_ms})
     return kept
 
 
@@ -460,7 +462,7 @@ def _arm_checks(ev: ArmEvidence, t: Thresholds, workload: str) -> tuple[ArmSumma
     checks: list[Check] = []
     outcome = ev.result.outcome if ev.result else None
     layout = parsed.layout
-    nccl = {"version": parsed.nccl.version, "transports": list(parsed.nccl.transports),
+    nccl: dict[str, Any] = {"version": parsed.nccl.version, "transports": list(parsed.nccl.transports),
             "network": parsed.nccl.network}
     per_rollout = (counted_iterations(parsed, t.warmup) if t.primary_metric == ITERATION_METRIC
                    else counted_perf(parsed, t.warmup))
@@ -481,6 +483,7 @@ def _arm_checks(ev: ArmEvidence, t: Thresholds, workload: str) -> tuple[ArmSumma
     if ev.result is None:
         checks.append(Check("runner", "skip", "no runner result: verdict from existing logs", arm=ev.name))
     else:
+        outcome = ev.result.outcome
         effect = _OUTCOME_EFFECT.get(outcome, INCONCLUSIVE)
         detail = f"runner outcome {outcome!r}"
         if ev.result.exit_code is not None:
@@ -715,8 +718,8 @@ def _comparison_checks(base: ArmEvidence, cand: ArmEvidence, arms: dict[str, Arm
 
     # Same GPUs: CP=1/DP=2 against CP=2/DP=1 keeps the world size; anything else compares different jobs.
     if b_arm.layout and c_arm.layout:
-        world = {name: arm.layout.get("world") or arm.layout["cp"] * arm.layout["dp"] * arm.layout["tp"]
-                 * arm.layout["pp"] for name, arm in ((base.name, b_arm), (cand.name, c_arm))}
+        world = {name: layout.get("world") or layout["cp"] * layout["dp"] * layout["tp"] * layout["pp"]
+                 for name, layout in ((base.name, b_arm.layout), (cand.name, c_arm.layout))}
         if world[base.name] != world[cand.name]:
             checks.append(Check(f"same_gpus:{pair}", "warn",
                                 f"the arms ran on different world sizes ({world[base.name]} vs {world[cand.name]})",
@@ -845,11 +848,11 @@ def decide(evidence: list[ArmEvidence], *, comparisons: list[tuple[str, str]],
     compared = {name for pair in oriented for name in pair}
     loose = [c for name in by_name if name not in compared for c in arm_checks[name] if c.effect]
     loose += [c for c in run_checks if c.effect]
-    status = worst([c.status for c in results] + [c.effect for c in loose])
+    status = worst([c.status for c in results] + [c.effect for c in loose if c.effect])
     # The headline tells the story of the worst comparison (the primary one when tied).
     index = next(i for i, c in enumerate(results) if c.status == worst(c.status for c in results))
     summary, shown = results[index].reason, told[index]
-    if loose and _SEVERITY[worst(c.effect for c in loose)] > _SEVERITY[results[index].status]:
+    if loose and _SEVERITY[worst(c.effect for c in loose if c.effect)] > _SEVERITY[results[index].status]:
         shown = next(c for c in loose if c.effect == status)
         summary = shown.brief or f"arm {shown.arm}: {shown.detail}"
     primary = results[0]

@@ -200,3 +200,15 @@ def test_the_plans_gpus_reach_the_workload_not_cpverify(tmp_path, monkeypatch):
     assert result.outcome == Outcome.OK, result.reason
     assert "seen 2,3" in (tmp_path / "gpus.log").read_text()
     assert dict(os.environ) == before
+
+
+def test_a_tool_that_times_out_keeps_what_it_printed_as_text(tmp_path):
+    """subprocess's TimeoutExpired carries bytes even with text=True: the tool's log must hold the
+    words it printed, not a Python bytes repr."""
+    script = "import sys, time; print('compiling slime/backends', flush=True); time.sleep(30)"
+    tool = arm("compileall", sys.executable, "-c", script, workdir=str(tmp_path))
+    code, output = LocalRunner().run_tool(tool, log_path=tmp_path / "compileall.log", timeout_s=2)
+    assert code == -1
+    assert output.startswith("compiling slime/backends\n") and "b'" not in output
+    assert "compileall: no result after 2s" in output
+    assert (tmp_path / "compileall.log").read_text() == output

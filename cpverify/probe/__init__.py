@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from cpverify.errors import EXIT_FAIL, EXIT_OK, EnvironmentBlocked, InputError
 from cpverify.probe import _logic
@@ -51,7 +52,7 @@ def arm_commands(*, cp: int, seq_len: int, steps: int, warmup: int, nproc: int |
     nproc = nproc or cp
     if nproc % cp:
         raise InputError(f"--nproc {nproc} is not a multiple of --cp {cp}", f"use --nproc {cp} or a multiple of it")
-    common = {"seq_len": seq_len, "steps": steps, "warmup": warmup, "nproc": nproc, "python": python}
+    common: dict[str, Any] = {"seq_len": seq_len, "steps": steps, "warmup": warmup, "nproc": nproc, "python": python}
     return {
         arm_name(1, seq_len): workload_argv(cp=1, **common),
         arm_name(cp, seq_len): workload_argv(cp=cp, extra=("--bypass-cp",) if bypass_cp else (), **common),

@@ -321,8 +321,8 @@ def correctness_gate(tt: _Torch) -> bool:
             ref = _reference(tt, full, seq_len, fp32=True)
             base = _reference(tt, full, seq_len, fp32=False)
             names = ("out", "dq", "dk", "dv")
-            base_err = {n: _rel_err(b, r) for n, b, r in zip(names, base, ref)}
-            err = {n: _rel_err(x, r) for n, x, r in zip(names, results, ref)}
+            base_err = {n: _rel_err(b, r) for n, b, r in zip(names, base, ref, strict=True)}
+            err = {n: _rel_err(x, r) for n, x, r in zip(names, results, ref, strict=True)}
             how = (f"cp={a.cp} seq_len={seq_len} padded={_logic.padded_length(seq_len, a.cp)} "
                    f"gqa={a.gqa} sdpa={a.sdpa_backend}; fp32 reference on one GPU")
             gates.append(_logic.gate("cp_output_vs_reference", err["out"], _logic.OUTPUT_REL_ERR_BOUND,

@@ -35,10 +35,10 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Union
+from typing import Any
 
 from cpverify.errors import ArtifactWriteError
 from cpverify.model import ArmInterrupted, ArmResult, Limits, Outcome
@@ -46,14 +46,14 @@ from cpverify.redact import LineScrubber
 
 log = logging.getLogger(__name__)
 
-Chunk = Union[bytes, str]
+Chunk = bytes | str
 ProgressCallback = Callable[["Progress"], None]
 
 # A "line" with no newline (a tqdm bar redrawn with \r for an hour) is cut here so the
 # watcher's memory stays bounded; the bytes still reach the log file unchanged.
 MAX_LINE_BYTES = 1 << 20
 
-FIXES = {
+FIXES: dict[str, str] = {
     Outcome.DEADLINE: "raise the deadline, or run a shorter profile (fewer rollouts)",
     Outcome.HANG: (
         "read the last lines of the log to see which phase went silent; if that phase is "
@@ -164,7 +164,7 @@ class LogWatcher:
         self._source_done = threading.Event()
         self._source_error: BaseException | None = None
         self._write_error: OSError | None = None
-        self._file = None
+        self._file: Any = None  # the log, opened unbuffered by watch()
         self._closed = False
         self._line_base = 0  # lines already in the file (append mode): keeps `lineno` file-true
         self._lines = 0
@@ -221,7 +221,7 @@ class LogWatcher:
                 self._finish(reader)
             raise ArmInterrupted(self._result(_Trigger(Outcome.INTERRUPTED, why), poll_exit())) from None
         if self._write_error is not None:
-            raise self._write_failure()
+            raise self._write_failure(self._write_error)
         return self._result(trigger, exit_code)
 
     def _watch_until_done(self, stop, poll_exit) -> tuple[_Trigger | None, int | None]:
@@ -400,10 +400,9 @@ class LogWatcher:
             parsed = self.parser.result()
             self._scan(parsed, self._clock())
 
-    def _write_failure(self) -> ArtifactWriteError:
+    def _write_failure(self, exc: OSError) -> ArtifactWriteError:
         from cpverify.artifacts import _fix_for
 
-        exc = self._write_error
         return ArtifactWriteError(
             f"could not write the log {self.log_path}: {exc.strerror or exc}; the workload was stopped "
             f"({self._lines} lines are on disk)",

@@ -91,6 +91,10 @@ class RunSetup:
     on_progress: ProgressCallback | None = None
 
 
+def _bytes(part: bytes | str | None) -> bytes:
+    return part.encode("utf-8", "replace") if isinstance(part, str) else part or b""
+
+
 def blocked_result(arm: str, log_path: Path, started: float, reason: str, fix: str) -> ArmResult:
     """The result of an arm that could not start: BLOCKED, no exit code, the reason and the fix."""
     return ArmResult(arm=arm, outcome=Outcome.BLOCKED, exit_code=None, log_path=log_path,
@@ -162,7 +166,9 @@ class BaseRunner:
                                      f"activate the environment that runs slime so that `command -v {argv[0]}` "
                                      "finds it") from None
         except subprocess.TimeoutExpired as exc:
-            code, output = -1, f"{(exc.stdout or '')}{(exc.stderr or '')}\n{tool.name}: no result after {timeout_s:.0f}s"
+            # TimeoutExpired carries bytes even with text=True
+            printed = b"".join(_bytes(part) for part in (exc.stdout, exc.stderr)).decode("utf-8", "replace")
+            code, output = -1, f"{printed}\n{tool.name}: no result after {timeout_s:.0f}s"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         log_path.write_text(output)
         return code, output

@@ -221,7 +221,7 @@ class DockerRunner(BaseRunner):
             raise InputError("no image recorded for this run",
                              "run the image step first (`nox -s image`) or pass --image TAG")
         return cls(image=setup.image, run_id=setup.run_id, gpus=setup.gpus, mounts=setup.mounts,
-                   on_progress=setup.on_progress, **({} if setup.ulimits else {"ulimits": {}}))
+                   on_progress=setup.on_progress, ulimits=SLIME_ULIMITS if setup.ulimits else {})
 
     def tool_runner(self) -> DockerRunner:
         """A sibling for GPU-less tools (compileall, the deep lint): the same image, mounts and engine;

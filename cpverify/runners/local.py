@@ -29,6 +29,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO, cast
 
 from cpverify import config
 from cpverify.config import PYTHON_ENV, WORKLOAD_OWNER_ENV
@@ -148,13 +149,14 @@ def workload_python(explicit: str | None = None, *, chosen_by: str = "--python",
         return WorkloadPython(path, chosen_by, needs, missing_imports(path, needs, cwd=cwd, env=env))
     on_path = _pythons_on_path(env.get("PATH", os.defpath))
     candidates = list(dict.fromkeys([*on_path, sys.executable]))
-    first_missing = None
+    first_missing: tuple[str, dict[str, str]] | None = None
     for python in candidates:
         missing = missing_imports(python, needs, cwd=cwd, env=env)
         if not missing:
             which = "the first Python on PATH" if python in on_path else "cpverify's own Python"
             return WorkloadPython(python, f"{which} that imports {' and '.join(needs)}", needs, {}, tuple(candidates))
         first_missing = first_missing or (python, missing)
+    assert first_missing is not None  # candidates holds sys.executable at least
     python, missing = first_missing
     return WorkloadPython(python, "first on PATH; none imports " + " and ".join(needs), needs, missing,
                           tuple(candidates))
@@ -232,7 +234,7 @@ class _ProcessGroup:
 
     def stream(self) -> Iterator[bytes]:
         """What the workload prints, as soon as it prints it (not line-buffered by us)."""
-        with self.proc.stdout as pipe:
+        with cast(IO[bytes], self.proc.stdout) as pipe:  # stdout=PIPE
             while True:
                 chunk = pipe.read(65536)  # raw pipe (bufsize=0): returns whatever is there
                 if not chunk:

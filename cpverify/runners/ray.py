@@ -52,6 +52,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 from cpverify.errors import EnvironmentBlocked, InputError
 from cpverify.model import Arm, ArmResult, Outcome
@@ -131,7 +132,7 @@ def node_gpus(address: str, *, timeout: float = 30.0) -> list[float]:
     from ray.util.state import list_nodes
 
     try:
-        nodes = list_nodes(address=normalize_address(address), filters=[("state", "=", "ALIVE")], timeout=timeout,
+        nodes = list_nodes(address=normalize_address(address), filters=[("state", "=", "ALIVE")], timeout=int(timeout),
                            detail=True, raise_on_missing_output=False)
     except Exception as exc:  # RayStateApiException, ConnectionError, ...: we cannot tell, so we do not start
         raise EnvironmentBlocked(
@@ -246,7 +247,7 @@ class RayRunner(BaseRunner):
         cls.check(setup)
         # slime's train.py reserves its GPUs through placement groups; a workload that uses them in
         # its driver (the probe's torchrun) reserves them itself (see the module docstring)
-        return cls(address=setup.ray_address, run_id=setup.run_id, gpus=len(setup.gpus or ()),
+        return cls(address=str(setup.ray_address), run_id=setup.run_id, gpus=len(setup.gpus or ()),
                    reserve_gpus=setup.reserve_gpus, on_progress=setup.on_progress)
 
     def preflight(self) -> None:
@@ -266,7 +267,7 @@ class RayRunner(BaseRunner):
             import cpverify
 
             runtime_env["py_modules"] = [str(Path(cpverify.__file__).resolve().parent)]
-        spec = {
+        spec: dict[str, Any] = {
             "entrypoint": command,
             "runtime_env": runtime_env,
             "metadata": {"cpverify.run": self.run_id, "cpverify.arm": arm.name,

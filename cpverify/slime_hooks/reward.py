@@ -27,8 +27,9 @@ def length_score(response_tokens: int, target_tokens: int) -> float:
 
 def _response_tokens(sample) -> int:
     n = int(getattr(sample, "response_length", 0) or 0)
-    if n == 0 and getattr(sample, "response", ""):
-        n = len(sample.response.split())  # a generate hook that filled text but not the length
+    response = getattr(sample, "response", None)
+    if n == 0 and response:
+        n = len(response.split())  # a generate hook that filled text but not the length
     return n
 
 
