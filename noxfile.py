@@ -64,11 +64,19 @@ def _tool_python(session: nox.Session) -> str:
     stamp = TOOL_VENV / ".pyproject.sha256"
     digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + TOOL_EXTRAS.encode()).hexdigest()
     if not python.exists() or not stamp.exists() or stamp.read_text() != digest:
-        session.log(f"building the shared tool environment {TOOL_VENV}")
+        # pip -q is silent for the minute it takes: say first what it does and why it is slow
+        extras = f" and the extras {TOOL_EXTRAS}" if TOOL_EXTRAS else ""
+        if "ray" in TOOL_EXTRAS.split(","):
+            extras += " (ray is the big download)"
+        session.log(f"building the shared tool environment {TOOL_VENV}: pip downloads and installs cpverify's "
+                    f"dependencies{extras}, quietly; about a minute on a first run, then reused until pyproject.toml "
+                    "or CPVERIFY_TOOL_EXTRAS changes")
+        started = time.monotonic()
         session.run(sys.executable, "-m", "venv", "--clear", str(TOOL_VENV), external=True)
         target = f"{ROOT}[{TOOL_EXTRAS}]" if TOOL_EXTRAS else str(ROOT)
         session.run(str(python), "-m", "pip", "install", "-q", "-e", target, external=True)
         stamp.write_text(digest)
+        session.log(f"tool environment ready in {time.monotonic() - started:.0f}s")
     return str(python)
 
 

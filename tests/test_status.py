@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -92,6 +93,29 @@ def test_latest_is_replaced_atomically(tmp_path):
 def nox_tool_venv(tmp_path_factory) -> dict[str, str]:
     """The noxfile's tool environment, built once per test session (test_containers shares it)."""
     return {"CPVERIFY_TOOL_VENV": str(tmp_path_factory.getbasetemp() / "nox-tool-venv"), "CPVERIFY_TOOL_EXTRAS": ""}
+
+
+def test_nox_says_what_the_tool_environment_build_does_and_how_long_it_took(nox_tool_venv):
+    """A first run spends about a minute in `pip install -q`: nox says before what it installs and
+    why it takes time, and after how long it took; a later run reuses the environment, silently."""
+    env = {**os.environ, **nox_tool_venv}
+    (Path(nox_tool_venv["CPVERIFY_TOOL_VENV"]) / ".pyproject.sha256").unlink(missing_ok=True)  # built or not: rebuild
+
+    def nox_help() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), "-s", "doctor", "--",
+                               "--help"], capture_output=True, text=True, env=env, cwd=ROOT, timeout=600, check=False)
+
+    first = nox_help()
+    assert first.returncode == 0, first.stderr[-3000:]
+    said = [line for line in first.stderr.splitlines() if "tool environment" in line]
+    venv = nox_tool_venv["CPVERIFY_TOOL_VENV"]
+    assert said[0] == (f"nox > building the shared tool environment {venv}: pip downloads and installs cpverify's "
+                       "dependencies, quietly; about a minute on a first run, then reused until pyproject.toml or "
+                       "CPVERIFY_TOOL_EXTRAS changes")
+    assert re.fullmatch(r"nox > tool environment ready in \d+s", said[1]), said
+    assert first.stderr.index(said[0]) < first.stderr.index("pip install -q") < first.stderr.index(said[1])
+    again = nox_help()
+    assert again.returncode == 0 and "tool environment" not in again.stderr, again.stderr[-3000:]
 
 
 def test_nox_ends_with_the_status_of_a_blocked_run(tmp_path, nox_tool_venv):
