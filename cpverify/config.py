@@ -10,8 +10,11 @@ get what they need as arguments.
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
+
+from cpverify.errors import InputError
 
 RUN_ID_ENV = "CPVERIFY_RUN_ID"  # name (or resume) a run; the nox steps of one invocation share it
 RUNNER_ENV = "CPVERIFY_RUNNER"  # default of `run --runner`
@@ -22,6 +25,7 @@ PYTHON_ENV = "CPVERIFY_PYTHON"  # the local runner's workload Python, default of
 LOCK_DIR_ENV = "CPVERIFY_LOCK_DIR"  # where the per-GPU locks live
 TOOL_VENV_ENV = "CPVERIFY_TOOL_VENV"  # noxfile: the environment its steps run in
 TOOL_EXTRAS_ENV = "CPVERIFY_TOOL_EXTRAS"  # noxfile: the extras installed there
+PROGRESS_S_ENV = "CPVERIFY_PROGRESS_S"  # off a terminal: seconds between an arm's progress lines
 RAY_ADDRESS_ENV = "RAY_ADDRESS"  # Ray's own variable: default of `run --ray-address`
 HF_OFFLINE_ENV = "HF_HUB_OFFLINE"  # huggingface_hub's own variable: the fetch step uses the cache only
 # Set by cpverify itself, on every process of a local workload (<pid>:<start time> of its
@@ -34,6 +38,7 @@ DEFAULT_ARTIFACTS = "artifacts"
 DEFAULT_CACHE = "~/.cache/cpverify"
 DEFAULT_LOCK_DIR = "/tmp"  # not $TMPDIR: two users with different TMPDIRs share the same GPUs
 DEFAULT_TOOL_EXTRAS = "ray,plot"
+DEFAULT_PROGRESS_S = 30.0
 
 # What huggingface_hub takes for "on" in its boolean variables (constants._is_true).
 _TRUE = {"1", "ON", "YES", "TRUE"}
@@ -72,6 +77,22 @@ def python() -> str | None:
 
 def lock_dir() -> Path:
     return Path(_get(LOCK_DIR_ENV) or DEFAULT_LOCK_DIR)
+
+
+def progress_s() -> float:
+    """Raises InputError (exit 2) unless the value is a positive number of seconds."""
+    text = _get(PROGRESS_S_ENV)
+    if text is None:
+        return DEFAULT_PROGRESS_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise InputError(f"{PROGRESS_S_ENV}={text!r} is not a positive number of seconds",
+                         f"set it to e.g. 10 (off a terminal, a line per arm every 10 s), or unset it "
+                         f"(every {DEFAULT_PROGRESS_S:g} s)")
+    return value
 
 
 def ray_address() -> str | None:

@@ -454,6 +454,7 @@ def _deep_lint(ctx: Context, plan, static: list) -> list:
 
 def step_arms(ctx: Context, which: str) -> int:
     from cpverify.locks import GpuLock
+    from cpverify.progress import ArmsDisplay
 
     if ctx.record.blocked:
         ctx.say(f"{which}: skipped, the run is blocked: {ctx.record.blocked.reason}")
@@ -466,10 +467,13 @@ def step_arms(ctx: Context, which: str) -> int:
     plan = build_run_plan(ctx)
     baseline = ctx.profile.baseline_cp
     arms = [a for a in plan.arms if (a.cp == baseline) == (which == "cp1")]
-    runner = make_runner(ctx.runner, run_setup(ctx, progress=_progress_printer(ctx)))
+    # one line per arm (a live display on a terminal, plain lines elsewhere), through the runners' watcher
+    display = ArmsDisplay([a.name for a in arms], ctx.profile.planned_rollouts,
+                          prefix=f"[cpverify {ctx.run_dir.run_id}] ", every_s=config.progress_s())
+    runner = make_runner(ctx.runner, run_setup(ctx, progress=display.update))
     for what in runner.sweep_leftovers():  # a Docker engine that does not answer stops the run here (exit 4)
         ctx.say(f"{what} of an earlier, interrupted run")
-    with GpuLock(plan.gpus, run_id=ctx.run_dir.run_id):
+    with GpuLock(plan.gpus, run_id=ctx.run_dir.run_id), display:
         for arm in arms:
             # The arm's earlier result goes first: until this attempt ends, the arm has no result
             # (a cpverify killed outright leaves "never run", not a record of another log).
@@ -486,6 +490,7 @@ def step_arms(ctx: Context, which: str) -> int:
                 raise
             _record_arm(ctx, result)
             ctx.save()
+            display.finish(arm.name, f"{result.outcome} (exit {result.exit_code})")
             ctx.say(f"{arm.name}: {result.outcome} (exit {result.exit_code}) after {result.duration_s:.0f}s"
                     + (f": {result.reason}" if result.reason else ""))
     return EXIT_OK
@@ -640,27 +645,6 @@ def run_setup(ctx: Context, *, progress=None) -> RunSetup:
                     ray_address=ctx.args.ray_address, on_progress=progress)
 
 
-def _progress_printer(ctx: Context):
-    """A one-line live display: step counter and elapsed time (rich when on a terminal)."""
-    from rich.console import Console
-
-    console = Console(stderr=True)
-    last = {"step": object()}
-
-    def show(progress) -> None:
-        if progress.step == last["step"] and console.is_terminal is False:
-            return  # in CI logs print only when the step changes
-        last["step"] = progress.step
-        step = "warming up" if progress.step is None else f"step {progress.step}"
-        text = f"  {step}, {progress.elapsed_s:.0f}s elapsed, {progress.lines} lines"
-        if console.is_terminal:
-            console.print(text, end="\r", highlight=False)
-        else:
-            console.print(text, highlight=False)
-
-    return show
-
-
 STEP_FUNCTIONS = {
     "doctor": step_doctor,
     "image": step_image,
@@ -750,6 +734,7 @@ def _run(args) -> int:
         raise InputError(f"CPVERIFY_RUNNER={args.runner!r} is not a runner",
                          f"set it to one of {', '.join(RUNNERS)} (or pass --runner)")
     runner_class(args.runner).check(RunSetup(ray_address=args.ray_address))  # what it would refuse later
+    config.progress_s()  # a bad CPVERIFY_PROGRESS_S is bad input now, not after the lint
     steps = selected_steps(args.only)
     run_id = latest_run_id(args.out) if args.run_id == LATEST else args.run_id
     run_dir = RunDir.create(base=args.out, run_id=run_id)

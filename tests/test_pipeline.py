@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import os
 import subprocess
 import sys
@@ -38,13 +39,14 @@ def plan_env(**fake: str) -> tuple[str, str]:
     return "--set", "env=" + ",".join(f"{k}={v}" for k, v in pairs)
 
 
-def run_cpverify(workspace: Path, *extra: str, fake: dict | None = None, run_id: str = "t1", timeout: float = 120):
+def run_cpverify(workspace: Path, *extra: str, fake: dict | None = None, run_id: str = "t1", timeout: float = 120,
+                 env: dict | None = None):
     if not any(word.startswith("env=") for word in extra):
         extra = (*extra, *plan_env(**(fake or {})))
     cmd = [sys.executable, "-m", "cpverify", "run", "--runner", "local", "--gpus", "none",
            "--slime-dir", str(FAKE_SLIME), "--cache", str(workspace / "cache"), "--out", str(workspace / "artifacts"),
            "--run-id", run_id, *extra]
-    full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "CPVERIFY_LOCK_DIR": str(workspace)}
+    full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "CPVERIFY_LOCK_DIR": str(workspace), **(env or {})}
     proc = subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=timeout, cwd=ROOT)
     return proc, workspace / "artifacts" / run_id
 
@@ -248,3 +250,36 @@ def test_the_run_record_is_typed_and_an_unreadable_one_is_bad_input(workspace):
     proc, _ = run_cpverify(workspace, "--only", "verdict")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert "state.json is not a run record this cpverify can continue" in proc.stderr and "--run-id" in proc.stderr
+
+
+def test_progress_off_a_terminal_is_plain_lines_every_n_seconds_not_one_a_step(workspace):
+    """stderr is a pipe here, as in CI. Each arm says how far it is (step k of the plan's n), the
+    ETA and its phase: when it starts, when it enters a phase it had not been in, and every
+    CPVERIFY_PROGRESS_S seconds, not once a step (the issue: `step 11, 13s elapsed, 1516 lines` x N)."""
+    proc, run_dir = run_cpverify(workspace, "--only", "cp1,cp2", fake={"FAKE_SLIME_STEP_S": "0.25"},
+                                 env={"CPVERIFY_PROGRESS_S": "1.5"})
+    assert proc.returncode == 0, proc.stderr
+    planned = PROFILE.planned_rollouts
+    pattern = re.compile(rf"\[cpverify t1\] (cp[12]): step (\d+) of {planned}, (\d+)s elapsed, ETA (\?|[\dmhs]+), "
+                         r"phase (.+)")
+    for arm in ("cp1", "cp2"):
+        lines = [line for line in proc.stderr.splitlines() if line.startswith(f"[cpverify t1] {arm}: step ")]
+        shown = [pattern.fullmatch(line) for line in lines]
+        assert all(shown), lines
+        steps, elapsed = [int(m[2]) for m in shown], [int(m[3]) for m in shown]
+        # 16 steps of >= 0.25 s: a line at the start, one each 1.5 s after it, and one or two at new phases
+        assert 3 <= len(lines) <= elapsed[-1] / 1.5 + 3 and len(lines) < planned, lines
+        assert steps == sorted(steps) and steps[-1] > steps[0] and elapsed == sorted(elapsed)
+        assert shown[-1][4] != "?", lines  # after two steps, an ETA
+        assert "actor_train" in {m[5] for m in shown}
+        state = json.loads((run_dir / "state.json").read_text())["arms"][arm]
+        assert f"{arm}: ok (exit 0)" in proc.stderr and state["outcome"] == "ok"
+    assert "\x1b" not in proc.stderr  # no cursor or colour codes in a CI log
+
+
+def test_a_progress_interval_that_is_not_seconds_is_bad_input_before_anything_runs(workspace):
+    proc, run_dir = run_cpverify(workspace, *STEPS, env={"CPVERIFY_PROGRESS_S": "often"})
+    assert proc.returncode == 2
+    assert "CPVERIFY_PROGRESS_S='often' is not a positive number of seconds" in proc.stderr
+    assert "set it to e.g. 10" in proc.stderr
+    assert not (run_dir / "logs" / "cp1.log").exists()

@@ -20,6 +20,7 @@ from cpverify.runners._watch import LogWatcher
 
 STEP = "(MegatronTrainRayActor pid=7) [2026-08-21 10:00:28] model.py:918 - step {n}: {{'train/loss': 0.5, 'train/grad_norm': 0.08, 'train/step': {n}}}\n"
 PERF = "(MegatronTrainRayActor pid=7) [2026-08-21 10:00:28] train_metric_utils.py:401 - perf {n}: {{'perf/actor_train_time': 1.02, 'perf/train_time': 2.84, 'perf/step_time': 14.18}}\n"
+TIMER = "(MegatronTrainRayActor pid=7) [2026-08-21 10:00:28] timer.py:24 - Timer {name} {what}\n"
 HEALTH = '(SGLangEngine pid=9) [2025-12-17 14:10:37] INFO:     127.0.0.1:62932 - "GET /health HTTP/1.1" 200 OK\n'
 WATCHDOG = (
     "[rank0]:[E1225 12:58:32.712922209 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective "
@@ -279,7 +280,10 @@ def test_progress_reports_steps_and_a_failing_display_does_not_end_the_run(tmp_p
 
     def script(w):
         for n in range(4):
+            yield TIMER.format(name="actor_train", what="start")
+            w.sleep(0.15)
             yield STEP.format(n=n)
+            yield PERF.format(n=n)
             w.sleep(0.15)
 
     def on_progress(progress):
@@ -290,6 +294,11 @@ def test_progress_reports_steps_and_a_failing_display_does_not_end_the_run(tmp_p
     steps = [r.step for r in reports if r.step is not None]
     assert steps == sorted(steps) and steps[-1] >= 2
     assert all(r.elapsed_s >= 0 and r.lines >= 0 for r in reports)
+    # what the live display shows: whose report, the last rollout with a train-side perf record, the phase
+    assert {r.arm for r in reports} == {"arm"}
+    rollouts = [r.rollout for r in reports if r.rollout is not None]
+    assert rollouts == sorted(rollouts) and rollouts[-1] >= 2
+    assert "actor_train" in {r.phase for r in reports}
 
     def broken_display(progress):
         raise RuntimeError("terminal went away")

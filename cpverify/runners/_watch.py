@@ -42,6 +42,7 @@ from typing import Any
 
 from cpverify.errors import ArtifactWriteError
 from cpverify.model import ArmInterrupted, ArmResult, Limits, Outcome
+from cpverify.progress import phase_of
 from cpverify.redact import LineScrubber
 
 log = logging.getLogger(__name__)
@@ -116,6 +117,9 @@ class Progress:
     lines: int
     elapsed_s: float
     idle_s: float  # seconds since the workload last printed anything
+    arm: str = ""
+    rollout: int | None = None  # the last rollout (the probe: step) with a train-side perf record
+    phase: str = "starting"  # what the log says the workload is doing (cpverify.progress.phase_of)
 
 
 @dataclass
@@ -176,6 +180,8 @@ class LogWatcher:
         self._last_train_at: float | None = None
         self._train_records = 0
         self._last_step: int | None = None
+        self._last_rollout: int | None = None
+        self._phase = "starting"
         self._first_fatal = None  # the first ErrorRecord whose class is fatal
         self._last_progress: tuple | None = None
         self._last_progress_at = 0.0
@@ -325,10 +331,13 @@ class LogWatcher:
     def _scan(self, parsed, now: float) -> None:
         """Update the step clock and the first fatal error from a parser snapshot."""
         train_perf = [record for record in parsed.perf if record.side == "train"]
+        if train_perf:
+            self._last_rollout = train_perf[-1].rollout
         if parsed.steps:
             self._last_step = parsed.steps[-1].step
         elif train_perf:
             self._last_step = train_perf[-1].rollout
+        self._phase = phase_of(parsed)
         train = len(parsed.steps) + len(train_perf)
         if train > self._train_records:
             self._train_records = train
@@ -342,7 +351,7 @@ class LogWatcher:
     def _report_progress(self, now: float, lines: int) -> None:
         if self.on_progress is None:
             return
-        state = (lines, self._train_records)
+        state = (lines, self._train_records, self._phase)
         if state == self._last_progress and now - self._last_progress_at < 1.0:
             return
         self._last_progress, self._last_progress_at = state, now
@@ -354,6 +363,9 @@ class LogWatcher:
                     lines=lines,
                     elapsed_s=now - self._start,
                     idle_s=now - self._last_output,
+                    arm=self.arm_name,
+                    rollout=self._last_rollout,
+                    phase=self._phase,
                 )
             )
         except Exception:  # a display bug must not end a GPU run

@@ -9,12 +9,15 @@ OOM killer does), real signals to cpverify, a real second cpverify on the same G
 
 from __future__ import annotations
 
+import json
 import os
+import pty
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -96,6 +99,49 @@ def test_ctrl_c_once_stops_gracefully_and_writes_a_verdict(ws, rid):
     assert "runner outcome 'interrupted'" in outcome.runner_check()["detail"]
     assert "interrupted (Ctrl-C)" in outcome.verdict()["headline"]
     assert outcome.state()["arms"]["cp1"]["outcome"] == "interrupted"
+
+
+def test_ctrl_c_on_a_terminal_stops_the_live_display_and_gives_the_terminal_back(local_ws, rid):
+    """On a terminal (a real pseudo-terminal here) the arms show as a live display that hides the
+    cursor while it redraws; Ctrl-C stops it (the cursor is shown again, what follows prints below
+    it) and the signal behaviour is the same as off a terminal: exit 130, INCONCLUSIVE, nothing left."""
+    controller, terminal = pty.openpty()
+    proc = subprocess.Popen(local_ws.argv(rid, **PARKED), stdin=terminal, stdout=terminal, stderr=terminal,
+                            env=local_ws.env({"TERM": "xterm-256color", "COLUMNS": "160"}), cwd=ROOT,
+                            start_new_session=True)
+    os.close(terminal)
+    shown = bytearray()
+
+    def read_screen() -> None:
+        while True:
+            try:
+                chunk = os.read(controller, 65536)
+            except OSError:  # EIO: the last process holding the terminal is gone
+                return
+            if not chunk:
+                return
+            shown.extend(chunk)
+
+    reader = threading.Thread(target=read_screen, daemon=True)
+    reader.start()
+    try:
+        local_ws.wait_for_emitted(rid, LINES_BEFORE_THE_HANG)
+        assert wait_for(lambda: b"step 2 of 16" in shown, 30), bytes(shown[-3000:])  # the display drew the arm
+        os.killpg(proc.pid, signal.SIGINT)
+        code = proc.wait(120)
+    finally:
+        reader.join(10)
+        os.close(controller)
+    screen = shown.decode("utf-8", "replace")
+    assert code == 130, screen[-3000:]
+    hidden, back = screen.rfind("\x1b[?25l"), screen.rfind("\x1b[?25h")
+    assert 0 <= hidden < back, "the cursor was left hidden"
+    after = screen[back:]
+    assert "interrupted (Ctrl-C)" in after and "\x1b[?25l" not in after  # no display redrawn over what follows
+    assert "phase actor_train" in screen[:back]
+    local_ws.assert_nothing_left(rid)
+    verdict = json.loads((local_ws.out / rid / "verdict.json").read_text())
+    assert verdict["status"] == "INCONCLUSIVE" and "interrupted (Ctrl-C)" in verdict["headline"]
 
 
 def test_ctrl_c_twice_stops_at_once(ws, rid):
