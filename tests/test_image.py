@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from cpverify.errors import InputError
-from cpverify.image import LOCK_FILE, build_args, compare_expected, read_lock
+from cpverify.image import DOCKER_DIR, LOCK_FILE, build_args, compare_expected, read_lock
+
+DOCKERFILE = DOCKER_DIR / "Dockerfile"
 
 
 def test_the_shipped_lock_pins_the_base_and_the_expected_versions():
     lock = read_lock()
-    assert lock["BASE_IMAGE"] == "slimerl/slime:nightly-dev-20260810a-cu129"
-    assert lock["EXPECT_NCCL"] == "2.28.9" and len(lock["EXPECT_MEGATRON_COMMIT"]) == 40
+    _repo, _, tag = lock["BASE_IMAGE"].rpartition(":")
+    assert tag and "/" not in tag and tag != "latest", "a base without a fixed tag is not pinned"
+    # a bare `docker build docker/` builds the locked base too
+    assert re.search(rf"^ARG BASE_IMAGE={re.escape(lock['BASE_IMAGE'])}$", DOCKERFILE.read_text(), re.M)
+    assert re.fullmatch(r"[0-9a-f]{40}", lock["EXPECT_MEGATRON_COMMIT"])  # what `git rev-parse HEAD` prints
     args = build_args(lock, {"SLIME_COMMIT": ""})
     assert not any(key.startswith("EXPECT_") for key in args)  # expectations are checked, not built
     assert args["SLIME_COMMIT"] == ""
@@ -21,6 +28,19 @@ def test_a_digest_in_the_lock_pins_the_base_by_digest(tmp_path):
     lock = tmp_path / "versions.lock"
     lock.write_text(LOCK_FILE.read_text().replace("BASE_IMAGE_DIGEST=", "BASE_IMAGE_DIGEST=sha256:" + "a" * 64))
     assert build_args(read_lock(lock))["BASE_IMAGE"] == "slimerl/slime@sha256:" + "a" * 64
+
+
+def test_every_expected_version_in_the_lock_is_compared():
+    """An image that holds what the lock expects has no difference; each EXPECT_* it misses is named."""
+    lock = read_lock()
+    expected = {key: value for key, value in lock.items() if key.startswith("EXPECT_")}
+    assert expected and all(expected.values())
+    holds = {key[len("EXPECT_"):].lower(): value for key, value in expected.items()}
+    holds["torch"] += "+cu129"  # the local version label is not part of the expectation
+    assert compare_expected(lock, holds) == []
+    for key in expected:
+        name = key[len("EXPECT_"):].lower()
+        assert compare_expected(lock, {**holds, name: "other"}) == [f"{name}: expected {lock[key]}, image has other"]
 
 
 def test_differences_from_the_lock_are_named():

@@ -11,9 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-pytest.importorskip("matplotlib")
-from matplotlib.image import imread
+from matplotlib.image import imread  # in the test extra: a missing matplotlib fails, it never skips
 
 from cpverify import plots, report
 from cpverify.artifacts import RunDir

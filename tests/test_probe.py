@@ -20,7 +20,9 @@ import pytest
 
 from cpverify import probe
 from cpverify.errors import InputError
+from cpverify.plan import build_plan
 from cpverify.probe import _logic, bandwidth, workload
+from cpverify.profiles import get_profile, with_overrides
 
 DATA = Path(__file__).parent / "data" / "probe"
 REPO = Path(__file__).resolve().parents[1]
@@ -214,17 +216,20 @@ def test_bandwidth_rejects_bad_input():
 # ------------------------------------------------------------------------------ `cpverify probe`
 
 
-def test_arm_commands_match_the_probe_profile():
-    arms = probe.arm_commands(cp=2, seq_len=16384, steps=20, warmup=5, python="python")
-    assert arms == {
-        "cp1-s16k": ["python", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m",
-                     "cpverify.probe.workload", "--cp", "1", "--seq-len", "16384", "--steps", "20", "--warmup", "5"],
-        "cp2-s16k": ["python", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m",
-                     "cpverify.probe.workload", "--cp", "2", "--seq-len", "16384", "--steps", "20", "--warmup", "5"],
-    }
-    assert probe.arm_name(4, 4099) == "cp4-s4099"
+@pytest.mark.parametrize("seq_len", [16384, 4099])
+def test_arm_commands_match_the_probe_profile(seq_len):
+    """`cpverify probe` runs what `cpverify run --profile probe` plans: the same arms, argv for argv."""
+    profile = with_overrides(get_profile("probe"), seq_lens=(seq_len,))
+    plan = build_plan(profile, run_id="p", python="python")
+    arms = probe.arm_commands(cp=2, seq_len=seq_len, steps=profile.steps, warmup=profile.warmup_steps,
+                              nproc=profile.gpus, python="python")
+    assert arms == {arm.name: list(arm.argv) for arm in plan.arms}
+
+
+def test_bypass_breaks_only_the_cp_arm():
     bypass = probe.arm_commands(cp=2, seq_len=4096, steps=1, warmup=0, bypass_cp=True, python="python")
-    assert bypass["cp2-s4k"][-1] == "--bypass-cp" and "--bypass-cp" not in bypass["cp1-s4k"]
+    plain = probe.arm_commands(cp=2, seq_len=4096, steps=1, warmup=0, python="python")
+    assert bypass["cp2-s4k"] == [*plain["cp2-s4k"], "--bypass-cp"] and bypass["cp1-s4k"] == plain["cp1-s4k"]
 
 
 def test_arm_commands_refuse_nonsense():

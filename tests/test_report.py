@@ -120,7 +120,6 @@ def test_terminal_summary_survives_redaction_unchanged():
 
 
 def test_write_report_writes_the_bundle(tmp_path):
-    pytest.importorskip("matplotlib")
     run_dir = RunDir.create(tmp_path / "run")
     paths = report.write_report(run_dir, _verdict(), env={"python": "3.11"}, commands_sh="#!/bin/sh\necho ok\n")
     assert set(paths) == {"verdict.md", "verdict.json", "commands.sh", "env.json", "plot.png", "steps.png",
