@@ -120,8 +120,8 @@ def docker_client():
 
 @pytest.fixture(scope="session")
 def test_image(docker_client) -> str:
-    """The busybox test image (tests/docker_env.py), imported once per engine."""
-    from docker_env import ensure_test_image
+    """The busybox test image (tests/helpers/docker_env.py), imported once per engine."""
+    from helpers.docker_env import ensure_test_image
 
     return ensure_test_image(docker_client)
 
@@ -130,7 +130,7 @@ def test_image(docker_client) -> str:
 def cpverify_image(docker_client, tmp_path_factory):
     """docker/Dockerfile built by `cpverify run --only image` on the stand-in slime base, once per
     session: (tag, the image facts the run recorded). Tests using it must be marked `docker`."""
-    import pyimage
+    from helpers import pyimage
 
     base = pyimage.ensure_slime_base(docker_client)
     wheels = pyimage.container_wheels(tmp_path_factory.mktemp("wheels"))

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from cpverify.profiles import get_profile
-from hfcache import make_model_cache
-from pyimage import CPVERIFY_IMAGE as IMAGE
+from helpers.hfcache import make_model_cache
+from helpers.pyimage import CPVERIFY_IMAGE as IMAGE
 
 pytestmark = pytest.mark.docker
 

@@ -35,7 +35,7 @@ from cpverify.runners.docker import (
     own_container_id,
     sweep_leftovers,
 )
-from runner_util import HERE, arm, wait_for
+from helpers.runner_util import TESTS, arm, wait_for
 
 UNPRIVILEGED = {"stack": 67108864}
 LIMITS = Limits(deadline_s=20, hang_s=5, stall_s=10)
@@ -145,10 +145,10 @@ def test_silence_longer_than_the_http_timeout_does_not_break_the_stream(test_ima
 def test_ctrl_c_or_sigterm_leaves_no_container_and_keeps_the_partial_log(docker_client, test_image, run_id, tmp_path, sig):
     log_path = tmp_path / "child.log"
     child = subprocess.Popen(
-        [sys.executable, str(HERE / "runner_util.py"), "docker", str(log_path),
+        [sys.executable, str(TESTS / "helpers" / "runner_util.py"), "docker", str(log_path),
          "--image", test_image, "--run-id", run_id, "--", "sh", "/workload.sh", "forever", "0.1"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONPATH": str(HERE.parent)},
+        env={**os.environ, "PYTHONPATH": str(TESTS.parent)},
     )
     try:
         assert wait_for(lambda: log_path.exists() and log_path.read_text().count(" - step ") >= 3, 20)
@@ -316,7 +316,7 @@ def test_permission_denied_on_the_socket_is_blocked_with_the_fix():
         "os.setgroups([]); os.setgid(65534); os.setuid(65534)\n"
         "try:\n    d.connect(timeout=5)\nexcept Exception as e:\n    print(type(e).__name__, e.fix)\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(HERE.parent), "DOCKER_HOST": f"unix://{sock}"}
+    env = {**os.environ, "PYTHONPATH": str(TESTS.parent), "DOCKER_HOST": f"unix://{sock}"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=30)
     assert out.stdout.startswith("EnvironmentBlocked"), out.stderr
     assert "usermod -aG docker" in out.stdout

@@ -1,7 +1,7 @@
 """fetch: the real huggingface_hub code against a cache built on disk (no network here).
 
 The hub itself cannot be reached from CI, so the tests lay out the cache exactly as
-`snapshot_download` leaves it (tests/hfcache.py) and run with HF_HUB_OFFLINE=1.
+`snapshot_download` leaves it (tests/helpers/hfcache.py) and run with HF_HUB_OFFLINE=1.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from cpverify import fetch
 from cpverify.errors import DatasetError, ModelError
 from cpverify.profiles import get_profile
-from hfcache import QWEN_CONFIG, make_model_cache
+from helpers.hfcache import QWEN_CONFIG, make_model_cache
 
 PROFILE = get_profile("smoke")
 

@@ -19,7 +19,7 @@ import pytest
 from cpverify.logs import parse_file
 from cpverify.model import Limits, Outcome
 from cpverify.runners.local import LocalRunner, group_members
-from runner_util import HERE, WORKLOAD, arm, pid_alive, pids_in_log, wait_for
+from helpers.runner_util import TESTS, WORKLOAD, arm, pid_alive, pids_in_log, wait_for
 
 LIMITS = Limits(deadline_s=20, hang_s=5, stall_s=5)
 
@@ -124,10 +124,10 @@ def test_background_children_are_not_left_behind_after_a_clean_exit(tmp_path):
 def test_ctrl_c_or_termination_stops_the_workload_and_keeps_the_partial_log(tmp_path, sig, reason):
     log_path = tmp_path / "child.log"
     child = subprocess.Popen(
-        [sys.executable, str(HERE / "runner_util.py"), "local", str(log_path), "--",
+        [sys.executable, str(TESTS / "helpers" / "runner_util.py"), "local", str(log_path), "--",
          "sh", str(WORKLOAD), "forever", "0.1"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONPATH": str(HERE.parent)},
+        env={**os.environ, "PYTHONPATH": str(TESTS.parent)},
     )
     try:
         assert wait_for(lambda: log_path.exists() and log_path.read_text().count(" - step ") >= 3, 15)

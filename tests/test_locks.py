@@ -13,7 +13,7 @@ import pytest
 from cpverify.config import LOCK_DIR_ENV
 from cpverify.errors import EXIT_BLOCKED, InputError, LockHeld
 from cpverify.locks import GpuLock, lock_path, read_holder
-from runner_util import HERE, pid_alive
+from helpers.runner_util import TESTS, pid_alive
 
 
 def hold_in_child(tmp_path, gpus, run_id):
@@ -26,7 +26,7 @@ def hold_in_child(tmp_path, gpus, run_id):
         time.sleep(60)
     """)
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                             env={**os.environ, "PYTHONPATH": str(HERE.parent)})
+                             env={**os.environ, "PYTHONPATH": str(TESTS.parent)})
     assert child.stdout.readline().strip() == "held"
     return child
 

@@ -24,8 +24,8 @@ from cpverify.logs import parse_file
 from cpverify.plan import PROBE_CP_FLAG, arm_diff, build_plan
 from cpverify.profiles import get_profile, resolve_profile
 from cpverify.verdict import ArmEvidence, Thresholds, decide
+from helpers.hfcache import make_model_cache
 from helpers.slime_log import synthetic_arm
-from hfcache import make_model_cache
 
 HERE = Path(__file__).resolve().parent
 FAKE_SLIME = HERE / "fake_slime"

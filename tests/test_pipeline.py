@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from cpverify.profiles import get_profile
-from hfcache import make_model_cache
+from helpers.hfcache import make_model_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE_SLIME = ROOT / "tests" / "fake_slime"

@@ -28,9 +28,9 @@ from cpverify.errors import EnvironmentBlocked, InputError
 from cpverify.logs import parse_file
 from cpverify.model import Limits, Outcome
 from cpverify.runners.ray import RayRunner, entrypoint, normalize_address, submission_id
-from runner_util import HERE, WORKLOAD, arm, pid_alive, pids_in_log, wait_for
+from helpers.runner_util import TESTS, WORKLOAD, arm, pid_alive, pids_in_log, wait_for
 
-FAKE_SLIME = HERE / "fake_slime"
+FAKE_SLIME = TESTS / "fake_slime"
 LIMITS = Limits(deadline_s=60, hang_s=30, stall_s=30)
 
 
@@ -268,7 +268,7 @@ def test_fatal_signature_and_hang_stop_the_job(ray_head, ray_run_id, tmp_path):
 CHILD = """
 import json, sys
 from pathlib import Path
-from runner_util import arm
+from helpers.runner_util import arm
 from cpverify.model import ArmInterrupted, Limits
 from cpverify.runners.ray import RayRunner
 address, run_id, log_path, workload = sys.argv[1:5]
@@ -289,7 +289,7 @@ def test_ctrl_c_stops_the_job_and_keeps_the_partial_log(ray_head, ray_run_id, tm
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, ray_head, ray_run_id, str(log_path), str(WORKLOAD)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONPATH": f"{HERE.parent}{os.pathsep}{HERE}"},
+        env={**os.environ, "PYTHONPATH": f"{TESTS.parent}{os.pathsep}{TESTS}"},
     )
     try:
         assert wait_for(lambda: log_path.exists() and log_path.read_text().count(" - step ") >= 3, 40)
@@ -386,7 +386,7 @@ def test_cpverify_run_with_the_ray_runner(ray_head, tmp_path, monkeypatch):
 def _fetched_model(tmp_path, monkeypatch) -> list[str]:
     """A model cache for the fetch step (the lint runs slime's own parser, which reads config.json)."""
     from cpverify.profiles import get_profile
-    from hfcache import make_model_cache
+    from helpers.hfcache import make_model_cache
 
     smoke = get_profile("smoke")
     make_model_cache(tmp_path / "cache" / "hf", smoke.model_repo, smoke.model_revision)

@@ -41,7 +41,7 @@ from cpverify.profiles import (
     with_overrides,
 )
 from cpverify.runners._env import workload_env
-from hfcache import make_model_cache
+from helpers.hfcache import make_model_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE_SLIME = ROOT / "tests" / "fake_slime"

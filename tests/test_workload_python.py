@@ -22,7 +22,7 @@ import pytest
 from cpverify.errors import InputError
 from cpverify.profiles import get_profile
 from cpverify.runners.local import workload_python
-from hfcache import make_model_cache
+from helpers.hfcache import make_model_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE_SLIME = ROOT / "tests" / "fake_slime"

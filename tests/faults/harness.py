@@ -15,8 +15,8 @@ from pathlib import Path
 
 from cpverify.orchestrate import CONTAINER_WORK
 from cpverify.profiles import SLIME_ENV, get_profile
-from hfcache import make_model_cache
-from runner_util import pid_alive, wait_for
+from helpers.hfcache import make_model_cache
+from helpers.runner_util import pid_alive, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE_SLIME = ROOT / "tests" / "fake_slime"

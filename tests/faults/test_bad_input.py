@@ -23,7 +23,7 @@ import pytest
 
 from cpverify.profiles import SMOKE_TRAIN_ARGS
 from faults.harness import PROFILE, ROOT
-from hfcache import QWEN_CONFIG, make_model_cache
+from helpers.hfcache import QWEN_CONFIG, make_model_cache
 
 SNAPSHOT = Path("hf") / f"models--{PROFILE.model_repo.replace('/', '--')}" / "snapshots" / PROFILE.model_revision
 SHARED_FILES = {"verdict.md", "verdict.json", "env.json", "commands.sh"}

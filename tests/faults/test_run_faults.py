@@ -24,7 +24,7 @@ import pytest
 
 from cpverify.profiles import SMOKE_TRAIN_ARGS
 from faults.harness import ROOT, wait_until_dead
-from runner_util import wait_for
+from helpers.runner_util import wait_for
 
 # Where silent_hang stops: 4 start-up lines, then 5 lines per rollout for rollouts 0 and 1.
 LINES_BEFORE_THE_HANG = 14

@@ -16,7 +16,7 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-IMAGES_DIR = Path(__file__).resolve().parent / "images"
+IMAGES_DIR = Path(__file__).resolve().parents[1] / "images"
 WORKLOAD = IMAGES_DIR / "workload.sh"
 BUSYBOX = Path("/bin/busybox")
 REPOSITORY = "cpverify-test-busybox"

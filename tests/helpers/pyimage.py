@@ -20,16 +20,16 @@ import tempfile
 from pathlib import Path
 
 PYTHON_BASE = "cpverify-test-python:bookworm"
-HERE = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 
 
 def _fake_slime_digest() -> str:
     """A digest of tests/fake_slime: the stand-in image is tagged with it, so an image built from an
     older stand-in (images outlive a checkout on CI machines) is never taken for the current one."""
     digest = hashlib.sha256()
-    for path in sorted((HERE / "fake_slime").rglob("*")):
+    for path in sorted((TESTS / "fake_slime").rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts:
-            digest.update(path.relative_to(HERE).as_posix().encode() + b"\0" + path.read_bytes())
+            digest.update(path.relative_to(TESTS).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:12]
 
 
@@ -80,7 +80,7 @@ def ensure_slime_base(client) -> str:
         info = tarfile.TarInfo("Dockerfile")
         info.size = len(dockerfile)
         tar.addfile(info, io.BytesIO(dockerfile))
-        tar.add(HERE / "fake_slime", arcname="fake_slime",
+        tar.add(TESTS / "fake_slime", arcname="fake_slime",
                 filter=lambda t: None if "__pycache__" in t.name else t)
     context.seek(0)
     client.images.build(fileobj=context, custom_context=True, tag=SLIME_BASE, rm=True, network_mode="none")

@@ -1,6 +1,6 @@
 """Helpers for the runner tests, and a child-process entry point for the Ctrl-C tests.
 
-    python tests/runner_util.py local|docker LOG [--image IMG --run-id ID] -- ARGV...
+    python tests/helpers/runner_util.py local|docker LOG [--image IMG --run-id ID] -- ARGV...
 
 runs one arm with the chosen runner, prints `RESULT <json>` and exits 0; on Ctrl-C it
 prints `INTERRUPTED <json>` (the partial ArmResult) and exits 130, as cpverify does.
@@ -14,8 +14,8 @@ import time
 import types
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-WORKLOAD = HERE / "images" / "workload.sh"
+TESTS = Path(__file__).resolve().parents[1]
+WORKLOAD = TESTS / "images" / "workload.sh"
 
 
 def arm(name: str, *argv: str, env: dict | None = None, workdir: str | Path = "/tmp", cp: int = 1):
@@ -85,5 +85,5 @@ def _main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(HERE.parent))
+    sys.path.insert(0, str(TESTS.parent))  # the checkout's cpverify
     raise SystemExit(_main(sys.argv[1:]))
