@@ -29,6 +29,7 @@ from cpverify.logs import (
     parse_file,
     parse_stream,
 )
+from helpers.nobody import as_nobody, public_dir
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data" / "real-logs"
@@ -941,14 +942,18 @@ def test_directory_is_an_input_error(tmp_path):
     assert "directory" in info.value.problem and info.value.fix
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
-def test_unreadable_file_is_an_input_error(tmp_path):
-    log = tmp_path / "secret.log"
-    log.write_text("x\n")
-    log.chmod(0)
-    with pytest.raises(InputError) as info:
-        parse_file(log)
-    assert "not readable" in info.value.problem and "chmod" in info.value.fix
+def test_unreadable_file_is_an_input_error():
+    """A real EACCES (root reads any file, so the parse runs as `nobody`)."""
+    with public_dir() as public:
+        log = public / "secret.log"
+        log.write_text("x\n")
+        log.chmod(0)
+        proc = as_nobody("import json\nfrom cpverify.errors import InputError\nfrom cpverify.logs import parse_file",
+                         f"try:\n    parse_file({str(log)!r})\nexcept InputError as e:\n"
+                         "    print(json.dumps([e.problem, e.fix]))")
+    assert proc.returncode == 0 and proc.stdout, proc.stderr
+    problem, fix = json.loads(proc.stdout)
+    assert problem == f"log file {log} is not readable by this user" and "chmod" in fix
 
 
 def cpverify(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from cpverify import artifacts, report
@@ -21,6 +21,7 @@ from cpverify import verdict as v
 from cpverify.artifacts import RunDir, atomic_write_json, atomic_write_text
 from cpverify.errors import ArtifactWriteError, InputError
 from cpverify.logs import ErrorRecord
+from helpers.nobody import as_nobody, public_dir
 from helpers.slime_log import synthetic_arm
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "cpverify" / "data" / "verdict.schema.json").read_text())
@@ -182,18 +183,18 @@ def test_read_only_target_directory_is_named_with_a_fix(tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == []
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
-def test_really_read_only_directory(tmp_path):
-    locked = tmp_path / "locked"
-    locked.mkdir()
-    (locked / "verdict.md").write_text("old\n")
-    locked.chmod(0o555)
-    try:
-        with pytest.raises(ArtifactWriteError, match="verdict.md"):
-            atomic_write_text(locked / "verdict.md", "new\n")
-        assert (locked / "verdict.md").read_text() == "old\n"
-    finally:
-        locked.chmod(0o755)
+def test_really_read_only_directory():
+    """A real EACCES (root writes anywhere, so the write runs as `nobody`)."""
+    with public_dir() as public:
+        locked = public / "locked"
+        locked.mkdir()
+        (locked / "verdict.md").write_text("old\n")
+        locked.chmod(0o555)
+        proc = as_nobody("from cpverify.artifacts import atomic_write_text\nfrom cpverify.errors import ArtifactWriteError",
+                         f"try:\n    atomic_write_text({str(locked / 'verdict.md')!r}, 'new')\n"
+                         "except ArtifactWriteError as e:\n    print(e.problem)")
+        assert proc.returncode == 0 and "verdict.md" in proc.stdout, proc.stderr
+        assert (locked / "verdict.md").read_text() == "old\n" and os.listdir(locked) == ["verdict.md"]
 
 
 def test_unserialisable_json_fails_before_touching_the_target(tmp_path):
@@ -240,17 +241,28 @@ def test_run_ids_sort_by_time_and_do_not_collide():
     assert len({artifacts.new_run_id(0) for _ in range(50)}) == 50
 
 
+# The rule as the README states it: letters, digits, '.', '_', '-', starting with a letter or digit, <= 64.
+DOCUMENTED_RUN_ID = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
+
+
 @settings(max_examples=300, deadline=None)
-@given(st.text(alphabet=st.characters(codec="utf-8") | st.sampled_from("./-_\n$;` "), min_size=1, max_size=80))
+@given(st.text(alphabet=st.characters(codec="utf-8") | st.sampled_from("./-_\n$;` "), min_size=1, max_size=80)
+       | st.from_regex(DOCUMENTED_RUN_ID, fullmatch=True))
+@example("a" * 64).via("the longest name")
+@example("a" * 65).via("one character too long")
 def test_a_run_id_is_a_name_inside_the_artifacts_root(tmp_path_factory, run_id):
-    """Whatever the text: either refused, or a directory directly under the root whose name no
-    shell reads differently (it goes into commands.sh, container names and Ray job ids)."""
+    """Whatever the text: refused exactly when it breaks the documented rule; else a directory
+    directly under the root whose name no shell reads differently (it goes into commands.sh,
+    container names and Ray job ids)."""
     base = tmp_path_factory.getbasetemp() / "runs"
+    documented = re.fullmatch(DOCUMENTED_RUN_ID, run_id, re.ASCII) is not None
     try:
         run = RunDir.create(base=base, run_id=run_id)
     except InputError as exc:
+        assert not documented, f"{run_id!r} follows the README's rule but was refused"
         assert "is not a name" in exc.problem and "--run-id" in exc.fix
         return
+    assert documented, f"{run_id!r} breaks the README's rule but was accepted"
     assert run.root.resolve().parent == base.resolve() and run.run_id == run_id
     assert shlex.quote(run_id) == run_id and not run_id.startswith(("-", "."))
     assert len(run_id) <= artifacts.RUN_ID_MAX
