@@ -13,19 +13,25 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
+import io
 import json
 import os
 import re
 import secrets
+import shutil
 import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from cpverify.config import RUN_ID_ENV
 from cpverify.errors import ArtifactWriteError, InputError
+
+if TYPE_CHECKING:
+    from cpverify.redact import Redactor
 
 DEFAULT_BASE = Path("artifacts")
 # A run id or an arm name becomes a file name, a container name, a Ray job id and a word of
@@ -85,16 +91,18 @@ def point_latest(run_dir: RunDir) -> Path:
     return link
 
 
-def _fix_for(exc: OSError, path: Path) -> str:
+def _fix_for(exc: OSError, path: Path, flag: str = "--out") -> str:
+    """The fix for a file that could not be written; `flag` is the option that chose where it goes."""
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return f"free disk space on the filesystem of {path.parent}, or pass --out to a directory on another disk"
+        return f"free disk space on the filesystem of {path.parent}, or pass {flag} to a directory on another disk"
     if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-        return f"make {path.parent} writable (permissions, read-only mounts), or pass --out to a writable directory"
-    return f"check that {path.parent} exists and is writable, or pass --out to another directory"
+        return f"make {path.parent} writable (permissions, read-only mounts), or pass {flag} to a writable directory"
+    return f"check that {path.parent} exists and is writable, or pass {flag} to another directory"
 
 
 @contextlib.contextmanager
-def atomic_writer(path: str | os.PathLike[str], *, mode: int = 0o644, binary: bool = False) -> Iterator[IO]:
+def atomic_writer(path: str | os.PathLike[str], *, mode: int = 0o644, binary: bool = False,
+                  flag: str = "--out") -> Iterator[IO]:
     """Yield a handle (UTF-8 text, or bytes if `binary`); on clean exit its content atomically becomes `path`.
 
     On any failure the temporary file is removed and the target is left untouched;
@@ -117,7 +125,7 @@ def atomic_writer(path: str | os.PathLike[str], *, mode: int = 0o644, binary: bo
         _fsync_dir(target.parent)
     except OSError as exc:
         raise ArtifactWriteError(
-            f"could not write {target}: {exc.strerror or exc}", _fix_for(exc, target)
+            f"could not write {target}: {exc.strerror or exc}", _fix_for(exc, target, flag)
         ) from exc
     finally:
         if tmp_name is not None:
@@ -135,8 +143,8 @@ def _fsync_dir(directory: Path) -> None:
             os.close(fd)
 
 
-def atomic_write_text(path: str | os.PathLike[str], text: str, *, mode: int = 0o644) -> Path:
-    with atomic_writer(path, mode=mode) as handle:
+def atomic_write_text(path: str | os.PathLike[str], text: str, *, mode: int = 0o644, flag: str = "--out") -> Path:
+    with atomic_writer(path, mode=mode, flag=flag) as handle:
         handle.write(text)
     return Path(path)
 
@@ -147,10 +155,10 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int =
     return Path(path)
 
 
-def atomic_write_json(path: str | os.PathLike[str], obj: Any, *, mode: int = 0o644) -> Path:
+def atomic_write_json(path: str | os.PathLike[str], obj: Any, *, mode: int = 0o644, flag: str = "--out") -> Path:
     # Serialise first: a value json cannot encode must fail before the target is touched.
     text = json.dumps(obj, indent=2, sort_keys=False, ensure_ascii=False, allow_nan=False) + "\n"
-    return atomic_write_text(path, text, mode=mode)
+    return atomic_write_text(path, text, mode=mode, flag=flag)
 
 
 @dataclass(frozen=True)
@@ -213,3 +221,65 @@ class RunDir:
     @property
     def plot_png(self) -> Path:
         return self.root / "plot.png"
+
+
+class HashingReader(io.RawIOBase):
+    """A binary stream hashed as it is read: what is parsed through it is what is hashed."""
+
+    def __init__(self, raw) -> None:
+        self._raw = raw
+        self.sha256 = hashlib.sha256()
+        self.size = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        n = self._raw.readinto(buffer)
+        if n:
+            self.sha256.update(memoryview(buffer)[:n])
+            self.size += n
+        return n or 0
+
+    def drain(self) -> HashingReader:
+        while self.read(1 << 20):
+            pass
+        return self
+
+
+def file_digest(path: Path) -> tuple[str, int]:
+    """(sha256 hex, size) of a file, read in 1 MiB blocks."""
+    with path.open("rb") as raw:
+        reader = HashingReader(raw).drain()
+    return reader.sha256.hexdigest(), reader.size
+
+
+def snapshot_log(source: Path, bundled: Path, scrub: Redactor) -> dict:
+    """Copy the log `source` once, as it is now (it may still be growing), then write the bundle's
+    copy `bundled` from that snapshot, redacted by `scrub` (a log may hold tokens, keys or host
+    names). The digests name the bytes read and written, so env.json, the bundled log and the
+    verdict describe the same log."""
+    # Here, not at the top: the noxfile imports this module with the standard library alone.
+    from cpverify.logs import open_log
+
+    snapshot = bundled.with_name(f".{bundled.name}.snapshot")
+    written = hashlib.sha256()
+    try:
+        with source.open("rb") as src, snapshot.open("wb") as copy:
+            read = HashingReader(src)
+            shutil.copyfileobj(read, copy)
+        # open_log: a gzip or UTF-16 log is copied as the text it holds. newline="": a "\r" (a
+        # progress bar) stays in its line, so the bundled log's line numbers are the source's.
+        with atomic_writer(bundled) as out, open_log(snapshot) as raw:
+            line = scrub.lines()  # a private-key block may span lines
+            for text in io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline=""):
+                redacted = line(text)
+                written.update(redacted.encode("utf-8"))
+                out.write(redacted)
+    except OSError as exc:
+        raise InputError(f"could not read {source}: {exc.strerror or exc}",
+                         "copy the log to a local disk and pass the copy") from None
+    finally:
+        snapshot.unlink(missing_ok=True)
+    return {"file": source.name, "sha256": read.sha256.hexdigest(), "bytes": read.size,
+            "bundled": f"logs/{bundled.name}", "bundled_sha256": written.hexdigest()}

@@ -11,9 +11,6 @@ Exit code: 0 when no required check fails; 4 (BLOCKED) when one does.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import sys
 import textwrap
 import time
@@ -27,7 +24,7 @@ from packaging.version import Version
 from cpverify import _probes
 from cpverify._probes import Fact, Host
 from cpverify._versions import parse_version
-from cpverify.errors import EXIT_BLOCKED, EXIT_OK, ArtifactWriteError, InputError
+from cpverify.errors import EXIT_BLOCKED, EXIT_OK, InputError
 
 if TYPE_CHECKING:
     from cpverify.runners.local import WorkloadPython
@@ -404,73 +401,7 @@ def exit_code(report: dict) -> int:
     return EXIT_BLOCKED if report["status"] == "blocked" else EXIT_OK
 
 
-# ---------------------------------------------------------------------------------------------- CLI
+if __name__ == "__main__":  # `python -m cpverify.doctor`: the doctor alone, as `cpverify doctor`
+    from cpverify.cli import main
 
-DESCRIPTION = f"""\
-Can this host run a CP verification? Prints the facts an issue report needs (GPUs, driver,
-CUDA, NCCL, topology, MIG, InfiniBand, /dev/shm, disk, Docker, the relevant environment
-variables) and checks them. Required (a failure blocks the run): at least --cp GPUs, compute
-capability >= {MIN_COMPUTE_CAPABILITY}, one driver version on all GPUs, MIG off. Warnings: driver >= {MIN_DRIVER}, \
-CUDA >= {MIN_CUDA},
-NCCL >= {MIN_NCCL}, {MIN_GPU_MEMORY_BYTES / 1e9:.0f} GB per GPU, NVLink or a PCIe switch between the GPUs, \
->= {MIN_SHM_BYTES >> 30} GiB /dev/shm,
-the NVIDIA runtime in Docker, free disk. What cannot be collected is reported as
-"could not collect: <reason>"; every check that does not pass names its fix.
-
-Exit code: 0 when no required check fails, 4 (BLOCKED) when one does. `cpverify run`
-runs the same checks as its first step and records the report in env.json."""
-
-
-def register(subparsers) -> None:
-    p = subparsers.add_parser("doctor", help="environment facts and checks for a CP run (exit 4 when blocked)",
-                              description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
-    p.add_argument("--cp", type=int, default=2, help="the CP size to check for (default 2)")
-    p.add_argument("--nccl-log", type=Path, default=None, help="a log with NCCL_DEBUG=INFO lines (NCCL version)")
-    p.add_argument("--json-out", type=Path, default=None, help="also write the JSON report to this file")
-    p.add_argument("--python", default=None,
-                   help="the Python whose torch, CUDA and NCCL to report (default: CPVERIFY_PYTHON, else the "
-                        "first python3/python on PATH that imports torch)")
-    p.set_defaults(func=run)
-
-
-def run(args: argparse.Namespace) -> int:
-    if args.nccl_log is not None and not args.nccl_log.is_file():
-        raise InputError(f"--nccl-log {args.nccl_log}: no such file", "pass a log file written with NCCL_DEBUG=INFO")
-    from cpverify.redact import Redactor
-    from cpverify.runners.local import requested_python, workload_python
-
-    explicit, chosen_by = requested_python(args.python)
-    python = workload_python(explicit, chosen_by=chosen_by)
-    # What the doctor prints or writes is pasted into issues: redacted like verdict.md (a RAY_ or
-    # HF_ variable may hold a URL with a password; paths and hosts identify the machine).
-    report = Redactor().json(collect(cp=args.cp, nccl_log=args.nccl_log, python=python))
-    if args.json_out is not None:
-        _write_json(args.json_out, report)
-    print(json.dumps(report, indent=2) if args.json else render(report))
-    return exit_code(report)
-
-
-def _write_json(path: Path, data: dict) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise ArtifactWriteError(f"cannot write {path}: {exc}", "choose a writable --json-out path") from exc
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m cpverify.doctor`: this command alone, without the rest of the CLI."""
-    parser = argparse.ArgumentParser(prog="cpverify")
-    register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["doctor", *(sys.argv[1:] if argv is None else argv)])
-    try:
-        return args.func(args)
-    except (InputError, ArtifactWriteError) as exc:
-        print(f"cpverify: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(["doctor", *sys.argv[1:]], commands=("doctor",)))

@@ -14,15 +14,14 @@ asserts they agree within 1%. That handoff is the one difference besides CP a pa
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from dataclasses import dataclass
 
-from cpverify.artifacts import check_run_id, new_run_id
+from cpverify.artifacts import check_run_id
 from cpverify.errors import InputError
 from cpverify.model import Arm
-from cpverify.profiles import MAX_GPUS, PROFILES, Profile
+from cpverify.profiles import MAX_GPUS, Profile
 from cpverify.redact import contains_secret, is_secret_name
 
 SLIME_CP_FLAG = "--context-parallel-size"
@@ -450,66 +449,3 @@ def parse_gpus(text: str) -> tuple[int, ...]:
         return tuple(int(part) for part in text.split(",") if part.strip())
     except ValueError:
         raise InputError(f"--gpus {text!r} is neither a count nor a list of indices", "write --gpus 2 or --gpus 0,1") from None
-
-
-def add_profile_arguments(parser) -> None:
-    """--profile, --config TOML, --set KEY=VALUE: shared by plan, lint and run."""
-    parser.add_argument("--profile", default="smoke", help=f"profile name: {', '.join(PROFILES)} (default: %(default)s)")
-    parser.add_argument("--config", metavar="TOML", help="TOML file of profile field overrides")
-    parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="KEY=VALUE",
-                        help="override one profile field, e.g. --set pass_ratio=1.5 (repeatable)")
-
-
-def plan_from_args(args) -> Plan:
-    from cpverify.profiles import resolve_profile
-
-    profile = resolve_profile(args.profile, toml=args.config, assignments=args.assignments)
-    gpus = parse_gpus(args.gpus) if getattr(args, "gpus", None) else None
-    return build_plan(
-        profile,
-        run_id=getattr(args, "run_id", None) or new_run_id(),
-        gpus=gpus,
-        model_dir=getattr(args, "model_dir", None) or DEFAULT_MODEL_DIR,
-        data_path=getattr(args, "data", None),
-        slime_dir=getattr(args, "slime_dir", None) or DEFAULT_SLIME_DIR,
-    )
-
-
-def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "plan", help="summarize each arm and what differs between arms (--sh: the exact commands)",
-        description="Print a summary of the profile's arms and prove that each compared pair differs only "
-                    "in the CP size; --sh prints the exact commands (the commands.sh a run writes), --json "
-                    "the whole plan. Runs nothing; exit 2 when a pair would differ in more than CP.")
-    add_profile_arguments(p)
-    p.add_argument("--gpus", help="GPU indices (0,1) or a count (2); default: the first N")
-    p.add_argument("--model-dir", help=f"model directory as the run sees it (default {DEFAULT_MODEL_DIR})")
-    p.add_argument("--data", help="prompt file as the run sees it (default: the profile's shipped dataset)")
-    p.add_argument("--slime-dir", help=f"slime checkout as the run sees it (default {DEFAULT_SLIME_DIR})")
-    out = p.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="print the plan as JSON")
-    out.add_argument("--sh", action="store_true", help="print commands.sh")
-    p.set_defaults(func=_cli)
-
-
-def _cli(args) -> int:
-    plan = plan_from_args(args)
-    if args.json:
-        print(json.dumps(plan.to_json(), indent=2))
-        return 0
-    if args.sh:
-        print(plan.commands_sh(), end="")
-        return 0
-    from tabulate import tabulate
-
-    p = plan.profile
-    print(f"plan {plan.run_id}: profile {p.name} ({p.kind}) on GPUs {','.join(map(str, plan.gpus))}")
-    print(f"  {p.description}")
-    rows = [[a.name, a.cp, a.seq_len or "", a.workdir, len(a.argv)] for a in plan.arms]
-    print(tabulate(rows, headers=["arm", "cp", "seq_len", "workdir", "argv words"]))
-    for baseline, candidate in plan.comparisons:
-        print(f"\n{baseline} -> {candidate} differ only in:")
-        for line in arm_diff(plan.arm(baseline), plan.arm(candidate)):
-            print(f"  {line}")
-    print("\nExact commands: cpverify plan --sh (the same script a run writes as commands.sh)")
-    return 0

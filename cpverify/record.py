@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -179,36 +178,3 @@ def differences(old: Any, new: Any, where: str = "") -> list[str]:
 def _short(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 80 else text[:77] + "..."
-
-
-# -- the log an arm wrote ----------------------------------------------------------------------
-
-class HashingReader(io.RawIOBase):
-    """A binary stream hashed as it is read: what is parsed through it is what is hashed."""
-
-    def __init__(self, raw) -> None:
-        self._raw = raw
-        self.sha256 = hashlib.sha256()
-        self.size = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        n = self._raw.readinto(buffer)
-        if n:
-            self.sha256.update(memoryview(buffer)[:n])
-            self.size += n
-        return n or 0
-
-    def drain(self) -> HashingReader:
-        while self.read(1 << 20):
-            pass
-        return self
-
-
-def file_digest(path: Path) -> tuple[str, int]:
-    """(sha256 hex, size) of a file, read in 1 MiB blocks."""
-    with path.open("rb") as raw:
-        reader = HashingReader(raw).drain()
-    return reader.sha256.hexdigest(), reader.size

@@ -79,3 +79,36 @@ def test_every_runner_is_built_on_the_one_base(runner):
     assert issubclass(cls, BaseRunner) and cls.name == runner
     # the skeleton is the base's: a runner implements start(), not its own run_arm
     assert cls.run_arm is BaseRunner.run_arm
+
+
+def _imported(tree: ast.Module) -> set[str]:
+    """Every module a module imports, at its top or inside a function."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+# `python -m cpverify`, `python -m cpverify.doctor`, `python -m cpverify.probe`: the entry points.
+ENTRY_POINTS = ("cpverify.__main__", "cpverify.doctor", "cpverify.probe.__main__")
+
+
+def test_the_commands_live_in_the_cli_and_nothing_below_it_imports_it():
+    """cpverify/cli/ is argparse and printing; the stages and the edge take data and return data, so
+    a stage that registers a subcommand, or imports the CLI, puts the terminal back inside the work."""
+    offenders = []
+    for name, tree in modules().items():
+        if name == "cpverify.cli" or name.startswith("cpverify.cli."):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and node.name == "register":
+                offenders.append(f"{_where(name, node)}: def register")
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_parser":
+                offenders.append(f"{_where(name, node)}: {ast.unparse(node)[:60]}")
+        if name not in ENTRY_POINTS and any(m == "cpverify.cli" or m.startswith("cpverify.cli.") for m in _imported(tree)):
+            offenders.append(f"{name.replace('.', '/')}.py imports cpverify.cli")
+    assert offenders == []

@@ -67,3 +67,13 @@ def test_a_misspelled_runner_in_the_environment_is_bad_input(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert "CPVERIFY_RUNNER='dockr' is not a runner" in proc.stderr
     assert "docker, local, ray" in proc.stderr
+
+
+def test_help_imports_no_heavy_library():
+    """`cpverify --help` must answer at once and in an environment where docker-py, ray or
+    matplotlib is broken: a command imports those where it runs, not where it registers."""
+    heavy = ("tabulate", "docker", "ray", "rich", "matplotlib", "numpy", "huggingface_hub", "torch", "jsonschema")
+    code = ("import sys; from cpverify.cli import build_parser; build_parser(); "
+            f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({heavy!r})))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert proc.stdout.strip() == "[]", proc.stdout

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from cpverify import _probes, doctor
 from cpverify._probes import CommandResult, Fact, Host
+from cpverify.cli import main
 
 DATA = Path(__file__).parent / "data" / "doctor"
 REPO = Path(__file__).resolve().parents[1]
@@ -439,4 +440,14 @@ def test_json_flag_prints_one_object(tmp_path):
 
 
 def test_missing_nccl_log_is_a_usage_error(tmp_path):
-    assert doctor.main(["--nccl-log", str(tmp_path / "nope.log")]) == 2
+    assert main(["doctor", "--nccl-log", str(tmp_path / "nope.log")]) == 2
+
+
+def test_a_json_out_that_cannot_be_written_names_the_option_and_leaves_nothing(tmp_path, capsys):
+    """--json-out goes through the one atomic writer: a failed write leaves no temporary file beside
+    the target, and the fix names the option that chose the path."""
+    target = tmp_path / "report"
+    (target / "occupied").mkdir(parents=True)  # a directory where the file should go
+    assert main(["doctor", "--json-out", str(target)]) == 4  # ArtifactWriteError: BLOCKED, as every artifact
+    assert "pass --json-out to" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]

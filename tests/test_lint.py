@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cpverify import lint
+from cpverify.cli import lint as lint_cli
 from cpverify.errors import InputError
 from cpverify.lint import (
     ERROR,
@@ -34,7 +35,7 @@ SEED000_CP2 = (DATA / "seed000_cp2_script.txt").read_text(encoding="utf-8")
 
 def run_cli(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="cpverify")
-    lint.register(parser.add_subparsers())
+    lint_cli.register(parser.add_subparsers())
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from cpverify import ab, orchestrate
+from cpverify import ab, pipeline
 from cpverify.cli import build_parser, main
 from cpverify.errors import EXIT_FAIL, InputError
 from cpverify.logs import parse_file
@@ -46,7 +46,7 @@ def run_args(*argv: str):
 def profile_for(*argv: str):
     args = run_args(*argv)
     return resolve_profile(args.profile, toml=args.config,
-                           assignments=[*args.assignments, *orchestrate.matrix_assignments(args)])
+                           assignments=[*args.assignments, *pipeline.matrix_assignments(args)])
 
 
 # -- matrices ---------------------------------------------------------------------------------
@@ -66,7 +66,7 @@ def test_cp_and_seq_len_flags_make_a_probe_matrix_compared_against_cp1():
 def test_matrix_flags_win_over_set_and_are_checked():
     assert profile_for("--profile", "smoke", "--set", "cp_sizes=1,2", "--set", "gpus=4", "--cp", "1 4").cp_sizes == (1, 4)
     with pytest.raises(InputError, match="--cp"):
-        orchestrate.matrix_assignments(run_args("--cp", "1,two"))
+        pipeline.matrix_assignments(run_args("--cp", "1,two"))
     with pytest.raises(InputError, match="do not divide gpus=2"):  # CP 4 on the profile's 2 GPUs
         profile_for("--profile", "probe", "--cp", "1,2,4")
     assert main(["run", "--profile", "smoke", "--seq-len", "8K", "--runner", "local", "--only", "lint"]) == 2
@@ -247,15 +247,15 @@ def test_docker_mounts_both_checkouts_read_only_at_their_own_paths(tmp_path):
                     str(cand), "--cache", str(tmp_path / "cache"), "--out", str(tmp_path / "out"))
     from cpverify.artifacts import RunDir
 
-    ctx = orchestrate.Context(args=args, profile=get_profile("smoke"), run_dir=RunDir.create(base=args.out, run_id="d"))
-    plan = orchestrate.build_run_plan(ctx)
+    ctx = pipeline.Context(args=args, profile=get_profile("smoke"), run_dir=RunDir.create(base=args.out, run_id="d"))
+    plan = pipeline.build_run_plan(ctx)
     assert {a.name: a.workdir for a in plan.arms} == {
-        "base-cp1": orchestrate.CONTAINER_SLIME, "base-cp2": orchestrate.CONTAINER_SLIME,
-        "cand-cp1": orchestrate.CONTAINER_SLIME_CANDIDATE, "cand-cp2": orchestrate.CONTAINER_SLIME_CANDIDATE}
-    mounts = {m.target: m for m in orchestrate._isolated_mounts(ctx)}
-    assert mounts[orchestrate.CONTAINER_SLIME].source == base and mounts[orchestrate.CONTAINER_SLIME].read_only
-    assert mounts[orchestrate.CONTAINER_SLIME_CANDIDATE].source == cand
-    assert mounts[orchestrate.CONTAINER_SLIME_CANDIDATE].read_only
+        "base-cp1": pipeline.CONTAINER_SLIME, "base-cp2": pipeline.CONTAINER_SLIME,
+        "cand-cp1": pipeline.CONTAINER_SLIME_CANDIDATE, "cand-cp2": pipeline.CONTAINER_SLIME_CANDIDATE}
+    mounts = {m.target: m for m in pipeline._isolated_mounts(ctx)}
+    assert mounts[pipeline.CONTAINER_SLIME].source == base and mounts[pipeline.CONTAINER_SLIME].read_only
+    assert mounts[pipeline.CONTAINER_SLIME_CANDIDATE].source == cand
+    assert mounts[pipeline.CONTAINER_SLIME_CANDIDATE].read_only
 
 
 # -- A/B: end to end ------------------------------------------------------------------------------

@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from cpverify import probe
+from cpverify.cli import main
+from cpverify.cli import probe as probe_cli
 from cpverify.errors import InputError
 from cpverify.plan import build_plan
 from cpverify.probe import _logic, bandwidth, workload
@@ -240,7 +242,7 @@ def test_arm_commands_refuse_nonsense():
 
 
 def test_probe_dry_run_prints_commands(capsys):
-    assert probe.main(["--dry-run", "--cp", "2", "--seq-len", "65536", "--bandwidth"]) == 0
+    assert main(["probe", "--dry-run", "--cp", "2", "--seq-len", "65536", "--bandwidth"]) == 0
     out = capsys.readouterr().out
     assert "# bandwidth" in out and "# cp1-s64k" in out and "# cp2-s64k" in out
     assert "-m cpverify.probe.workload --cp 2 --seq-len 65536 --steps 20 --warmup 5" in out
@@ -251,7 +253,7 @@ def test_run_arm_streams_to_the_log(tmp_path):
     script = ("print('cpverify-check name=a status=pass value=0.001 bound=0.01 detail=\"ok\"'); "
               "print('[2026-01-01 00:00:00] workload.py:1 - perf 5: {\"perf/actor_train_time\": 0.5, "
               "\"perf/step_time\": 0.6}'); print('noise'); raise SystemExit(3)")
-    result = probe._run_arm([sys.executable, "-c", script], tmp_path / "arm.log")
+    result = probe.run_arm([sys.executable, "-c", script], tmp_path / "arm.log")
     assert result["returncode"] == 3
     assert len(result["lines"]) == 2
     log = (tmp_path / "arm.log").read_text()
@@ -268,7 +270,7 @@ def test_summary_of_recorded_h200_arms():
     cand = summary["arms"]["cp2-s16k"]["actor_train_time_median_s"]
     assert summary["ratio_actor_train_time"] == pytest.approx(cand / base)
     assert 0.5 < summary["ratio_actor_train_time"] < 1.5  # 0.92 measured at 16K on 2xH200
-    text = probe.render(summary)
+    text = probe_cli.render(summary)
     assert "CP=2 / CP=1" in text and "cp_ring_attention_ran" in text
     bypass = probe.summarize({"cp2-s16k": {"returncode": 1, "lines": recorded_lines("h200x2-cp2-s16k-bypass.log"),
                                            "log": "c"}}, cp=2)

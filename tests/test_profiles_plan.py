@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cpverify import plan as plan_mod
+from cpverify.cli import plan as plan_cli
 from cpverify.errors import InputError
 from cpverify.model import Arm
 from cpverify.plan import arm_diff, build_plan, check_pair
@@ -29,7 +30,7 @@ from cpverify.profiles import (
 
 def run_cli(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="cpverify")
-    plan_mod.register(parser.add_subparsers())
+    plan_cli.register(parser.add_subparsers())
     args = parser.parse_args(argv)
     return args.func(args)
 

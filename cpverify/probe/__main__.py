@@ -1,3 +1,7 @@
-from cpverify.probe import main
+"""`python -m cpverify.probe`: the probe command alone, as `cpverify probe`."""
 
-raise SystemExit(main())
+import sys
+
+from cpverify.cli import main
+
+raise SystemExit(main(["probe", *sys.argv[1:]], commands=("probe",)))

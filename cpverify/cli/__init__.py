@@ -1,9 +1,10 @@
-"""The `cpverify` command line.
+"""The `cpverify` command line: one module per subcommand (cpverify/cli/<command>.py).
 
-Each subcommand lives in the module that does the work; that module exposes
-`register(subparsers)`, which adds its parser and sets `func(args) -> int`.
-Modules keep heavy imports (docker, ray, torch) inside functions so that
-`cpverify --help` and `cpverify parse` stay fast and work in a broken environment.
+Each exposes `register(subparsers)`, which adds its parser and sets `func(args) -> int`, and does
+argparse and printing only: the work is the stages' and the edge's (ARCHITECTURE.md). The heavy
+libraries (docker-py, ray, huggingface_hub, tabulate, rich, matplotlib) are imported only where a
+command uses them, so `cpverify --help` stays fast and shows every command's help in a broken
+environment.
 """
 
 from __future__ import annotations
@@ -16,44 +17,31 @@ import sys
 from cpverify import __version__
 from cpverify.errors import EXIT_INTERRUPTED, CpverifyError
 
-# name -> module that registers it (order is the order shown in --help)
-COMMANDS = {
-    "run": "cpverify.orchestrate",
-    "lint": "cpverify.lint",
-    "parse": "cpverify.logs",
-    "verdict": "cpverify.verdict",
-    "doctor": "cpverify.doctor",
-    "probe": "cpverify.probe",
-    "fetch": "cpverify.fetch",
-    "plan": "cpverify.plan",
-}
+# in the order --help shows them; each is the module cpverify.cli.<name>
+COMMANDS = ("run", "lint", "parse", "verdict", "doctor", "probe", "fetch", "plan")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: tuple[str, ...] = COMMANDS) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cpverify",
         description="Run slime at CP=1 and CP=2 on the same GPUs and write a pasteable verdict.",
     )
     parser.add_argument("--version", action="version", version=f"cpverify {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module_name in COMMANDS.values():
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:  # a module not written yet must not break the others
-            if exc.name != module_name:
-                raise
-            continue
-        module.register(sub)
+    for name in commands:
+        importlib.import_module(f"cpverify.cli.{name}").register(sub)
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+def main(argv: list[str] | None = None, *, commands: tuple[str, ...] = COMMANDS) -> int:
+    """`cpverify`; `commands` narrows it to some subcommands (`python -m cpverify.doctor` is the
+    doctor alone: it imports nothing the other commands need, so it works where they are broken)."""
+    parser = build_parser(commands)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    from cpverify.redact import Redactor, redacted_terminal
+    from cpverify.redact import Redactor, redacted_terminal  # only once a command runs
 
     # Everything printed is redacted like verdict.md (an error may quote a URL with a password,
     # a summary a host name); `run` swaps in its own rules, sharing its files' placeholders.

@@ -37,12 +37,12 @@ from pathlib import Path
 from typing import IO, cast
 
 from cpverify import config, fetch
-from cpverify.artifacts import RunDir, new_run_id
+from cpverify.artifacts import HashingReader, RunDir, file_digest, new_run_id
 from cpverify.config import RUNNERS
 from cpverify.errors import EXIT_BLOCKED, EXIT_FAIL, EXIT_OK, CpverifyError, EnvironmentBlocked, InputError
 from cpverify.model import Arm, ArmInterrupted, ArmResult, Mount, Outcome
 from cpverify.profiles import Profile
-from cpverify.record import ArmRecord, Blocked, HashingReader, Interrupted, RunRecord, file_digest
+from cpverify.record import ArmRecord, Blocked, Interrupted, RunRecord
 from cpverify.runners import make_runner, runner_class
 from cpverify.runners.base import BaseRunner, RunSetup
 
@@ -707,16 +707,8 @@ def plan_definition(ctx: Context, plan) -> dict:
     return definition
 
 
-def run(args) -> int:
-    from cpverify.runners._watch import terminate_as_interrupt
-
-    # One signal policy for the whole process: SIGTERM and SIGHUP (nox, systemd, a closed ssh
-    # session) are a Ctrl-C, in whatever step they arrive.
-    with terminate_as_interrupt():
-        return _run(args)
-
-
-def _run(args) -> int:
+def run(args: argparse.Namespace) -> int:
+    """`cpverify run`: the steps --only names, in one process, under one run-directory lock."""
     from cpverify.artifacts import LATEST, RunDir, latest_run_id, point_latest
     from cpverify.locks import RunDirLock
     from cpverify.profiles import resolve_profile
@@ -789,58 +781,3 @@ def _verdict_after_interrupt(ctx: Context, step: str, exc: KeyboardInterrupt) ->
         ctx.say(f"verdict not written after the interruption: {again or 'interrupted again'}")
 
 
-def register(subparsers) -> None:
-    from cpverify.plan import add_profile_arguments
-
-    p = subparsers.add_parser(
-        "run", help="the whole verification (or --only some steps): doctor, image, fetch, compileall, lint, cp1, cp2, verdict",
-        description="Run the verification: doctor, image, fetch, compileall, lint, cp1, cp2, verdict (or the "
-                    "steps --only names), and write artifacts/<run-id>/verdict.md, verdict.json, env.json and "
-                    "commands.sh. No GPU is held before the lint has passed. Exit code: 0 PASS, 1 FAIL (or lint "
-                    "errors), 2 bad input, 3 INCONCLUSIVE, 4 BLOCKED, 130 interrupted.")
-    add_profile_arguments(p)
-    p.add_argument("--runner", choices=RUNNERS, default=config.runner(),
-                   help="where arms run: docker (GPU containers), local (subprocesses here), ray (Ray Jobs) "
-                        "(default: %(default)s; CPVERIFY_RUNNER sets it)")
-    p.add_argument("--python", metavar="PYTHON",
-                   help="the interpreter that runs the arms with the local runner (default: CPVERIFY_PYTHON, else "
-                        "the first python3/python on PATH that imports torch, and slime for slime profiles; the "
-                        "run is BLOCKED when it cannot import them)")
-    p.add_argument("--gpus", help="GPU indices (0,1) or a count (2); both arms use the same GPUs. "
-                                  "'none' runs without a GPU request (pipeline tests only)")
-    p.add_argument("--only", metavar="STEPS", help=f"comma-separated steps: {', '.join(STEPS)}, arms, all")
-    p.add_argument("--run-id", default=config.run_id(),
-                   help="resume or name a run (CPVERIFY_RUN_ID); 'latest' continues the run <out>/latest points at. "
-                        "Every run updates <out>/latest")
-    p.add_argument("--out", default=config.artifacts(),
-                   help="artifacts root (default: %(default)s; CPVERIFY_ARTIFACTS sets it)")
-    p.add_argument("--cache", default=config.cache(),
-                   help="model and data cache, mounted read-only into the arms (default: %(default)s; "
-                        "CPVERIFY_CACHE sets it)")
-    p.add_argument("--model-dir", help="use this local model directory instead of fetching (offline hosts, your own "
-                                       "checkpoint); verified the same way and checked against MODEL_ARGS")
-    p.add_argument("--slime-dir", default=config.slime_dir(),
-                   help="your slime checkout: mounted read-only (docker) or run in place (local)")
-    p.add_argument("--cp", metavar="SIZES", help="CP sizes, e.g. 1,2,4: every size runs on the same GPUs and is "
-                                                 "compared with the profile's baseline (CP=1)")
-    p.add_argument("--seq-len", metavar="LENGTHS", help="probe sequence lengths or train-only response lengths, "
-                                                        "e.g. 8K,32K,128K (one arm per CP and length)")
-    p.add_argument("--slime-ref", metavar="REF", help="run this commit of the --slime-dir clone (exported with git "
-                                                      "archive); with --slime-ref-candidate, the A/B base")
-    p.add_argument("--slime-ref-candidate", metavar="REF",
-                   help="A/B: the candidate commit of the --slime-dir clone (e.g. HEAD); both revisions run at every CP")
-    p.add_argument("--slime-dir-candidate", metavar="DIR",
-                   help="A/B: a second slime checkout (e.g. your patched clone) against --slime-dir")
-    p.add_argument("--image", help="image tag to build or (without --build) to use as it is")
-    p.add_argument("--build", action="store_true", help="with --image: build it even though a tag is given")
-    p.add_argument("--base-image", help="override BASE_IMAGE of docker/versions.lock")
-    p.add_argument("--slime-commit", help="override SLIME_COMMIT ('' keeps the base image's slime)")
-    p.add_argument("--nccl", metavar="PIP_SPEC", help="install this NCCL in the image, e.g. nvidia-nccl-cu12==2.29.3")
-    p.add_argument("--wheel-dir", help="pre-downloaded wheels for the image build (offline hosts)")
-    p.add_argument("--ray-address", default=config.ray_address(), help="Ray dashboard, e.g. http://HEAD:8265")
-    p.add_argument("--no-ulimits", action="store_true",
-                   help="do not raise memlock/stack in the containers (rootless Docker, sandboxes; "
-                        "NCCL over RDMA needs them)")
-    p.add_argument("--no-redact", action="store_true",
-                   help="keep host names, paths and IPs in the artifacts and the terminal (credentials go always)")
-    p.set_defaults(func=run)

@@ -1,0 +1,49 @@
+"""`cpverify plan`: the arms of a profile and proof that each compared pair differs only in CP."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from cpverify.cli._options import add_profile_arguments, plan_from_args
+from cpverify.plan import DEFAULT_MODEL_DIR, DEFAULT_SLIME_DIR, arm_diff
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "plan", help="summarize each arm and what differs between arms (--sh: the exact commands)",
+        description="Print a summary of the profile's arms and prove that each compared pair differs only "
+                    "in the CP size; --sh prints the exact commands (the commands.sh a run writes), --json "
+                    "the whole plan. Runs nothing; exit 2 when a pair would differ in more than CP.")
+    add_profile_arguments(p)
+    p.add_argument("--gpus", help="GPU indices (0,1) or a count (2); default: the first N")
+    p.add_argument("--model-dir", help=f"model directory as the run sees it (default {DEFAULT_MODEL_DIR})")
+    p.add_argument("--data", help="prompt file as the run sees it (default: the profile's shipped dataset)")
+    p.add_argument("--slime-dir", help=f"slime checkout as the run sees it (default {DEFAULT_SLIME_DIR})")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print the plan as JSON")
+    out.add_argument("--sh", action="store_true", help="print commands.sh")
+    p.set_defaults(func=_cli)
+
+
+def _cli(args: argparse.Namespace) -> int:
+    plan = plan_from_args(args)
+    if args.json:
+        print(json.dumps(plan.to_json(), indent=2))
+        return 0
+    if args.sh:
+        print(plan.commands_sh(), end="")
+        return 0
+    from tabulate import tabulate  # heavy: only for the summary
+
+    p = plan.profile
+    print(f"plan {plan.run_id}: profile {p.name} ({p.kind}) on GPUs {','.join(map(str, plan.gpus))}")
+    print(f"  {p.description}")
+    rows = [[a.name, a.cp, a.seq_len or "", a.workdir, len(a.argv)] for a in plan.arms]
+    print(tabulate(rows, headers=["arm", "cp", "seq_len", "workdir", "argv words"]))
+    for baseline, candidate in plan.comparisons:
+        print(f"\n{baseline} -> {candidate} differ only in:")
+        for line in arm_diff(plan.arm(baseline), plan.arm(candidate)):
+            print(f"  {line}")
+    print("\nExact commands: cpverify plan --sh (the same script a run writes as commands.sh)")
+    return 0

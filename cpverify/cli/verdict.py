@@ -1,0 +1,116 @@
+"""`cpverify verdict --baseline A.log --candidate B.log`: a verdict from logs you already have.
+
+The logs are copied into the bundle first (artifacts.snapshot_log), so a log still being written
+is judged as one snapshot, and the bundle's copy, its digest and the verdict describe the same bytes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import shlex
+import sys
+from pathlib import Path
+
+from cpverify import __version__
+from cpverify.artifacts import RunDir, snapshot_log
+from cpverify.errors import InputError
+from cpverify.logs import parse_file
+from cpverify.redact import Redactor
+from cpverify.verdict import WORKLOADS, ArmEvidence, Thresholds, decide
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "verdict", help="decide PASS/FAIL from a CP=1 and a CP=2 log you already have",
+        description="Compare a baseline (CP=1) and a candidate (CP=2) slime log and write verdict.md, "
+                    "verdict.json, env.json and commands.sh. The ratio is always the larger CP's against the "
+                    "smaller CP's, whichever log is given first. Exit code: 0 PASS, 1 FAIL, 2 bad input, "
+                    "3 INCONCLUSIVE, 4 BLOCKED.")
+    parser.add_argument("--baseline", required=True, metavar="LOG", help="log of the baseline arm (CP=1)")
+    parser.add_argument("--candidate", required=True, metavar="LOG", help="log of the candidate arm (CP=2)")
+    parser.add_argument("--out", metavar="DIR", help="artifact directory (default: artifacts/<run-id>/)")
+    parser.add_argument("--baseline-cp", type=int, default=1, metavar="N", help="CP requested in the baseline (1)")
+    parser.add_argument("--candidate-cp", type=int, default=2, metavar="N", help="CP requested in the candidate (2)")
+    parser.add_argument("--pass-ratio", type=float, default=Thresholds.pass_ratio, metavar="R",
+                        help="PASS when the CI's upper bound of candidate/baseline is <= R (1.3)")
+    parser.add_argument("--warmup", type=int, default=Thresholds.warmup, metavar="N",
+                        help="rollouts with id < N are not counted (1)")
+    parser.add_argument("--min-steps", type=int, default=Thresholds.min_counted_steps, metavar="N",
+                        help="counted steps needed per arm (3)")
+    parser.add_argument("--expected-rollouts", type=int, metavar="N",
+                        help="rollouts each arm was started with (slime's --num-rollout): an arm whose log lacks "
+                             "one of rollouts warmup..N-1 did not finish and cannot pass (default: not checked)")
+    parser.add_argument("--workload", choices=WORKLOADS, default="slime",
+                        help="what wrote the logs, for the advice in the fixes (slime)")
+    parser.add_argument("--deterministic", action="store_true",
+                        help="the runs were deterministic: gate first-step numerics")
+    parser.add_argument("--json", action="store_true", help="print verdict.json to stdout instead of the summary")
+    parser.set_defaults(func=run_verdict_command)
+
+
+def run_verdict_command(args: argparse.Namespace) -> int:
+    """Snapshot two logs into the bundle, decide on the snapshots, write the bundle, print the
+    headline; returns the status's exit code."""
+    from cpverify import report  # imports tabulate: not at `cpverify --help`
+
+    thresholds = Thresholds(pass_ratio=args.pass_ratio, warmup=args.warmup, min_counted_steps=args.min_steps,
+                            deterministic=args.deterministic)
+    given = {"baseline": (Path(args.baseline), args.baseline_cp), "candidate": (Path(args.candidate), args.candidate_cp)}
+    for role, (path, cp) in given.items():
+        if not path.is_file():
+            raise InputError(f"--{role} {path} is not a readable file",
+                             "pass the path of a saved slime log (stdout and stderr of train.py / ray job logs)")
+        if cp < 1:
+            raise InputError(f"--{role}-cp {cp} must be >= 1",
+                             f"pass the CP size the run was started with, e.g. --{role}-cp 2")
+    if args.baseline_cp == args.candidate_cp:
+        raise InputError(f"--baseline-cp and --candidate-cp are both {args.baseline_cp}: a CP verification compares "
+                         "two CP sizes", "pass the CP each log was run with, e.g. --baseline-cp 1 --candidate-cp 2")
+    if args.expected_rollouts is not None and args.expected_rollouts <= args.warmup:
+        raise InputError(f"--expected-rollouts {args.expected_rollouts} leaves no rollout after the warm-up "
+                         f"({args.warmup})", "pass the --num-rollout the arms were started with, e.g. 8")
+    # The baseline is the smaller CP, whichever order the options came in (see decide()).
+    (b_path, b_cp), (c_path, c_cp) = sorted(given.values(), key=lambda pair: pair[1])
+    if b_cp != args.baseline_cp:
+        print(f"note: --baseline-cp {args.baseline_cp} > --candidate-cp {args.candidate_cp}: judging CP={c_cp} "
+              f"({c_path}) against CP={b_cp} ({b_path})", file=sys.stderr)
+    arms = {f"cp{b_cp}": (b_path, b_cp), f"cp{c_cp}": (c_path, c_cp)}
+
+    run_dir = RunDir.create(args.out)
+    scrub = Redactor()  # one for the bundle: a host is the same host-N in its logs and in verdict.md
+    evidence, inputs = [], {}
+    for (name, (path, cp)), role in zip(arms.items(), ("baseline", "candidate"), strict=True):
+        bundled = run_dir.log_path(name)
+        inputs[role] = {**snapshot_log(path, bundled, scrub), "cp": cp}
+        # Judge the bundled copy itself: a log that grows while it is read, the bundle's copy, its
+        # sha256 and the verdict all describe the same bytes, and commands.sh replays it exactly.
+        evidence.append(ArmEvidence(name, cp, parse_file(bundled), expected_rollouts=args.expected_rollouts,
+                                    log_path=bundled))
+    names = list(arms)
+    verdict = decide(evidence, comparisons=[(names[0], names[1])], thresholds=thresholds, workload=args.workload)
+
+    reproduce = ["cpverify", "verdict", "--baseline", f"logs/{names[0]}.log", "--candidate", f"logs/{names[1]}.log",
+                 "--baseline-cp", str(b_cp), "--candidate-cp", str(c_cp), "--pass-ratio", f"{args.pass_ratio:g}",
+                 "--warmup", str(args.warmup), "--min-steps", str(args.min_steps), "--workload", args.workload,
+                 "--out", "reproduced"]
+    reproduce += ["--expected-rollouts", str(args.expected_rollouts)] if args.expected_rollouts is not None else []
+    reproduce += ["--deterministic"] if args.deterministic else []
+    commands = ("#!/usr/bin/env bash\n"
+                "# Reproduce this verdict from the logs in this bundle (run it from this directory).\n"
+                "# The slime commands behind the logs were not recorded: the logs were given to cpverify.\n"
+                "set -euo pipefail\n" + shlex.join(reproduce) + "\n")
+    written = report.write_report(run_dir, verdict, env=_basic_env(inputs), commands_sh=commands, redactor=scrub)
+
+    if args.json:
+        print(json.dumps(json.loads(written["verdict.json"].read_text(encoding="utf-8")), indent=2))
+    else:
+        print(report.render_summary(verdict))
+    print(f"artifacts: {run_dir.root}", file=sys.stderr)
+    return verdict.exit_code
+
+
+def _basic_env(inputs: dict) -> dict:
+    """What can be said about the environment from here: cpverify itself and the inputs' fingerprints."""
+    return {"source": "cpverify verdict (existing logs)", "cpverify": __version__,
+            "python": platform.python_version(), "platform": platform.platform(), "inputs": inputs}
