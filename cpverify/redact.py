@@ -79,7 +79,15 @@ _BENIGN_KEY_PREFIXES = {"input", "label", "metadata", "tool", "tools", "multimod
                         "image", "sort", "group", "dict", "primary", "partition", "cache", "hash", "memory", "public",
                         "query", "foreign", "routing", "shard"}
 _QUALIFIED_ONLY = {"pass", "pat"}
-_BENIGN_BEFORE = {"headers": {"id", "forwarded", "allowed", "exposed"}, "session": {"streaming", "sticky"}}
+_BENIGN_BEFORE = {"headers": {"id", "forwarded", "allowed", "exposed"},
+                  # nox's NOX_CURRENT_SESSION=verdict and a desktop's DESKTOP_SESSION=ubuntu name a session
+                  "session": {"streaming", "sticky", "current", "desktop"}}
+# Nouns that only sometimes hold a credential: BW_SESSION holds a session key, a SESSION=cp1 names a
+# session; AUTH=kerberos names a method. Their values are removed wherever they appear (the literal
+# rule) only when they do not read as a plain word: removing "verdict" or "ubuntu" from every text
+# would mangle a verdict, and a value that is a plain word is no credential.
+_SOMETIMES_SECRET = {"session", "auth", "authorization", "headers"}
+_PLAIN_WORD = re.compile(r"[a-z]+(?:[_.-][a-z]+)*")
 # The shell's working directories: "pwd" is a password word (DB_PWD), but these two are paths.
 _SHELL_DIRS = {"pwd", "oldpwd"}
 
@@ -375,9 +383,17 @@ class _Credentials:
         return "".join(self.lines(text.splitlines(keepends=True)))
 
 
+def literal_secret(name: str, value: str) -> bool:
+    """Is `value`, held by a variable or flag called `name`, a secret to remove wherever it appears?"""
+    if not (is_secret_name(name) and _literal_worthy(value)):
+        return False
+    words = _name_words(name)
+    return not (words and words[-1] in _SOMETIMES_SECRET and _PLAIN_WORD.fullmatch(value.strip()))
+
+
 def _environment_secrets() -> list[str]:
     """Values of this process's environment variables whose names look secret (HF_TOKEN, ...)."""
-    return [value for name, value in os.environ.items() if is_secret_name(name) and _literal_worthy(value)]
+    return [value for name, value in os.environ.items() if literal_secret(name, value)]
 
 
 def secret_fragments(text: str) -> list[str]:

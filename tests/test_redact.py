@@ -284,6 +284,38 @@ def test_values_too_plain_to_remove_everywhere_are_only_removed_by_name(monkeypa
     assert LineScrubber()(b"Timeout(ms)=600000 true\n") == b"Timeout(ms)=600000 true\n"
 
 
+# nox runs each step with NOX_CURRENT_SESSION=<the step>; desktops set DESKTOP_SESSION=ubuntu. Both
+# names end in "session", and their values once went from every file: `nox -s verify_cp`'s verdict
+# step wrote "## cpverify <redacted:secret>: PASS" and the doctor step's state.json lost its key.
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(word=st.from_regex(r"[a-z]{6,12}(_[a-z]{2,6})?", fullmatch=True))
+def test_a_session_variable_holding_a_plain_word_removes_nothing_elsewhere(monkeypatch, word):
+    for name in ("NOX_CURRENT_SESSION", "DESKTOP_SESSION", "MY_SESSION", "SSO_AUTH"):
+        monkeypatch.setenv(name, word)
+    text = f"## cpverify {word}: PASS on {word}\n"
+    assert redact_text(text) == text
+    assert LineScrubber()(text.encode()) == text.encode()
+
+
+def test_a_session_variable_holding_a_session_key_is_still_removed_everywhere(monkeypatch):
+    monkeypatch.setenv("BW_SESSION", "x7Gq9w8ZkP2LmN4vQ0cR==")
+    assert "x7Gq9w8ZkP2LmN4vQ0cR" not in redact_text("unlock with x7Gq9w8ZkP2LmN4vQ0cR== now")
+    assert redact.literal_secret("BW_SESSION", "x7Gq9w8ZkP2LmN4vQ0cR==")
+    assert not redact.literal_secret("NOX_CURRENT_SESSION", "verdict")
+
+
+def test_a_nox_step_writes_its_verdict_unredacted(tmp_path, monkeypatch):
+    from cpverify.cli import main
+
+    monkeypatch.setenv("NOX_CURRENT_SESSION", "verdict")  # what `nox -s verdict` sets
+    base = synthetic_arm(cp=1, actor_train_time=1.0, seed=1).write(tmp_path / "a.log")
+    cand = synthetic_arm(cp=2, actor_train_time=1.0, seed=2).write(tmp_path / "b.log")
+    monkeypatch.chdir(tmp_path)
+    assert main(["verdict", "--baseline", str(base), "--candidate", str(cand), "--out", "bundle"]) == 0
+    md = (tmp_path / "bundle" / "verdict.md").read_text()
+    assert "cpverify verdict" in md and "<redacted" not in md
+
+
 def test_secret_fragments_give_the_parts_a_workload_may_print_alone():
     fragments = secret_fragments("https://mirror-user:pw-5be1c0x@mirror/?token=tok-83bd27 " + HF)
     assert {"pw-5be1c0x", "tok-83bd27", HF} <= set(fragments)

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from cpverify.redact import (
     contains_secret,
     is_secret_name,
+    literal_secret,
     secret_arguments,
     secret_fragments,
 )
@@ -90,7 +91,7 @@ def secret_values(arm_env: Mapping[str, str] | Iterable[tuple[str, str]], argv: 
     machine's secret-named variables (a workload may find them elsewhere), and the secret parts
     of any other value (the password of `--wandb-host=https://u:PW@host`, printed alone)."""
     merged = {**dict(base or {}), **_pairs(arm_env)}
-    values = [value for name, value in merged.items() if is_secret_name(name)]
+    values = [value for name, value in merged.items() if literal_secret(name, value)]
     values += [fragment for value in merged.values() for fragment in secret_fragments(value)]
     for secret in secret_arguments(argv).values():
         values += [secret, *secret_fragments(secret)]
