@@ -74,6 +74,10 @@ DEFAULT_FATAL_CLASSES = frozenset(
     {"nccl_timeout", "nccl_error", "cuda_oom", "cuda_illegal_memory_access", "ray_actor_died"}
 )
 
+# The two slime revisions of an A/B (cpverify.revisions exports them; the plan names their arms
+# base-cpN and cand-cpN).
+BASE, CANDIDATE = "base", "cand"
+
 
 @dataclass(frozen=True)
 class Arm:

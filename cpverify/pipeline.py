@@ -148,7 +148,7 @@ def _host_work_dir(ctx: Context) -> Path:
 def _revisions(ctx: Context):
     """(base, candidate or None) slime revisions from --slime-ref/--slime-ref-candidate/--slime-dir-candidate,
     or None when the run uses --slime-dir (or the image's slime) as it is. Refs are exported once per run."""
-    from cpverify.ab import revisions
+    from cpverify.revisions import revisions
 
     a = ctx.args
     return revisions(slime_dir=a.slime_dir, slime_ref=getattr(a, "slime_ref", None),
@@ -193,7 +193,7 @@ def build_run_plan(ctx: Context):
     python = workload_python(ctx)
     python = python.path if python is not None else "python3"
     if revisions and revisions[1] is not None:
-        from cpverify.ab import build_ab_plan
+        from cpverify.plan import build_ab_plan
 
         base, candidate = revisions
         candidate_dir = CONTAINER_SLIME_CANDIDATE if ctx.site.isolated else str(candidate.host_dir)
@@ -567,8 +567,9 @@ def step_verdict(ctx: Context) -> int:
     verdict = decide(evidence, comparisons=list(plan.comparisons), thresholds=thresholds, workload=p.kind,
                      run_checks=run_checks)
     from cpverify import ab
+    from cpverify.plan import design as ab_design
 
-    design = ab.design(plan)
+    design = ab_design(plan)
     if design is not None:  # two slime revisions: is the candidate's CP overhead smaller?
         verdict.ab = ab.analyze(verdict, design)
     _write(ctx, plan, verdict)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cpverify import argv
 from cpverify.errors import InputError
 from cpverify.model import Limits
 
@@ -301,10 +302,11 @@ class Profile:
         warm-up plus measured steps; None when the train args do not say (slime then counts epochs)."""
         if self.kind == "probe":
             return self.warmup_steps + self.steps
-        from cpverify.lint import parse_command
-
-        count = parse_command(["train.py", *self.train_args]).number("--num-rollout")
-        return count if isinstance(count, int) else None
+        count = argv.value(self.train_args, "--num-rollout")
+        try:
+            return int(count) if count is not None else None
+        except ValueError:  # "$N": not a literal number
+            return None
 
     def limits(self) -> Limits:
         """The runner limits of this profile."""

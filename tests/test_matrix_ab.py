@@ -17,11 +17,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from cpverify import ab, pipeline
+from cpverify import ab, pipeline, revisions
 from cpverify.cli import build_parser, main
 from cpverify.errors import EXIT_FAIL, InputError
 from cpverify.logs import parse_file
 from cpverify.plan import PROBE_CP_FLAG, arm_diff, build_plan
+from cpverify.plan import ab as plan_ab
 from cpverify.profiles import get_profile, resolve_profile
 from cpverify.verdict import ArmEvidence, Thresholds, decide
 from helpers.hfcache import make_model_cache
@@ -118,7 +119,7 @@ def _ab_verdict(tmp_path, base_factor: float, cand_factor: float, *, rollouts: i
                 for name, log in logs.items()]
     verdict = decide(evidence, comparisons=[("base-cp1", "base-cp2"), ("cand-cp1", "cand-cp2")],
                      thresholds=Thresholds(pass_ratio=1.3))
-    design = ab.Design(1, {1: "base-cp1", 2: "base-cp2"}, {1: "cand-cp1", 2: "cand-cp2"}, "main@1111", "pr-1102@2222")
+    design = plan_ab.Design(1, {1: "base-cp1", 2: "base-cp2"}, {1: "cand-cp1", 2: "cand-cp2"}, "main@1111", "pr-1102@2222")
     verdict.ab = ab.analyze(verdict, design)
     return verdict
 
@@ -197,13 +198,13 @@ def slime_repo(tmp_path) -> Path:
 
 def test_refs_are_exported_once_and_the_users_clone_is_left_alone(slime_repo, tmp_path):
     export_root = tmp_path / "run" / "slime"
-    base, cand = ab.revisions(slime_dir=str(slime_repo), slime_ref="base", slime_ref_candidate="HEAD",
+    base, cand = revisions.revisions(slime_dir=str(slime_repo), slime_ref="base", slime_ref_candidate="HEAD",
                               export_root=export_root)
     sha = {ref: _git(slime_repo, "rev-parse", ref) for ref in ("base", "HEAD")}
     assert base.label == f"base@{sha['base'][:12]}" and cand.label == f"HEAD@{sha['HEAD'][:12]}"
     assert base.host_dir == export_root / f"slime-{sha['base'][:12]}"
     assert '"1.6"' in (base.host_dir / "train.py").read_text() and '"1.1"' in (cand.host_dir / "train.py").read_text()
-    again = ab.revisions(slime_dir=str(slime_repo), slime_ref="base", slime_ref_candidate="HEAD",
+    again = revisions.revisions(slime_dir=str(slime_repo), slime_ref="base", slime_ref_candidate="HEAD",
                          export_root=export_root)
     assert again == (base, cand)  # reused, not rewritten
     assert _git(slime_repo, "status", "--porcelain") == "" and len(_git(slime_repo, "worktree", "list").splitlines()) == 1
@@ -218,24 +219,24 @@ def test_refs_are_exported_once_and_the_users_clone_is_left_alone(slime_repo, tm
 ])
 def test_bad_revision_flags_name_the_problem_and_the_fix(slime_repo, tmp_path, flags, message):
     with pytest.raises(InputError, match=message) as info:
-        ab.revisions(slime_dir=str(slime_repo), export_root=tmp_path / "x", **flags)
+        revisions.revisions(slime_dir=str(slime_repo), export_root=tmp_path / "x", **flags)
     assert info.value.fix
 
 
 def test_ab_plan_runs_the_same_command_in_two_checkouts(tmp_path):
-    plan = ab.build_ab_plan(get_profile("smoke"), run_id="ab", gpus=None, model_dir="/m", data_path="/d.jsonl",
+    plan = plan_ab.build_ab_plan(get_profile("smoke"), run_id="ab", gpus=None, model_dir="/m", data_path="/d.jsonl",
                             base_dir="/slime-under-test", base_label="main@1", candidate_dir="/slime-candidate",
                             candidate_label="pr@2")
     assert [a.name for a in plan.arms] == ["base-cp1", "base-cp2", "cand-cp1", "cand-cp2"]
     assert list(plan.comparisons) == [("base-cp1", "base-cp2"), ("cand-cp1", "cand-cp2")]
     assert arm_diff(plan.arm("base-cp2"), plan.arm("cand-cp2")) == ["workdir: /slime-under-test -> /slime-candidate"]
-    assert ab.design(plan) == ab.Design(1, {1: "base-cp1", 2: "base-cp2"}, {1: "cand-cp1", 2: "cand-cp2"},
+    assert plan_ab.design(plan) == plan_ab.Design(1, {1: "base-cp1", 2: "base-cp2"}, {1: "cand-cp1", 2: "cand-cp2"},
                                         "main@1", "pr@2")
     script = plan.commands_sh()
     assert "cd /slime-under-test" in script and "cd /slime-candidate" in script and "main@1, pr@2" in script
-    assert ab.design(build_plan(get_profile("smoke"), run_id="one")) is None
+    assert plan_ab.design(build_plan(get_profile("smoke"), run_id="one")) is None
     with pytest.raises(InputError, match="slime profile"):
-        ab.build_ab_plan(get_profile("probe"), run_id="ab", gpus=None, model_dir="/m", data_path=None,
+        plan_ab.build_ab_plan(get_profile("probe"), run_id="ab", gpus=None, model_dir="/m", data_path=None,
                          base_dir="/a", base_label="a", candidate_dir="/b", candidate_label="b")
 
 

@@ -13,11 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cpverify import plan as plan_mod
+from cpverify.argv import options as argv_options
 from cpverify.cli import plan as plan_cli
 from cpverify.errors import InputError
 from cpverify.model import Arm
-from cpverify.plan import arm_diff, build_plan, check_pair
+from cpverify.plan import arm_diff, build_plan, check_pair, render
 from cpverify.profiles import (
     PROFILES,
     QWEN25_05B_MODEL_ARGS,
@@ -36,7 +36,7 @@ def run_cli(argv: list[str]) -> int:
 
 
 def options(argv) -> dict[str, list[str]]:
-    return plan_mod._options(tuple(argv))[1]
+    return argv_options(tuple(argv))[1]
 
 
 # --- profiles -------------------------------------------------------------------------------
@@ -275,7 +275,7 @@ def test_commands_sh_runs_nothing_but_the_arms_whatever_the_plan_holds(tmp_path_
                         "with open(os.environ['REC'], 'a') as f:\n"
                         "    f.write(json.dumps({'argv': sys.argv[1:], 'env': dict(os.environ), 'cwd': os.getcwd()}) + '\\n')\n")
     recorder.chmod(0o755)
-    needed = sorted({ref for arm in plan.arms for ref in plan_mod._secret_refs(arm)})
+    needed = sorted({ref for arm in plan.arms for ref in render._secret_refs(arm)})
     exported = {ref: f"secret-{ref}" for ref in needed}
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "REC": str(records), "HOME": str(work), **exported}
     proc = subprocess.run(["bash", str(script)], cwd=work, env=env, capture_output=True, text=True, timeout=60)
@@ -288,11 +288,11 @@ def test_commands_sh_runs_nothing_but_the_arms_whatever_the_plan_holds(tmp_path_
     for arm, seen in zip(plan.arms, ran, strict=True):
         expected = []
         for i, token in enumerate(arm.argv):
-            masked = plan_mod._mask_arg(arm.argv, i)
+            masked = render._mask_arg(arm.argv, i)
             expected.append(token if masked == token else re.sub(r"\$\{(\w+)\}", lambda m: exported[m[1]], masked))
         assert seen["argv"] == expected[1:] and seen["cwd"] == str(slime)
         for key, value in arm.env:
-            assert seen["env"][key] == (exported[key] if plan_mod._is_secret(key, value) else value)
+            assert seen["env"][key] == (exported[key] if render.is_secret(key, value) else value)
 
 
 @pytest.mark.parametrize("key", ["X;touch PWNED;Y", "A B", "1ST", "$(x)", "", "É"])

@@ -23,14 +23,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cpverify import deep_lint
+from cpverify.argv import options as argv_options
 from cpverify.errors import InputError
 from cpverify.lint import ERROR, WARNING, Finding
+from cpverify.model import Arm
 from cpverify.plan import (
     GRAD_NORM_LOAD,
     GRAD_NORM_SAVE,
     SLIME_CP_FLAG,
     TRAIN_ONLY_PROMPT_LEN,
-    Arm,
     build_plan,
     check_pair,
 )
@@ -49,9 +50,7 @@ TRAIN_ONLY = get_profile("train-only")
 
 
 def options(argv) -> dict[str, list[str]]:
-    from cpverify.plan import _options
-
-    return _options(tuple(argv))[1]
+    return argv_options(tuple(argv))[1]
 
 
 # --- the profile and its plan ---------------------------------------------------------------------
