@@ -452,11 +452,11 @@ GATE_BYTES = tuple(t.encode() for t in GATE_TOKENS)
 
 
 def gated(lowered: bytes | str) -> bool:
+    """Whether a lower-cased line holds a gate word."""
     if isinstance(lowered, bytes):
-        for word in GATE_BYTES:
-            if word in lowered:
-                return True
-        return False
+        # One character per byte, so the same words match; and `in` on str is cheap, where on
+        # bytes it first tries the word as an int (and makes and drops a TypeError).
+        lowered = lowered.decode("latin-1")
     for token in GATE_TOKENS:
         if token in lowered:
             return True

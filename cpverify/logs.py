@@ -515,7 +515,7 @@ _ROLLOUT_PERF_KEY = re.compile(r"^rollout/|^perf/rollout_time$|tokens_per_gpu_pe
 # ---------------------------------------------------------------------------- parsing helpers
 
 
-def _float(v: int | float) -> float:
+def _float(v: int | float | str) -> float:
     try:
         return float(v)
     except OverflowError:  # an int literal beyond float range
@@ -555,26 +555,25 @@ _JSON = json.JSONDecoder(parse_constant=_json_constant)
 
 
 def _flat_repr(text: str) -> dict[str, float] | None:
-    """The numeric items of a flat dict repr, or None when the text is not one."""
+    """The numeric items of a flat dict repr (stripped), or None when the text is not one."""
     if '"' in text or "\\" in text or "true" in text or "false" in text or "null" in text:
         return None
-    try:
-        obj, end = _JSON.raw_decode(text.replace("'", '"'))
-    except (ValueError, RecursionError):
+    try:  # the C scanner itself: raw_decode's Python wrapper only adds a whitespace skip
+        obj, end = _JSON.scan_once(text.replace("'", '"'), 0)
+    except (StopIteration, ValueError, RecursionError):
         return None
     if type(obj) is not dict or end != len(text):
         return None
-    # Keys interned: every record repeats the same few dozen, so memory grows per value only.
-    if _NUMBERS.issuperset(map(type, obj.values())):  # the common case, all in C
-        with contextlib.suppress(OverflowError):  # an int beyond float range: _float below
-            return dict(zip(map(sys.intern, obj), map(float, obj.values()), strict=True))
-    out: dict[str, float] = {}
-    for key, value in obj.items():  # strings, lists, dicts are no numbers (as in _numeric_items)
-        if type(value) in _NUMBERS:
-            out[sys.intern(key)] = _float(value)
-        elif type(value) is str and value in _NON_FINITE_WORDS:
-            out[sys.intern(key)] = float(value)
-    return out
+    # Numbers, and Python's nan/inf words as strings; other strings, lists and dicts are no
+    # numbers (as in _numeric_items). Keys interned: every record repeats the same few dozen,
+    # so memory grows per value only.
+    intern, numbers, words = sys.intern, _NUMBERS, _NON_FINITE_WORDS
+    try:
+        return {intern(key): float(value) for key, value in obj.items()
+                if type(value) in numbers or (type(value) is str and value in words)}
+    except OverflowError:  # an int beyond float range
+        return {intern(key): _float(value) for key, value in obj.items()
+                if type(value) in numbers or (type(value) is str and value in words)}
 
 
 def parse_dict(text: str) -> tuple[dict[str, float], bool]:
@@ -601,13 +600,22 @@ def _parse_dict_literal(text: str) -> tuple[dict[str, float], bool]:
 
 
 def _perf_side(metrics: dict[str, float], actor: str | None) -> str:
-    if any(_TRAIN_PERF_KEY.search(k) for k in metrics):
-        return "train"
-    if any(_ROLLOUT_PERF_KEY.search(k) for k in metrics):
-        return "rollout"
+    side = _side_of_keys(tuple(metrics))
+    if side is not None:
+        return side
     if actor and ("Train" in actor or "Megatron" in actor):
         return "train"
     return "rollout"
+
+
+@functools.lru_cache(maxsize=256)
+def _side_of_keys(keys: tuple[str, ...]) -> str | None:
+    """The side a perf record's keys name, if any: slime prints the same keys every rollout."""
+    if any(_TRAIN_PERF_KEY.search(k) for k in keys):
+        return "train"
+    if any(_ROLLOUT_PERF_KEY.search(k) for k in keys):
+        return "rollout"
+    return None
 
 
 def _normalise_perf(metrics: dict[str, float]) -> dict[str, float]:
@@ -670,17 +678,38 @@ def _memory_match(msg: str) -> re.Match[str] | None:
     return _MEMORY.search(msg, at if rank == -1 else rank)
 
 
+# Ray prefixes seen, by their text before the `)` (the first in a line that has one): (what
+# follows the `)` up to the message -- colour codes and a blank --, the actor). A log has a few
+# actors, each on many lines.
+_PREFIXES: dict[str, tuple[str, str | None]] = {}
+_MAX_PREFIXES = 4096
+
+
 def _unprefixed(seg: str) -> tuple[str | None, str] | None:
     """(Ray actor, message) of one piece of a line, colour codes and actor prefix removed; None
     when nothing but colour codes and blanks is left.
 
     The same as removing every colour code first and then the prefix (a property test checks
     it), but a Ray prefix carries its own codes, which _PREFIX takes along: a line with no other
-    codes then needs no _ANSI pass at all.
+    codes then needs no _ANSI pass at all. A prefix seen before is not matched again: _PREFIX
+    ends in an optional blank, so where a match ended in one, any text that starts with that
+    match matches it too (no part of the pattern reads past it).
     """
-    m = _PREFIX.match(seg) if seg[:1] in "([\x1b" else None
+    m = None
+    if seg[:1] in "([\x1b":
+        head, _, rest = seg.partition(")")  # str.find would parse its arguments: slower
+        known = _PREFIXES.get(head)
+        if known is not None and rest[: len(known[0])] == known[0]:
+            rest = rest[len(known[0]) :]
+            if "\x1b" not in rest:
+                return known[1], rest
+        m = _PREFIX.match(seg)
     if m is not None:
         rest = seg[m.end() :]
+        prefix = m.group()
+        if prefix[-1:].isspace() and len(_PREFIXES) < _MAX_PREFIXES:
+            head, _, tail = prefix.partition(")")
+            _PREFIXES[head] = (tail, m.group("actor"))
         if "\x1b" not in rest:
             return m.group("actor"), rest
     if "\x1b" in seg:
@@ -744,7 +773,7 @@ class LogParser:
             line = line[:MAX_LINE_BYTES]
         if isinstance(line, (bytes, bytearray)):
             line = bytes(line)
-            if self.wants_every_line or b"NCCL INFO" in line or gated(line.lower()):
+            if self.wants_every_line or line.find(b"NCCL INFO") != -1 or gated(line.lower()):
                 self._feed_gated(line, lineno)
         elif self.wants_every_line or gated(line.lower()):
             self._physical(line, lineno)
@@ -752,10 +781,11 @@ class LogParser:
     def _feed_gated(self, line: bytes, lineno: int) -> None:
         """A line past the gate (parse_stream's block scan found a gate word in it; it marks the
         lines read when it is done)."""
-        if self._tb is None and self._held is None and b"NCCL INFO" in line and b"\r" not in line:
+        text = line.decode("utf-8", "replace")  # `in` on str: on bytes it first tries an int
+        if "NCCL INFO" in text and self._tb is None and self._held is None and "\r" not in text:
             self._nccl_info(line)
         else:
-            self._physical(line.decode("utf-8", "replace"), lineno)
+            self._physical(text, lineno)
 
     def result(self) -> ParsedLog:
         """A snapshot of everything parsed so far (feeding may go on afterwards)."""
@@ -797,7 +827,8 @@ class LogParser:
                 return
             if len(self._via_seen) < _VIA_CACHE_WORDS:
                 self._via_seen.add(via.group(1))
-        if via is not None or b"NCCL version" in line or b"Using network" in line or b"NET/IB : Using" in line:
+        if (via is not None or line.find(b"NCCL version") != -1 or line.find(b"Using network") != -1
+                or line.find(b"NET/IB : Using") != -1):
             text = line.decode("utf-8", "replace")
             self._nccl_facts(_ANSI.sub("", text) if "\x1b" in text else text)
 
@@ -813,8 +844,8 @@ class LogParser:
                 continue
             actor, seg = unprefixed[0] or actor, unprefixed[1]
             repeat = None
-            at = seg.rfind("[repeated ")
-            if at != -1:
+            if "[repeated " in seg:  # `in` first: str.find parses its arguments, `in` does not
+                at = seg.rfind("[repeated ")
                 m = _REPEATED.match(seg, at)
                 if m:
                     repeat = integer(m.group(1))
@@ -1426,8 +1457,10 @@ class _BlockScan:
         vias: list[int] = []
         via_line_end = -1  # end of the last channel line found: another word on it adds nothing
 
+        append, rfind = starts.append, data.rfind
+
         def on_gate(_pattern: int, _start: int, line_end: int, _flags: int, _context: Any) -> None:
-            starts.append(data.rfind(b"\n", 0, begin + line_end) + 1)
+            append(rfind(b"\n", 0, begin + line_end) + 1)
 
         def on_via(_pattern: int, _start: int, match_end: int, _flags: int, _context: Any) -> None:
             nonlocal via_line_end
@@ -1480,23 +1513,25 @@ def _feed_block(parser: LogParser, scan: _BlockScan, data: bytes, begin: int, en
     # Channel lines first, so the transports keep the order in which the log first names them.
     for start in vias:
         line = data[start : data.find(b"\n", start)]
-        if b"NCCL" in line:
+        if line.find(b"NCCL") != -1:
             parser._nccl_info(line[:MAX_LINE_BYTES])
+    count, find, feed = data.count, data.find, parser._feed_gated
     h, pos = 0, begin  # pos: start of the first unread line, number lineno + 1
     while pos < end:
-        if parser.wants_every_line:
-            start = pos
-        else:
+        if parser._tb is None and parser._held is None:  # not parser.wants_every_line, inlined
             while h < len(hits) and hits[h] < pos:
                 h += 1
             if h == len(hits):
                 break
             start = hits[h]
-        lineno += data.count(b"\n", pos, start) + 1
-        stop = data.find(b"\n", start)
-        parser._feed_gated(data[start : min(stop, start + MAX_LINE_BYTES)], lineno)
+            lineno += count(b"\n", pos, start) + 1
+        else:
+            start = pos
+            lineno += 1
+        stop = find(b"\n", start)
+        feed(data[start : stop if stop - start <= MAX_LINE_BYTES else start + MAX_LINE_BYTES], lineno)
         pos = stop + 1
-    return lineno + data.count(b"\n", pos, end)
+    return lineno + count(b"\n", pos, end)
 
 
 def parse_file(path: str | Path) -> ParsedLog:

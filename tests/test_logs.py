@@ -748,6 +748,15 @@ def test_the_prefix_taking_its_colour_codes_equals_stripping_them_first(seg):
     assert logs._unprefixed(seg) == _strip_then_unprefix(seg)
 
 
+@given(st.lists(_PIECES, max_size=8).map("".join), st.lists(_PIECES, max_size=8).map("".join))
+@settings(max_examples=500, deadline=None)
+def test_a_prefix_seen_before_is_taken_as_a_match_would_take_it(first, second):
+    """_unprefixed remembers Ray prefixes; a line that starts with one must read as if matched afresh."""
+    logs._PREFIXES.clear()
+    for seg in (first, first + second, second, first + first):
+        assert logs._unprefixed(seg) == _strip_then_unprefix(seg)
+
+
 _JUNK = st.lists(st.sampled_from(["x", "/", "-", " ", "3", "٣", ": {", "{", "] ", "[Rank ", "step", "model.py:918 - "]),
                  max_size=4).map("".join)
 _RECORD_LIKE = st.tuples(
