@@ -515,7 +515,7 @@ _ROLLOUT_PERF_KEY = re.compile(r"^rollout/|^perf/rollout_time$|tokens_per_gpu_pe
 # ---------------------------------------------------------------------------- parsing helpers
 
 
-def _float(v: int | float | str) -> float:
+def _float(v: int | float) -> float:
     try:
         return float(v)
     except OverflowError:  # an int literal beyond float range
@@ -551,15 +551,17 @@ def _json_constant(name: str) -> float:
     raise ValueError(f"{name} is no Python literal")
 
 
-_JSON = json.JSONDecoder(parse_constant=_json_constant)
+# The decoder's C scanner itself (set by JSONDecoder.__init__; typeshed does not list it):
+# raw_decode's Python wrapper only adds a whitespace skip.
+_JSON_SCAN = json.JSONDecoder(parse_constant=_json_constant).scan_once  # type: ignore[attr-defined]
 
 
 def _flat_repr(text: str) -> dict[str, float] | None:
     """The numeric items of a flat dict repr (stripped), or None when the text is not one."""
     if '"' in text or "\\" in text or "true" in text or "false" in text or "null" in text:
         return None
-    try:  # the C scanner itself: raw_decode's Python wrapper only adds a whitespace skip
-        obj, end = _JSON.scan_once(text.replace("'", '"'), 0)
+    try:
+        obj, end = _JSON_SCAN(text.replace("'", '"'), 0)
     except (StopIteration, ValueError, RecursionError):
         return None
     if type(obj) is not dict or end != len(text):
@@ -572,7 +574,7 @@ def _flat_repr(text: str) -> dict[str, float] | None:
         return {intern(key): float(value) for key, value in obj.items()
                 if type(value) in numbers or (type(value) is str and value in words)}
     except OverflowError:  # an int beyond float range
-        return {intern(key): _float(value) for key, value in obj.items()
+        return {intern(key): float(value) if type(value) is str else _float(value) for key, value in obj.items()
                 if type(value) in numbers or (type(value) is str and value in words)}
 
 
