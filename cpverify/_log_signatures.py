@@ -446,7 +446,7 @@ GATE_TOKENS = (
     "root cause",
     "exitcode",
     "received by pid",
-    "_size .",  # Megatron-LM's argument dump: `  context_parallel_size ........ 2`
+    ".. ",  # Megatron-LM's argument dump: `  context_parallel_size ........ 2` (the dots' end)
 )
 GATE_BYTES = tuple(t.encode() for t in GATE_TOKENS)
 

@@ -123,6 +123,7 @@ from cpverify._log_signatures import (
     signal_detail,
 )
 from cpverify.errors import InputError
+from cpverify.redact import is_secret_name
 
 __all__ = [
     "COARSE_CLASS",
@@ -283,6 +284,7 @@ class ParsedLog:
     memory: list[MemoryRecord] = field(default_factory=list)
     tracebacks: list[TracebackRecord] = field(default_factory=list)
     timers_open: list[tuple[str, int]] = field(default_factory=list)  # (name, line): never ended
+    arguments: dict[str, str] = field(default_factory=dict)  # Megatron-LM's argument dump, name -> value as printed
     # How the bytes were stored: {"compression": "gzip"|None, "encoding": "utf-8"|"utf-16", "cut": why|None}
     source: dict[str, Any] = field(default_factory=dict)
 
@@ -398,6 +400,7 @@ class ParsedLog:
                 for t in self.tracebacks
             ],
             "timers_open": [{"name": n, "line": ln} for n, ln in self.timers_open],
+            "arguments": dict(self.arguments),
             "source": dict(self.source),
         }
 
@@ -463,10 +466,13 @@ _MEGATRON_LAYOUT_ARGS = {
     "pipeline_model_parallel_size": "pp",
     "world_size": "world",
 }
-_MEGATRON_ARG = re.compile(rf"  ({'|'.join(_MEGATRON_LAYOUT_ARGS)}) (\.+) (\d+)\s*$")
+# Every argument is kept (ParsedLog.arguments): the verdict compares the two arms' dumps, which
+# must differ only in CP (a CP=1 log at 32K tokens against a CP=2 log at 1K is no CP comparison).
+# A name of 48 characters or more gets no dots and is not read.
+_MEGATRON_ARG = re.compile(r"  ([A-Za-z_]\w*) (\.+) (.*?)\s*$")
 _MEGATRON_DOTS_END = 48  # len(name) + dots
 _RECORD_MARKERS = (
-    "_size .",  # Megatron's argument dump
+    ".. ",  # Megatron's argument dump
     ": {",
     "perf/",
     "Timer ",
@@ -815,6 +821,7 @@ class LogParser:
             memory=list(log.memory),
             tracebacks=list(log.tracebacks),
             timers_open=sorted(self._open_timers.items(), key=lambda kv: kv[1]),
+            arguments=dict(log.arguments),
         )
 
     # -- one physical line -------------------------------------------------------------
@@ -873,7 +880,7 @@ class LogParser:
             self._nccl_facts(msg)
             if " NCCL INFO " in msg:
                 return
-        if "_size ." in msg and self._megatron_argument(msg):
+        if ".. " in msg and self._megatron_argument(msg):
             return
         if "perf/" in msg and self._fragment_line(msg, lineno):
             return
@@ -965,9 +972,12 @@ class LogParser:
         m = _MEGATRON_ARG.search(msg)
         if m is None or len(m.group(2)) != _MEGATRON_DOTS_END - len(m.group(1)):
             return False
-        value = integer(m.group(3))
+        name, text = m.group(1), m.group(3)
+        if not is_secret_name(name):  # --wandb-key's value is kept nowhere, not even as "None"
+            self._log.arguments.setdefault(name, text)  # the first dump counts
+        value = integer(text) if name in _MEGATRON_LAYOUT_ARGS else None
         if value is not None:
-            self._megatron_args.setdefault(_MEGATRON_LAYOUT_ARGS[m.group(1)], value)  # the first dump counts
+            self._megatron_args.setdefault(_MEGATRON_LAYOUT_ARGS[name], value)
         return True
 
     def _megatron_layout(self) -> Layout | None:

@@ -681,6 +681,27 @@ def _comparison_checks(base: ArmEvidence, cand: ArmEvidence, arms: dict[str, Arm
     checks: list[Check] = []
     b_arm, c_arm = arms[base.name], arms[cand.name]
 
+    # Same GPUs: CP=1/DP=2 against CP=2/DP=1 keeps the world size; anything else compares different
+    # jobs (CP=2 on twice the GPUs of CP=1 would look cheap), so the ratio proves nothing.
+    if b_arm.layout and c_arm.layout:
+        world = {name: layout.get("world") or layout["cp"] * layout["dp"] * layout["tp"] * layout["pp"]
+                 for name, layout in ((base.name, b_arm.layout), (cand.name, c_arm.layout))}
+        if world[base.name] != world[cand.name]:
+            checks.append(Check(f"same_gpus:{pair}", "fail",
+                                f"the arms ran on different world sizes ({world[base.name]} vs {world[cand.name]}): "
+                                "the ratio compares different jobs",
+                                "run both arms on the same GPUs; only the CP flag may differ (DP absorbs it)",
+                                effect=INCONCLUSIVE,
+                                brief=f"the arms ran on different numbers of GPUs ({world[base.name]} vs {world[cand.name]})"))
+    same = _same_workload(base, cand, pair)
+    if same is not None:
+        checks.append(same)
+    # Two different jobs give a ratio that says nothing about CP, high or low: then no speed is judged.
+    if any(c.effect for c in checks):
+        checks.append(Check(f"speed:{pair}", "skip", f"{labels[cand.name]} {short_metric(t.primary_metric)} vs "
+                            f"{labels[base.name]}: not judged, the arms did not run the same job"))
+        return checks
+
     primary = estimates.get(t.primary_metric)
     what = f"{labels[cand.name]} {short_metric(t.primary_metric)} vs {labels[base.name]}"
     if primary is None or primary.ratio is None or primary.ci is None:
@@ -716,14 +737,6 @@ def _comparison_checks(base: ArmEvidence, cand: ArmEvidence, arms: dict[str, Arm
         else:
             checks.append(Check(f"speed:{short_metric(metric)}:{pair}", "pass", f"{label}: {_format_ratio(est, t)}"))
 
-    # Same GPUs: CP=1/DP=2 against CP=2/DP=1 keeps the world size; anything else compares different jobs.
-    if b_arm.layout and c_arm.layout:
-        world = {name: layout.get("world") or layout["cp"] * layout["dp"] * layout["tp"] * layout["pp"]
-                 for name, layout in ((base.name, b_arm.layout), (cand.name, c_arm.layout))}
-        if world[base.name] != world[cand.name]:
-            checks.append(Check(f"same_gpus:{pair}", "warn",
-                                f"the arms ran on different world sizes ({world[base.name]} vs {world[cand.name]})",
-                                "run both arms on the same GPUs; only the CP flag may differ (DP absorbs it)"))
 
     b_version, c_version = b_arm.nccl["version"], c_arm.nccl["version"]
     if b_version and c_version and b_version != c_version:
@@ -754,6 +767,60 @@ def _comparison_checks(base: ArmEvidence, cand: ArmEvidence, arms: dict[str, Arm
         checks.append(Check(f"numerics:{pair}", "fail", "no common train step to compare",
                             "make sure both logs hold slime's `step N:` lines", effect=INCONCLUSIVE))
     return checks
+
+
+# Megatron-LM arguments that may differ between the arms of one CP comparison: CP itself and its
+# options, the DP that absorbs it on the same GPUs, the world size (same_gpus judges it), slime's
+# grad-norm handoff (the CP=1 arm saves, the others load) and the rank that printed the dump.
+_CP_ONLY_ARGUMENTS = re.compile(r"context_parallel|^cp_|^data_parallel_size$|^world_size$|^ci_(?:save|load)_grad_norm$"
+                                r"|^(?:local_)?rank$")
+# Differences that leave each step's work alone: where results and metrics go, how long and how often
+# (the per-step timings compare), ports and addresses, the seed. A path that differs may still hold
+# other data: that is a warning.
+_INCIDENTAL_ARGUMENTS = re.compile(r"^(?:wandb|tensorboard|swanlab|mlflow)_|_(?:port|addr|address|project|group|"
+                                   r"run_name|exp_name|interval|iters)$|^(?:seed|num_rollout|train_iters|exit_\w+|"
+                                   r"timing_log_level)$")
+
+
+def _same_workload(base: ArmEvidence, cand: ArmEvidence, pair: str) -> Check | None:
+    """Do two arms' logs show the same job but for CP? Megatron-LM prints every argument at start-up
+    (slime's and Megatron's own logs both carry the dump): a CP=1 log at 32K tokens against a CP=2
+    log at 1K gives a ratio of 0.3 that says nothing about CP. None when neither log has a dump
+    (the parser keeps no secret-named argument)."""
+    b_args, c_args = base.parsed.arguments, cand.parsed.arguments
+    name = f"same_workload:{pair}"
+    if not b_args and not c_args:
+        return None
+    if not b_args or not c_args:
+        missing = base.name if not b_args else cand.name
+        return Check(name, "skip", f"{missing}'s log has no Megatron argument dump to compare with the other's",
+                     "compare whole logs, from the start of each run")
+
+    def shown(value: str | None) -> str:
+        return "(absent)" if value is None else value if len(value) <= 60 else value[:57] + "..."
+
+    differ = sorted(key for key in b_args.keys() | c_args.keys()
+                    if b_args.get(key) != c_args.get(key) and not _CP_ONLY_ARGUMENTS.search(key))
+    paths = [key for key in differ if "/" in (b_args.get(key) or "") + (c_args.get(key) or "")
+             or _INCIDENTAL_ARGUMENTS.search(key)]
+    real = [key for key in differ if key not in paths]
+
+    def listed(keys: list[str]) -> str:
+        text = ", ".join(f"{key} {shown(b_args.get(key))} vs {shown(c_args.get(key))}" for key in keys[:6])
+        return text + (f" (and {len(keys) - 6} more)" if len(keys) > 6 else "")
+
+    if real:
+        return Check(name, "fail", f"the arms ran different jobs, not only a different CP: {listed(real)} "
+                     "(Megatron's argument dumps)", "compare two runs that differ only in --context-parallel-size "
+                     "(DP absorbs it on the same GPUs): `cpverify run` plans such arms, `cpverify plan --sh` prints "
+                     "their commands", effect=INCONCLUSIVE,
+                     brief=f"the arms ran different jobs, not only a different CP: {listed(real[:2])}")
+    if paths:
+        return Check(name, "warn", f"the arms' arguments match but for CP and these, which do not change a step's "
+                     f"work (if the paths hold the same data and model): {listed(paths)}",
+                     "give both arms the same data, checkpoint and settings; only the CP flag may differ")
+    return Check(name, "pass", f"Megatron's argument dumps match in all {len(b_args)} arguments but CP, DP and "
+                 "slime's grad-norm handoff")
 
 
 def _grad_norm_gate(cand: ArmEvidence, pair: str) -> Check:

@@ -36,6 +36,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from cpverify.logs import ErrorRecord, Layout, ParsedLog, PerfRecord, StepRecord, TimerRecord
+from cpverify.redact import is_secret_name
 
 TRAIN_ACTOR = "MegatronTrainRayActor"
 ROLLOUT_ACTOR = "RolloutManager"
@@ -109,6 +110,18 @@ class SlimeLog:
             first = first or number
         if self.truth.layout is None:
             self.truth.layout = Layout(cp=cp, dp=dp, tp=tp, pp=pp)
+        return first
+
+    def megatron_arguments(self, arguments: dict[str, object]) -> int:
+        """Megatron-LM's argument dump as `_print_args` writes it on rank 0 at start-up: a name, a
+        space, dots up to column 50, a space, the value (no dots for names of 48 characters or more,
+        which the parser does not read); returns the header's line."""
+        first = self.raw("------------------------ arguments ------------------------", mark="arguments")
+        for name, value in sorted(arguments.items(), key=lambda kv: kv[0].lower()):
+            self.raw(f"  {name} {'.' * (48 - len(name))} {value}")
+            if len(name) < 48 and not is_secret_name(name):  # the parser keeps no secret-named argument
+                self.truth.arguments.setdefault(name, str(value))
+        self.raw("-------------------- end of arguments ---------------------")
         return first
 
     def nccl_init(self, *, version: str = "2.28.9", cuda: str = "12.9", transport: str = "P2P/CUMEM",
@@ -311,7 +324,7 @@ def synthetic_arm(*, cp: int, actor_train_time: float, rollouts: int = 8, jitter
                   nccl_version: str = "2.28.9", warmup_factor: float = 3.0,
                   step_metrics: dict[str, float] | None = None, duplicate_pids: tuple[int, ...] = (),
                   secondary: float | None = None, update_weights_time: float = 0.33,
-                  times: list[float] | None = None) -> SlimeLog:
+                  times: list[float] | None = None, arguments: dict[str, object] | None = None) -> SlimeLog:
     """A whole arm: layout line, NCCL start-up, `rollouts` iterations with seeded +/-jitter.
 
     Rollout 0 is `warmup_factor` times slower (torch.compile, NCCL lazy init), as in real runs.
@@ -320,9 +333,14 @@ def synthetic_arm(*, cp: int, actor_train_time: float, rollouts: int = 8, jitter
     (two GPUs). log_probs and ref_log_probs scale with `secondary` (default: actor_train_time), so
     every metric moves together unless a test moves one alone. `times`: actor_train_time per
     rollout exactly as given (no jitter, no warm-up factor; its length sets the rollouts).
+    `arguments`: Megatron's argument dump first, with these (context_parallel_size and
+    data_parallel_size added from cp and dp unless given).
     """
     rng = random.Random(seed)
     log = SlimeLog()
+    if arguments is not None:
+        log.megatron_arguments({"context_parallel_size": cp, "data_parallel_size": dp or max(1, 2 // cp),
+                                "world_size": 2, **arguments})
     effective = cp if layout_cp == "same" else layout_cp
     if effective is not None:
         log.layout(cp=int(effective), dp=dp if dp is not None else max(1, 2 // int(effective)))
