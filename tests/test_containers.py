@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from cpverify import __version__
 from cpverify.profiles import get_profile
 from helpers.hfcache import make_model_cache
 from helpers.pyimage import CPVERIFY_IMAGE as IMAGE
@@ -59,7 +60,7 @@ def test_dockerfile_passes_hadolint():
 def test_image_records_what_it_holds(cpverify_image):
     _tag, facts = cpverify_image
     assert facts["image_id"].startswith("sha256:")
-    assert facts["versions"]["cpverify"] == "0.1.0"
+    assert facts["versions"]["cpverify"] == __version__  # the image holds this checkout's cpverify
     assert facts["build_args"]["SLIME_COMMIT"] == ""
     # no registry is reachable here: the digest is reported as unresolved, with the reason
     assert facts["base_digest"].startswith("unresolved: ")

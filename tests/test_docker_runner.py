@@ -30,6 +30,7 @@ from cpverify.runners.docker import (
     LABEL_OWNER_CONTAINER,
     LABEL_RUN,
     NVIDIA_FIX,
+    SLIME_ULIMITS,
     DockerRunner,
     connect,
     own_container_id,
@@ -175,18 +176,56 @@ def test_gpu_request_without_nvidia_runtime_is_blocked_and_leaves_nothing(docker
     assert containers_of(docker_client, run_id) == []  # not even one in state `created`
 
 
+def daemon_sets(client, image, ulimits) -> bool:
+    """Does this daemon start a container with these ulimits? Asked of docker-py directly, not the runner."""
+    import docker.errors
+    from docker.types import Ulimit
+
+    try:
+        client.containers.run(image, ["true"], remove=True, network_mode="none",
+                              ulimits=[Ulimit(name=k, soft=v, hard=v) for k, v in ulimits.items()])
+    except docker.errors.APIError as exc:
+        assert "rlimit" in str(exc), exc  # anything else is not the question asked
+        return False
+    return True
+
+
 @pytest.mark.docker
-def test_default_ulimits_run_or_block_with_a_fix(docker_client, test_image, run_id, tmp_path):
-    """memlock unlimited (slime's flags) needs a daemon allowed to raise it: either it runs,
-    or the arm is blocked with the fix and nothing is left behind."""
-    runner = runner_for(docker_client, test_image, run_id, ulimits={"memlock": -1, "stack": 67108864})
-    result = runner.run_arm(arm("ulimit", "sh", "-c", "ulimit -l", workdir="/work"),
+def test_default_ulimits_run_where_the_daemon_allows_them_else_block_with_the_fix(
+    docker_client, test_image, run_id, tmp_path
+):
+    """memlock unlimited (slime's flags) needs a daemon allowed to raise it; a plain container
+    tells which this daemon is, and the runner must agree: run with them, or block with the fix."""
+    allowed = daemon_sets(docker_client, test_image, SLIME_ULIMITS)
+    runner = runner_for(docker_client, test_image, run_id, ulimits=SLIME_ULIMITS)
+    result = runner.run_arm(arm("ulimit", "sh", "-c", "ulimit -l; ulimit -s", workdir="/work"),
                             log_path=tmp_path / "u.log", limits=LIMITS)
-    if result.outcome == Outcome.OK:
-        assert (tmp_path / "u.log").read_text().strip() == "unlimited"
+    if allowed:
+        assert result.outcome == Outcome.OK, result.reason
+        assert (tmp_path / "u.log").read_text().split() == ["unlimited", str(SLIME_ULIMITS["stack"] // 1024)]
     else:
         assert result.outcome == Outcome.BLOCKED and "LimitMEMLOCK=infinity" in result.fix
     assert containers_of(docker_client, run_id) == []
+
+
+@pytest.mark.docker
+def test_ulimits_no_daemon_may_set_block_the_arm_with_the_fix(docker_client, test_image, run_id, tmp_path):
+    """nofile above the kernel's nr_open: setrlimit refuses it even to root, on every daemon."""
+    nofile = int(open("/proc/sys/fs/nr_open").read()) + 1
+    runner = runner_for(docker_client, test_image, run_id, ulimits={"nofile": nofile})
+    result = runner.run_arm(arm("nofile", "true", workdir="/work"), log_path=tmp_path / "n.log", limits=LIMITS)
+    assert result.outcome == Outcome.BLOCKED and "may not set the container's ulimits" in result.reason
+    assert "LimitMEMLOCK=infinity" in result.fix and "--no-ulimits" in result.fix
+    assert containers_of(docker_client, run_id) == []
+
+
+@pytest.mark.docker
+def test_ulimits_reach_the_workload(docker_client, test_image, run_id, tmp_path):
+    runner = runner_for(docker_client, test_image, run_id)
+    result = runner.run_arm(arm("stack", "sh", "-c", "ulimit -s", workdir="/work"), log_path=tmp_path / "s.log",
+                            limits=LIMITS)
+    assert result.outcome == Outcome.OK and (tmp_path / "s.log").read_text().split() == [
+        str(UNPRIVILEGED["stack"] // 1024)]
 
 
 @pytest.mark.docker
