@@ -36,6 +36,7 @@ from cpverify.runners.docker import (
     own_container_id,
     sweep_leftovers,
 )
+from helpers.nobody import as_nobody
 from helpers.runner_util import TESTS, arm, wait_for
 
 UNPRIVILEGED = {"stack": 67108864}
@@ -350,13 +351,9 @@ def test_permission_denied_on_the_socket_is_blocked_with_the_fix():
     sock = "/var/run/docker.sock"
     if os.geteuid() != 0 or not os.path.exists(sock) or os.stat(sock).st_mode & 0o006:
         pytest.skip("needs root to drop privileges, and a socket that others may not use")
-    code = (
-        "import os, docker, requests, cpverify.runners.docker as d\n"
-        "os.setgroups([]); os.setgid(65534); os.setuid(65534)\n"
-        "try:\n    d.connect(timeout=5)\nexcept Exception as e:\n    print(type(e).__name__, e.fix)\n"
-    )
-    env = {**os.environ, "PYTHONPATH": str(TESTS.parent), "DOCKER_HOST": f"unix://{sock}"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=30)
+    out = as_nobody("import docker, requests, cpverify.runners.docker as d",
+                    "try:\n    d.connect(timeout=5)\nexcept Exception as e:\n    print(type(e).__name__, e.fix)",
+                    env={**os.environ, "DOCKER_HOST": f"unix://{sock}"}, timeout=30)
     assert out.stdout.startswith("EnvironmentBlocked"), out.stderr
     assert "usermod -aG docker" in out.stdout
 

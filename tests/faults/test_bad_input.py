@@ -16,7 +16,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ import pytest
 from cpverify.profiles import SMOKE_TRAIN_ARGS
 from faults.harness import PROFILE, ROOT
 from helpers.hfcache import QWEN_CONFIG, make_model_cache
+from helpers.nobody import as_nobody, public_dir
 
 SNAPSHOT = Path("hf") / f"models--{PROFILE.model_repo.replace('/', '--')}" / "snapshots" / PROFILE.model_revision
 SHARED_FILES = {"verdict.md", "verdict.json", "env.json", "commands.sh"}
@@ -373,28 +373,22 @@ def test_docker_socket_permission_denied(rid):
     sock = "/var/run/docker.sock"
     if os.geteuid() != 0 or not os.path.exists(sock) or os.stat(sock).st_mode & 0o006:
         pytest.skip("needs root to drop privileges, and a socket that others may not use")
-    public = Path(tempfile.mkdtemp(prefix="cpverify-nobody-"))  # pytest's tmp dirs are root-only
-    try:
-        public.chmod(0o777)
+    with public_dir() as public:
         from faults.harness import Workspace
 
         ws = Workspace(public, "docker", image="cpverify-slime:test")
-        as_nobody = ("import os, sys, tomllib, encodings.utf_8_sig, cpverify.cli, cpverify.ab, cpverify.runners.docker, "
-                     "rich.console, tabulate, docker\n"
-                     "cpverify.cli.build_parser()  # every module it needs, imported while they are readable\n"
-                     "os.setgroups([]); os.setgid(65534); os.setuid(65534)\n"
-                     "sys.exit(cpverify.cli.main(sys.argv[1:]))\n")
-        argv = [sys.executable, "-c", as_nobody, *ws.argv(rid)[3:]]
+        args = ws.argv(rid)[3:]  # writes the run's config and directories, which nobody must then write to
         for directory in [public, *public.rglob("*")]:  # what the harness made as root, `nobody` may write
             if directory.is_dir():
                 directory.chmod(0o777)
-        env = ws.env({"PYTHONPATH": str(ROOT), "DOCKER_HOST": f"unix://{sock}"})
-        proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT, timeout=120, check=False)
+        proc = as_nobody("import sys, tomllib, encodings.utf_8_sig, cpverify.cli, cpverify.ab, cpverify.runners.docker, "
+                         "rich.console, tabulate, docker\n"
+                         "cpverify.cli.build_parser()  # every module it needs, imported while they are readable",
+                         "sys.exit(cpverify.cli.main(sys.argv[1:]))", *args,
+                         env=ws.env({"DOCKER_HOST": f"unix://{sock}"}), cwd=ROOT, timeout=120)
         outcome = type("Outcome", (), {"code": proc.returncode, "stderr": proc.stderr, "run_dir": ws.out / rid})
         assert_stopped_before_any_arm(outcome, code=4, problem=f"permission denied on the Docker socket (unix://{sock})",
                                       fix="usermod -aG docker")
-    finally:
-        shutil.rmtree(public, ignore_errors=True)
 
 
 @pytest.mark.docker

@@ -22,11 +22,12 @@ CHECKOUT = Path(__file__).resolve().parents[2]
 DROP = f"if os.geteuid() == 0:\n    os.setgroups([]); os.setgid({NOBODY}); os.setuid({NOBODY})\n"
 
 
-def as_nobody(setup: str, code: str, *, env: dict[str, str] | None = None, timeout: float = 60,
-              ) -> subprocess.CompletedProcess[str]:
+def as_nobody(setup: str, code: str, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
+              timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """`args` are the child's sys.argv[1:]; `env` replaces this environment (PYTHONPATH: this checkout)."""
     program = f"import os\n{setup}\n{DROP}{code}\n"
-    return subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "PYTHONPATH": str(CHECKOUT), **(env or {})})
+    return subprocess.run([sys.executable, "-c", program, *args], capture_output=True, text=True, timeout=timeout,
+                          env={**(os.environ if env is None else env), "PYTHONPATH": str(CHECKOUT)}, cwd=cwd)
 
 
 @contextmanager
