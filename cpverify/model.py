@@ -138,7 +138,7 @@ class ArmResult:
     reason: str = ""
     fix: str = ""
     lines: int = 0
-    error_class: str = ""  # the fatal class that stopped the run, when outcome == FATAL
+    error_class: str = ""  # the fatal error that ended the run (the finest class of its line)
     # No parsed log here: the watcher's parse serves the limits while the arm runs; the verdict
     # parses the bytes it hashes, once (the log judged is the log recorded, cpverify.record).
 

@@ -8,7 +8,7 @@ The steps, in order (each is also a nox session and a compose service):
               profiles); for train-only, the rollouts written in the workload's Python
   compileall  `python -m compileall slime/backends/megatron_utils` on the slime under test
   lint        every arm's arguments and environment, before any GPU is held: the static lint,
-              then slime's own parser on each arm in the workload's Python (cpverify.deep_lint)
+              then slime's own parser on each arm in the workload's Python (cpverify.lint.deep)
   cp1, cp2    the baseline arm(s), then the candidate arm(s), on the same GPUs, under one lock
   verdict     parse every log, decide, write verdict.md / verdict.json / env.json / commands.sh
 
@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import io
 import os
 import sys
 import time
@@ -429,9 +430,9 @@ def step_lint(ctx: Context) -> int:
 
 
 def _deep_lint(ctx: Context, plan, static: list) -> list:
-    """slime's own parse_args() on every arm, in the workload's Python (cpverify.deep_lint)."""
-    from cpverify import deep_lint
+    """slime's own parse_args() on every arm, in the workload's Python (cpverify.lint.deep)."""
     from cpverify.artifacts import atomic_write_json
+    from cpverify.lint import deep as deep_lint
 
     arch = deep_lint.arch_from_doctor(ctx.record.doctor, plan.gpus)
     request = deep_lint.request(plan, arch if arch is not None else deep_lint.ASSUMED_ARCH)
@@ -448,8 +449,20 @@ def _deep_lint(ctx: Context, plan, static: list) -> list:
         code, output = -1, f"{exc.problem} ({exc.fix})"
     results = deep_lint.results_from(output)
     ctx.record.deep_lint = results
-    deep = deep_lint.findings(plan, results, exit_code=code, output=output, arch_assumed=arch is None)
+    deep = deep_lint.findings(plan, results, exit_code=code, output=output, arch_assumed=arch is None,
+                              classify=error_classes)
     return deep_lint.merge(static, deep, results)
+
+
+def error_classes(text: str) -> list[tuple[str, str]]:
+    """(class, coarse class) of every error the log parser reads in `text`, the finest first: the
+    line of slime_num_rollout_not_set also carries its coarse assertion_error. The deep lint's
+    `classify`: slime's refusal of an argument gets the fix its line would get in a log."""
+    from cpverify.logs import parse_stream
+
+    records = parse_stream(io.BytesIO(text.encode())).errors
+    classes = [(r.cls, getattr(r, "coarse", "") or r.cls) for r in records]
+    return sorted(classes, key=lambda pair: pair[0] == pair[1])
 
 
 def step_arms(ctx: Context, which: str) -> int:

@@ -26,6 +26,7 @@ from packaging.version import Version
 from cpverify import stats
 from cpverify._versions import parse_version
 from cpverify.errors import EXIT_BLOCKED, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK, InputError
+from cpverify.fixes import FIX_COLLECT, FIX_OLD_STACK, FIX_TRANSPORT, for_error, for_outcome
 from cpverify.logs import ParsedLog
 from cpverify.model import ArmResult
 
@@ -61,15 +62,9 @@ ERROR_EFFECTS: dict[str, str | None] = {
 _OUTCOME_EFFECT = {"ok": None, "blocked": BLOCKED, "interrupted": INCONCLUSIVE, "failed": FAIL, "fatal": FAIL,
                    "hang": FAIL, "stalled": FAIL, "deadline": FAIL}
 
-# Fixes, from the hand procedure's troubleshooting list (seed 001, section 4) plus the obvious ones.
-FIX_COLLECT = "collect more detail: rerun with NCCL_DEBUG=INFO TORCH_DISTRIBUTED_DEBUG=DETAIL"
-FIX_TRANSPORT = ("look for 'via NET/Socket' in NCCL_DEBUG=INFO output (TCP fallback): check NCCL_P2P_DISABLE, "
-                 "NCCL_SHM_DISABLE and NCCL_IB_DISABLE are unset, that /dev/infiniband is passed into the "
-                 "container, and that --ipc=host --shm-size=16g are set; compare with NCCL_P2P_DISABLE=1")
+# Fixes for the verdict's own checks; those for an outcome or an error class are cpverify.fixes'.
 FIX_P2P_OFF = ("NCCL found no peer-to-peer path between the GPUs: unset NCCL_P2P_DISABLE, check "
                "`nvidia-smi topo -m`, and compare with NCCL_P2P_DISABLE=1 to measure the difference")
-FIX_OLD_STACK = ("use driver >= 550, CUDA >= 12.1 and NCCL >= 2.18 with the same driver on every GPU "
-                 "(the pinned image has NCCL 2.28.9)")
 FIX_LAYOUT_HOOK = ("run through `cpverify run` (it adds the layout hook), or add "
                    "--custom-megatron-init-path cpverify.slime_hooks.layout.log_layout to the train args so the "
                    "log states the effective CP")
@@ -112,68 +107,7 @@ def fix_slow_cp(workload: str) -> str:
             + _SHORT_SEQUENCES[workload] + "; turn off MIG and GPU power limits (nvidia-smi -pl); " + FIX_COLLECT)
 
 
-ERROR_FIXES = {
-    "nccl_timeout": ("the NCCL watchdog fired (a collective hung for --distributed-timeout-minutes): "
-                     + FIX_COLLECT + "; check the transport (" + FIX_TRANSPORT + "); make sure "
-                     "CUDA_DEVICE_MAX_CONNECTIONS=1 is set"),
-    "nccl_heartbeat_stuck": "the NCCL watchdog itself got stuck: " + FIX_COLLECT + "; " + FIX_TRANSPORT,
-    "nccl_error": FIX_OLD_STACK + "; give the container enough shared memory (--ipc=host --shm-size=16g); "
-                  + FIX_COLLECT,
-    "nccl_cuda_failure": FIX_OLD_STACK + "; use an image built for this GPU architecture (cu130 for Blackwell); "
-                         + FIX_COLLECT,
-    "nccl_unhandled_system_error": "check /dev/shm size (--ipc=host --shm-size=16g), --ulimit memlock=-1 and "
-                                   "/dev/infiniband; " + FIX_COLLECT,
-    "cuda_oom": ("lower --max-tokens-per-gpu (with CP a micro-batch holds max_tokens_per_gpu x cp tokens), or "
-                 "lower --sglang-mem-fraction-static when colocated"),
-    "cuda_illegal_memory_access": ("rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel; rule out FA3 with "
-                                   "--attention-backend torch (or flash)"),
-    "collective_shape_mismatch": ("a CP shape bug: keep --seq-length a multiple of 2 x context-parallel-size and "
-                                  "report it upstream with this bundle"),
-    "ray_actor_died": "read the first error above this line in the arm's log; Ray kills actors on host OOM",
-    "ray_host_oom": "free host memory or lower the offload footprint; Ray's memory monitor killed an actor",
-    "ray_job_failed": "read the first error above this line in the arm's log",
-    "sglang_startup_failure": "lower --sglang-mem-fraction-static and check that the GPUs are otherwise idle",
-    "sglang_server_startup_failure": "lower --sglang-mem-fraction-static and check that the GPUs are otherwise idle",
-    "sglang_http_500": "read the SGLang engine's traceback in the log; check --sglang-mem-fraction-static",
-    "argparse_error": "fix the flag named in the message; run `cpverify lint` before running on GPUs",
-    "argparse_unrecognized_arguments": "remove or correct the flags named; run `cpverify lint`",
-    "argparse_ambiguous_option": "spell the flag out in full; run `cpverify lint`",
-    "assertion_error": ("read the assertion; `cpverify lint` catches the usual ones (batch arithmetic, "
-                        "CUDA_DEVICE_MAX_CONNECTIONS=1, seq-length multiple of 2 x CP)"),
-    "hang": "a rank stopped making progress: " + FIX_COLLECT + "; check the transport; dump stacks with py-spy",
-    "nccl_shm_failure": "give the container more shared memory: --ipc=host --shm-size=16g (Docker's default is 64 MB)",
-    "sglang_not_enough_memory": "raise --sglang-mem-fraction-static or free the GPUs (colocated training holds memory)",
-    "megatron_cuda_device_max_connections": "export CUDA_DEVICE_MAX_CONNECTIONS=1 (Megatron requires it for CP>1)",
-    "megatron_world_size_not_divisible": "make the GPU count a multiple of tp x pp x cp (--actor-num-gpus-per-node)",
-    "megatron_seq_length_multiple": "make --seq-length a multiple of 2 x --context-parallel-size",
-    "slime_num_rollouts_lt_global_batch": ("rollout-batch-size x n-samples-per-prompt must be >= global-batch-size: "
-                                           "use --n-samples-per-prompt 4 or a smaller --global-batch-size"),
-    "slime_num_rollout_not_set": "use --num-rollout (slime has no --rollout-num; it is silently misread)",
-    "slime_hf_validate_args_failed": "add the model's MODEL_ARGS (scripts/models/<model>.sh) to the train args",
-    "slime_rm_type_missing": "pass --rm-type (e.g. --rm-type math)",
-    "slime_ref_load_missing": "point --ref-load at an existing HF or torch_dist checkpoint (run `cpverify fetch`)",
-    "torch_memory_saver_missing": "use the pinned slime image (it ships torch_memory_saver)",
-    "ray_placement_group_wait": ("--actor-num-gpus-per-node (default 8) must not exceed the GPUs given to Ray; "
-                                 "set it to the arm's GPU count"),
-    "cp_correctness": "a cpverify correctness check failed: compare against the single-GPU reference; report upstream",
-    "slime_grad_norm_mismatch": ("on identical rollouts CP>1's gradients differ from CP=1's beyond slime's 1% tolerance: "
-                                 "a CP numerics problem; rerun once to rule out a nondeterministic kernel "
-                                 "(NVTE_ALLOW_NONDETERMINISTIC_ALGO=0), then report it upstream with this bundle"),
-    "layout_mismatch": "ranks disagree on the parallel layout: make every node use the same train args",
-    "run_restarted": "the log holds more than one run (step numbers go backwards): give each arm its own log file",
-}
-FIX_ERROR_DEFAULT = "read the excerpt and the lines before it in the arm's log; " + FIX_COLLECT
 
-OUTCOME_FIXES = {
-    "blocked": "run `cpverify doctor` and follow its fixes (GPU runtime, Docker daemon, free GPUs)",
-    "hang": "no new log line for the hang limit: " + FIX_COLLECT + "; check the transport",
-    "stalled": ("log lines but no training step for the stall limit: check for a placement-group wait "
-                "(--actor-num-gpus-per-node must fit the GPUs) or a stuck SGLang engine"),
-    "deadline": "the run exceeded its deadline: raise the deadline, or lower --num-rollout / response length",
-    "fatal": "see the error check for this arm",
-    "failed": "see the error checks for this arm and the end of its log",
-    "interrupted": "rerun without interrupting it",
-}
 
 
 @dataclass(frozen=True)
@@ -492,7 +426,8 @@ def _arm_checks(ev: ArmEvidence, t: Thresholds, workload: str) -> tuple[ArmSumma
             detail += f": {ev.result.reason}"
         if outcome not in _OUTCOME_EFFECT:
             detail += " (unknown outcome)"
-        fix = ev.result.fix or OUTCOME_FIXES.get(outcome, FIX_COLLECT)
+        # the watcher's fix (cpverify.fixes, as here) or a blocked workload's own
+        fix = ev.result.fix or for_outcome(outcome, ev.result.error_class, _coarse(parsed, ev.result.error_class))
         checks.append(Check("runner", "pass" if effect is None else "fail", detail, "" if effect is None else fix,
                             ev.name, effect))
         if outcome == "blocked":
@@ -510,7 +445,7 @@ def _arm_checks(ev: ArmEvidence, t: Thresholds, workload: str) -> tuple[ArmSumma
         cause = getattr(first, "detail", {}).get("cause")  # the parser's reading: "killed by SIGKILL, ..."
         if cause:
             detail += f" ({cause})"
-        fix = ERROR_FIXES.get(cls) or ERROR_FIXES.get(coarse) or FIX_ERROR_DEFAULT
+        fix = for_error(cls, coarse)
         effect = ERROR_EFFECTS.get(cls, FAIL)
         brief = f"{cls} in arm {ev.name} at line {first.line}: {_excerpt(_LEADING_TAGS.sub('', first.text), 120)}"
         if cause:
@@ -626,6 +561,11 @@ def _arm_checks(ev: ArmEvidence, t: Thresholds, workload: str) -> tuple[ArmSumma
         summary.failure = ({"line": fatal.line, "class": fatal.cls, "text": fatal.text, "why": why} if fatal
                            else {"line": None, "class": None, "text": None, "why": why})
     return summary, checks
+
+
+def _coarse(parsed: ParsedLog, cls: str) -> str:
+    """The coarse class the parser gave `cls` in this log ("" when the log has no such error)."""
+    return next((getattr(e, "coarse", "") for e in parsed.errors if e.cls == cls), "") if cls else ""
 
 
 def _errors_by_class(errors: Sequence) -> dict[str, list]:
@@ -833,7 +773,7 @@ def _grad_norm_gate(cand: ArmEvidence, pair: str) -> Check:
     if mismatch is not None:
         return Check(name, "fail", f"slime's grad-norm check failed at line {mismatch.line}: "
                      f"{_excerpt(_LEADING_TAGS.sub('', mismatch.text), 160)} (same rollouts as the baseline, "
-                     "rel/abs 0.01)", ERROR_FIXES["slime_grad_norm_mismatch"], cand.name, FAIL,
+                     "rel/abs 0.01)", for_error("slime_grad_norm_mismatch"), cand.name, FAIL,
                      brief=" — slime's grad-norm check failed")
     if steps and outcome in (None, "ok"):
         return Check(name, "pass", f"slime checked the grad norm of all {steps} steps against the baseline's on "

@@ -112,3 +112,41 @@ def test_the_commands_live_in_the_cli_and_nothing_below_it_imports_it():
         if name not in ENTRY_POINTS and any(m == "cpverify.cli" or m.startswith("cpverify.cli.") for m in _imported(tree)):
             offenders.append(f"{name.replace('.', '/')}.py imports cpverify.cli")
     assert offenders == []
+
+
+# The flow's stages in order (ARCHITECTURE.md, "The flow"): the modules of each.
+STAGES = (
+    ("profile", ("cpverify.profiles",)),
+    ("plan", ("cpverify.plan",)),
+    ("lint", ("cpverify.lint",)),
+    ("parse", ("cpverify.parse", "cpverify.logs", "cpverify._log_signatures")),
+    ("verdict", ("cpverify.verdict", "cpverify.stats", "cpverify.ab")),
+    ("report", ("cpverify.report", "cpverify.plots")),
+)
+# What no stage imports: the runners, the driver, the command line.
+ABOVE_THE_STAGES = ("cpverify.runners", "cpverify.pipeline", "cpverify.cli")
+
+
+def _within(name: str, packages: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in packages)
+
+
+def _stage(name: str) -> int | None:
+    return next((i for i, (_, packages) in enumerate(STAGES) if _within(name, packages)), None)
+
+
+def test_no_stage_imports_a_later_stage_or_a_runner():
+    """A stage takes data from the stages before it and returns data; importing a later stage (or
+    a runner, or the driver) is how the verdict and the report once came to import each other."""
+    found = modules()
+    assert all(any(_within(name, packages) for name in found) for _, packages in STAGES)  # no stale row
+    offenders = []
+    for name, tree in found.items():
+        mine = _stage(name)
+        if mine is None:
+            continue
+        for imported in _imported(tree):
+            theirs = _stage(imported)
+            if (theirs is not None and theirs > mine) or _within(imported, ABOVE_THE_STAGES):
+                offenders.append(f"{name} ({STAGES[mine][0]}) imports {imported}")
+    assert offenders == []

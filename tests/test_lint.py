@@ -23,6 +23,7 @@ from cpverify.lint import (
     lint_plan,
     parallel_layout,
     parse_command,
+    shell,
 )
 from cpverify.plan import build_plan
 from cpverify.profiles import get_profile, with_overrides
@@ -539,7 +540,7 @@ def test_splitting_a_paste_gives_back_the_words_the_shell_would(commands, separa
     """Whatever the words (quotes, `#`, `$`, newlines, unicode), quoting them as a shell does and
     splitting the paste gives them back, command by command."""
     text = separator.join(shlex.join(words) for words in commands)
-    assert lint._commands(text) == commands
+    assert shell._commands(text) == commands
 
 
 @pytest.mark.parametrize(("text", "words"), [
@@ -549,10 +550,10 @@ def test_splitting_a_paste_gives_back_the_words_the_shell_would(commands, separa
     ("x=\"a\\\nb\"", ["x=ab"]),
 ])
 def test_splitting_quotes_escapes_comments_and_continuations(text, words):
-    assert lint._commands(text)[0] == words
+    assert shell._commands(text)[0] == words
 
 
 @pytest.mark.parametrize("text", ["--lr '1e-6", '--lr "1e-6', "--lr 1e-6 \\"])
 def test_an_unclosed_quote_is_bad_input(text):
     with pytest.raises(InputError, match="cannot split the command line"):
-        lint._commands(text)
+        shell._commands(text)

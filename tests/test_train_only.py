@@ -22,11 +22,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cpverify import deep_lint
 from cpverify.argv import options as argv_options
 from cpverify.errors import InputError
 from cpverify.lint import ERROR, WARNING, Finding
+from cpverify.lint import deep as deep_lint
 from cpverify.model import Arm
+from cpverify.pipeline import error_classes
 from cpverify.plan import (
     GRAD_NORM_LOAD,
     GRAD_NORM_SAVE,
@@ -197,35 +198,36 @@ def _result(name="cp2-s1k", **fields):
 def test_slimes_refusal_is_an_error_quoting_slime_with_the_verdicts_fix():
     found = deep_lint.findings(_plan(), [_result(stage="validation", error=(
         "AssertionError: num_epoch is not set, but num_rollout is not set, please set --num-rollout or --num-epoch"))],
-        exit_code=0, output="", arch_assumed=False)
+        exit_code=0, output="", arch_assumed=False, classify=error_classes)
     assert [(f.severity, f.where) for f in found] == [(ERROR, "cp2-s1k")]
     assert "num_rollout is not set" in found[0].why and "--num-rollout" in found[0].fix
     hf = deep_lint.findings(_plan(), [_result(stage="validation", error=(
         "AssertionError: hf_validate_args failed: hidden_size in hf config 896 is not equal to hidden_size None, "
-        "please check the config."))], exit_code=0, output="", arch_assumed=False)
+        "please check the config."))], exit_code=0, output="", arch_assumed=False, classify=error_classes)
     assert "MODEL_ARGS" in hf[0].fix  # the fine class's fix, not the generic one for any assertion
     argparse_error = deep_lint.findings(_plan(), [_result(stage="argparse", error=(
         "train.py: error: argument --train-backend: invalid choice: 'fsdp' (choose from 'megatron')"))],
-        exit_code=0, output="", arch_assumed=False)
+        exit_code=0, output="", arch_assumed=False, classify=error_classes)
     assert argparse_error[0].flag == "--train-backend"
 
 
 def test_unconsumed_flags_are_errors_except_sglang_flags_in_train_only_mode():
     found = deep_lint.findings(_plan(), [_result(unknown=["--seq-lenght", "--sglang-mem-fraction-static"])],
-                               exit_code=0, output="", arch_assumed=False)
+                               exit_code=0, output="", arch_assumed=False, classify=error_classes)
     assert {(f.flag, f.severity) for f in found} == {("--seq-lenght", ERROR), ("--sglang-mem-fraction-static", WARNING)}
 
 
 def test_without_slime_the_static_lint_stands_alone_with_a_warning():
     found = deep_lint.findings(_plan(), [_result(stage="import", error="ModuleNotFoundError: No module named 'slime'")],
-                               exit_code=0, output="", arch_assumed=True)
+                               exit_code=0, output="", arch_assumed=True, classify=error_classes)
     assert [(f.severity, f.flag) for f in found] == [(WARNING, "deep lint")]
     assert "static lint" in found[0].why
-    crashed = deep_lint.findings(_plan(), [], exit_code=139, output="Segmentation fault", arch_assumed=False)
+    crashed = deep_lint.findings(_plan(), [], exit_code=139, output="Segmentation fault", arch_assumed=False,
+                                 classify=error_classes)
     assert [(f.severity, f.flag) for f in crashed] == [(WARNING, "deep lint")]
     no_cpverify = deep_lint.findings(_plan(), [], exit_code=1, output="/usr/bin/python3: Error while finding module "
                                      "specification for 'cpverify.slime_hooks.deep_lint' (ModuleNotFoundError: No "
-                                     "module named 'cpverify')", arch_assumed=False)
+                                     "module named 'cpverify')", arch_assumed=False, classify=error_classes)
     assert [(f.severity, f.flag) for f in no_cpverify] == [(ERROR, "cpverify")]
 
 
@@ -234,7 +236,7 @@ def test_where_slimes_parsers_ran_they_decide_which_flags_exist():
               Finding(WARNING, "--gone-flag", "not a flag of slime 624b824a", "check", where="cp2-s1k"),
               Finding(ERROR, "--rollout-num", "slime has no --rollout-num", "--num-rollout 8", where="cp2-s1k")]
     results = [_result(unknown=["--gone-flag", "--rollout-num"])]
-    deep = deep_lint.findings(_plan(), results, exit_code=0, output="", arch_assumed=False)
+    deep = deep_lint.findings(_plan(), results, exit_code=0, output="", arch_assumed=False, classify=error_classes)
     merged = deep_lint.merge(static, deep, results)
     # --new-flag: this slime consumes it, the static warning goes; --gone-flag and --rollout-num once each
     assert sorted((f.flag, f.severity) for f in merged) == [("--gone-flag", WARNING), ("--rollout-num", ERROR)]

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from cpverify.errors import ArtifactWriteError
+from cpverify.fixes import for_outcome
 from cpverify.model import ArmInterrupted, ArmResult, Limits, Outcome
 from cpverify.progress import phase_of
 from cpverify.redact import LineScrubber
@@ -53,22 +54,6 @@ ProgressCallback = Callable[["Progress"], None]
 # A "line" with no newline (a tqdm bar redrawn with \r for an hour) is cut here so the
 # watcher's memory stays bounded; the bytes still reach the log file unchanged.
 MAX_LINE_BYTES = 1 << 20
-
-FIXES: dict[str, str] = {
-    Outcome.DEADLINE: "raise the deadline, or run a shorter profile (fewer rollouts)",
-    Outcome.HANG: (
-        "read the last lines of the log to see which phase went silent; if that phase is "
-        "legitimately quiet (a long checkpoint load or compile), raise the hang limit"
-    ),
-    Outcome.STALLED: (
-        "the workload kept printing but never reached a training step: look for a placement-group "
-        "wait, a retry loop or a health-check loop in the log; raise the stall limit if warm-up is "
-        "legitimately long"
-    ),
-    Outcome.FATAL: "see the error line quoted in the reason and the lines before it in the log",
-    Outcome.FAILED: "read the last lines of the log: the workload's own error is usually there",
-    Outcome.INTERRUPTED: "re-run when ready; the partial log is kept",
-}
 
 # What a death by signal usually means, for the reason text (exit code 128 + signal number).
 SIGNAL_MEANINGS = {
@@ -182,7 +167,7 @@ class LogWatcher:
         self._last_step: int | None = None
         self._last_rollout: int | None = None
         self._phase = "starting"
-        self._first_fatal = None  # the first ErrorRecord whose class is fatal
+        self._first_fatal = None  # the first fatal error: the finest ErrorRecord of its line
         self._last_progress: tuple | None = None
         self._last_progress_at = 0.0
 
@@ -311,7 +296,7 @@ class LogWatcher:
             lines, last_line = self._lines, self._last_line
         self._report_progress(now, lines)
         fatal = self._first_fatal
-        if fatal is not None and limits.stop_on_fatal and fatal.cls in limits.fatal_classes:
+        if fatal is not None and limits.stop_on_fatal:
             return _Trigger(Outcome.FATAL, f"{fatal.cls} at line {fatal.line}: {fatal.text.strip()[:300]}", fatal.cls)
         if now - self._start > limits.deadline_s:
             return _Trigger(Outcome.DEADLINE, f"ran past the {limits.deadline_s:g}s deadline")
@@ -345,7 +330,11 @@ class LogWatcher:
         if self._first_fatal is None:
             for error in parsed.errors:
                 if error.cls in self.limits.fatal_classes:
-                    self._first_fatal = error
+                    # The finest class of its line (nccl_cuda_failure, not its coarse twin nccl_error):
+                    # the reason names it and the fix is its own, as in the verdict's row for it.
+                    self._first_fatal = next((finer for finer in parsed.errors if finer.line == error.line
+                                              and finer.cls != error.cls
+                                              and getattr(finer, "coarse", "") == error.cls), error)
                     break
 
     def _report_progress(self, now: float, lines: int) -> None:
@@ -432,6 +421,7 @@ class LogWatcher:
             error_class = fatal.cls if fatal is not None else ""
             if fatal is not None:
                 reason += f"{'; ' if reason else ''}{fatal.cls} at line {fatal.line}: {fatal.text.strip()[:300]}"
+        coarse = getattr(fatal, "coarse", "") if fatal is not None and fatal.cls == error_class else ""
         if self._source_error is not None:  # even when it ended well: the log may lack lines
             reason += f"{'; ' if reason else ''}the output stream broke, the log may be incomplete: {self._source_error!r}"
         return ArmResult(
@@ -441,7 +431,7 @@ class LogWatcher:
             log_path=self.log_path,
             duration_s=duration,
             reason=reason,
-            fix=FIXES.get(outcome, ""),
+            fix=for_outcome(outcome, error_class, coarse),
             lines=self._lines,
             error_class=error_class,
         )

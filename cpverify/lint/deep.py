@@ -21,12 +21,23 @@ carries the answer from the doctor's facts about the plan's GPUs.
 
 from __future__ import annotations
 
-import io
 import json
 import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from cpverify.lint import ERROR, PASS_THROUGH_PREFIXES, WARNING, Finding
+from cpverify.fixes import ERROR_FIXES
+from cpverify.lint.findings import ERROR, WARNING, Finding
+from cpverify.lint.flags import PASS_THROUGH_PREFIXES
+from cpverify.lint.shell import TRAIN_SCRIPTS
 from cpverify.slime_hooks.deep_lint import MARKER
+
+if TYPE_CHECKING:
+    from cpverify.plan import Plan
+
+# The error classes the log parser reads in a message, each with its coarse class, the finest first
+# (cpverify.pipeline.error_classes). Passed in: the lint runs before the parse stage and does not import it.
+Classify = Callable[[str], list[tuple[str, str]]]
 
 TOOL = ("-m", "cpverify.slime_hooks.deep_lint")  # after the arms' interpreter
 ASSUMED_ARCH = 9  # Hopper: Megatron's CUDA_DEVICE_MAX_CONNECTIONS rule applies below 10 (Blackwell)
@@ -39,12 +50,12 @@ def train_args(argv) -> list[str]:
     """The arguments after train.py (what slime's parse_args reads from sys.argv)."""
     words = [str(w) for w in argv]
     for i, word in enumerate(words):
-        if word.rsplit("/", 1)[-1] in ("train.py", "train_async.py"):
+        if word.rsplit("/", 1)[-1] in TRAIN_SCRIPTS:
             return words[i + 1:]
     return words
 
 
-def request(plan, arch: int | None) -> dict:
+def request(plan: Plan, arch: int | None) -> dict:
     """What the workload side needs: every arm's train.py arguments and environment."""
     return {"arch": arch, "arms": [{"name": arm.name, "argv": train_args(arm.argv), "env": dict(arm.env)}
                                    for arm in plan.arms]}
@@ -73,8 +84,10 @@ def results_from(output: str) -> list[dict]:
     return results
 
 
-def findings(plan, results: list[dict], *, exit_code: int, output: str, arch_assumed: bool) -> list[Finding]:
-    """Findings from the workload side's results; a warning alone when it could not judge."""
+def findings(plan: Plan, results: list[dict], *, exit_code: int, output: str, arch_assumed: bool,
+             classify: Classify) -> list[Finding]:
+    """Findings from the workload side's results; a warning alone when it could not judge. A refusal
+    gets the fix a log with slime's message gets (cpverify.fixes), its class read by `classify`."""
     train_only = {arm.name: any(w in _TRAIN_ONLY_FLAGS for w in arm.argv) for arm in plan.arms}
     if not results:
         if "No module named 'cpverify'" in output or 'No module named "cpverify"' in output:
@@ -93,7 +106,7 @@ def findings(plan, results: list[dict], *, exit_code: int, output: str, arch_ass
         if stage and stage != "import":
             flag = _named_flag(error) if stage == "argparse" else STAGE_FLAG.get(stage, "slime parse_args()")
             found.append(Finding(ERROR, flag, f"slime's own check refuses this arm: `{_excerpt(error)}`",
-                                 _fix_for(error, stage), where=arm))
+                                 _fix_for(error, stage, classify), where=arm))
         for flag in r.get("unknown") or []:
             ignored_here = flag.startswith(PASS_THROUGH_PREFIXES) and train_only.get(arm, False)
             found.append(Finding(
@@ -131,11 +144,8 @@ def _named_flag(error: str | None) -> str:
     return match.group(1) if match else "slime parse_args()"
 
 
-def _fix_for(error: str | None, stage: str) -> str:
-    """The fix the verdict gives for the same message in a log (one table of fixes)."""
-    from cpverify.logs import parse_stream
-    from cpverify.verdict import ERROR_FIXES
-
+def _fix_for(error: str | None, stage: str, classify: Classify) -> str:
+    """The fix a log with the same message gets (cpverify.fixes: one table of fixes)."""
     if stage == "environment":
         return "add --no-gradient-accumulation-fusion (apex's fused kernel is not in this environment)"
     if "FileNotFoundError" in (error or "") and "config.json" in (error or ""):
@@ -144,10 +154,8 @@ def _fix_for(error: str | None, stage: str) -> str:
     if stage == "dp_schedule":
         return ("make --rollout-batch-size x --n-samples-per-prompt a multiple of --global-batch-size "
                 "(at least one step per rollout)")
-    records = parse_stream(io.BytesIO((error or "").encode())).errors
-    # the finest class first: the same line also carries its coarse class (assertion_error, config_error)
-    for record in sorted(records, key=lambda r: r.cls == getattr(r, "coarse", r.cls)):
-        fix = ERROR_FIXES.get(record.cls) or ERROR_FIXES.get(getattr(record, "coarse", ""))
+    for cls, coarse in classify(error or ""):
+        fix = ERROR_FIXES.get(cls) or ERROR_FIXES.get(coarse)
         if fix:
             return fix
     return "fix the arguments slime names in its message (this is what train.py would stop with)"

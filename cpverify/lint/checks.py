@@ -1,326 +1,34 @@
-"""Lint a slime command line before any GPU is held.
-
-Why a linter: slime, Megatron and SGLang all parse with `parse_known_args`, so a misspelled
-flag is silently dropped (`--context_parallel_size 2` runs CP=1), and several mistakes only
-surface minutes into a run (batch arithmetic in dp_schedule, CUDA_DEVICE_MAX_CONNECTIONS in
-Megatron's validation, a placement group that never fills). Each finding names the flag,
-why it matters (quoting the error slime would raise) and the fix.
-
-Accepts any pasted command: a string (backslash continuations, leading `VAR=value`, `export`
-lines, `python train.py`, `ray job submit ... -- python3 train.py`) or an argv list.
-The checks follow slime 624b824a and Megatron-LM 1dcf0daf (see cpverify/data/known_flags.txt).
-"""
+"""The checks of a slime command line, and the lint's entry points: `lint_argv` (one command line)
+and `lint_plan` (every arm of a plan)."""
 
 from __future__ import annotations
 
-import difflib
-import functools
-import json
 import math
 import re
 import shlex
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from importlib import resources
+from typing import TYPE_CHECKING
 
-from cpverify.errors import InputError
+from cpverify.lint.findings import ERROR, WARNING, Finding
+from cpverify.lint.flags import (
+    DASHED,
+    PASS_THROUGH_PREFIXES,
+    closest_flag,
+    known_flags,
+    misdashed,
+    unlisted_pass_through,
+)
+from cpverify.lint.shell import ParsedCommand, parse_command
 
-ERROR = "error"
-WARNING = "warning"
+if TYPE_CHECKING:
+    from cpverify.model import Arm
+    from cpverify.plan import Plan
 
 SLIME_DEFAULT_GPUS_PER_NODE = 8
 SLIME_DEFAULT_SEQ_LENGTH = 4096
-TRAIN_SCRIPTS = ("train.py", "train_async.py")
 DEFAULT_ROLLOUT_FUNCTION = "slime.rollout.sglang_rollout.generate_rollout"
-PASS_THROUGH_PREFIXES = ("--sglang-", "--router-")  # SGLang server/router flags, forwarded as-is
 DSA_MODEL_HINTS = ("deepseek-v3.2", "deepseek_v32", "glm-5", "glm5")  # --allgather-cp is allowed for these
-
-
-@dataclass(frozen=True)
-class Finding:
-    severity: str  # "error" | "warning"
-    flag: str
-    why: str
-    fix: str
-    where: str = ""  # the arm, when a plan is linted
-
-
-@dataclass
-class ParsedCommand:
-    """A command line split into what lint needs: env assignments, options in order, opaque words."""
-
-    env: dict[str, str] = field(default_factory=dict)
-    options: list[tuple[str, list[str]]] = field(default_factory=list)  # (--flag, values) in order
-    opaque: list[str] = field(default_factory=list)  # ${ARRAY[@]} and the like: lint cannot see inside
-    cut_off: list[list[str]] = field(default_factory=list)  # --flag lines after a missing backslash
-    env_unknown: str = ""  # where the environment comes from when lint cannot read it
-
-    def has(self, flag: str) -> bool:
-        return any(f == flag for f, _ in self.options)
-
-    def value(self, flag: str) -> str | None:
-        """The value of the last occurrence (argparse: the last one wins)."""
-        for f, values in reversed(self.options):
-            if f == flag:
-                return values[0] if values else ""
-        return None
-
-    def number(self, flag: str, default: float | None = None, kind=int):
-        """The flag's value as `kind`; `default` when absent; None when not a literal number ("$CP")."""
-        raw = self.value(flag)
-        if raw is None:
-            return default
-        try:
-            return kind(raw)
-        except ValueError:
-            return None
-
-
-# --- parsing a pasted command --------------------------------------------------------------
-
-_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
-_OPAQUE = re.compile(r"^\$\{?([A-Za-z_][A-Za-z0-9_]*)(\[[@*]\])?\}?$")
-_ARRAY_START = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=\(")
-_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
-# A shell word: plain characters, 'single-quoted', "double-quoted" (unrolled so an unclosed quote
-# fails in one linear scan) and \-escapes, joined (`a"b c"d` is one word). One regex pass over
-# the text keeps lint linear: shlex grows each token a character at a time (quadratic on a long
-# word) and costs microseconds per character.
-_LEXEME = re.compile(r"""
-    (?P<space>(?:[ \t\r]|\\\n)+)   # a backslash-newline continues the line
-  | (?P<separator>[;&|\n]+)
-  | (?P<comment>\#[^\n]*)
-  | (?P<word>(?:[^ \t\r\n;&|'"\\]+ | '[^']*' | "[^"\\]*(?:\\.[^"\\]*)*" | \\[^\n])+)
-  | (?P<unclosed>['"\\])
-""", re.VERBOSE | re.DOTALL)
-_WORD_PART = re.compile(r"""'([^']*)'|"([^"\\]*(?:\\.[^"\\]*)*)"|\\(.)|([^'"\\]+)""", re.DOTALL)
-_DOUBLE_QUOTED_ESCAPE = re.compile(r'\\([\\"$`\n])')  # what a backslash escapes inside "..." (bash)
-
-
-def _unquote(word: str) -> str:
-    """The word as the program receives it: quotes removed, escapes resolved."""
-    if "'" not in word and '"' not in word and "\\" not in word:
-        return word  # most words: nothing to remove
-    parts = []
-    for single, double, escaped, plain in _WORD_PART.findall(word):
-        parts.append(single or escaped or plain
-                     or _DOUBLE_QUOTED_ESCAPE.sub(lambda m: "" if m[1] == "\n" else m[1], double))
-    return "".join(parts)
-
-
-def _commands(command: str | Sequence[str]) -> list[list[str]]:
-    """The simple commands of a paste, as word lists (a newline, `;`, `&&`, `|` end a command)."""
-    if not isinstance(command, str) and not (len(command) == 1 and any(c.isspace() for c in command[0])):
-        # an argv; drop the continuation backslashes a whitespace-split paste leaves as words
-        return [[t for t in (str(t) for t in command) if t.strip() not in ("", "\\")]]
-    text = command if isinstance(command, str) else command[0]
-    text = text.replace("\r\n", "\n")  # a script saved on Windows
-    commands: list[list[str]] = [[]]
-    for lexeme in _LEXEME.finditer(text):
-        kind = lexeme.lastgroup
-        if kind == "separator":
-            commands.append([])
-        elif kind == "word":
-            commands[-1].append(_unquote(lexeme.group()))
-        elif kind == "unclosed":
-            where = text.count("\n", 0, lexeme.start()) + 1
-            what = "a trailing backslash" if lexeme.group() == "\\" else f"an unclosed {lexeme.group()} quote"
-            raise InputError(f"cannot split the command line: {what} on line {where}",
-                             "check the quotes in the pasted command")
-    return [c for c in commands if c]
-
-
-# What chat apps, word processors and PDFs make of `--`: hyphens, dashes, the minus sign.
-_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"
-_DASH_STARTS = frozenset("-" + _DASHES)
-_DASHED = re.compile(f"([-{_DASHES}]{{1,2}})([A-Za-z][A-Za-z0-9_-]+)(?:=.*)?", re.DOTALL)
-
-
-def misdashed(word: str) -> str | None:
-    """The long flag meant by `—context-parallel-size` (an em dash) or `-context-parallel-size`
-    (one dash), else None. slime's parsers read neither as the flag: it keeps its default, and
-    before lint knew this, the word passed for a value of the flag before it."""
-    match = _DASHED.fullmatch(word)
-    if not match or match[1] == "--":
-        return None
-    flag = "--" + match[2]
-    if match[1] == "-" and flag not in known_flags() and flag.replace("_", "-") not in known_flags():
-        return None  # `-x`, `-foo`: a value, as far as anyone can tell
-    return flag
-
-
-def _is_option(word: str) -> bool:
-    if word.startswith("--"):
-        return len(word) > 2
-    return word[:1] in _DASH_STARTS and misdashed(word) is not None
-
-
-def _is_train(word: str) -> bool:
-    return word.rsplit("/", 1)[-1] in TRAIN_SCRIPTS
-
-
-class _ShellScope:
-    """What the lines before train.py's command leave behind: variables, exports, arrays."""
-
-    def __init__(self) -> None:
-        self.variables: dict[str, str] = {}
-        self.exported: dict[str, str] = {}
-        self.arrays: dict[str, list[str]] = {}
-        self._open_array: list[str] | None = None  # an array definition spanning lines
-
-    def expand(self, word: str) -> str:
-        """$MODEL and ${MODEL} -> the value assigned earlier in the paste (unknown ones stay)."""
-        if "$" not in word:
-            return word
-        return _VARIABLE.sub(lambda m: self.variables.get(m.group(1) or m.group(2), m.group(0)), word)
-
-    def expand_arrays(self, words: list[str]) -> list[str]:
-        """${ARRAY[@]} of an array the paste defines -> its words."""
-        out: list[str] = []
-        for word in words:
-            array = _OPAQUE.match(word) if word.startswith("$") else None
-            out.extend(self.arrays[array.group(1)] if array and array.group(1) in self.arrays else [word])
-        return out
-
-    def run(self, words: list[str]) -> None:
-        """Take in one simple command: `NAME=v`, `export NAME=v`, `export NAME`, `NAME=(...)`."""
-        start = _ARRAY_START.match(words[0])
-        if self._open_array is None and start:
-            self._open_array = self.arrays[start.group(1)] = []
-            words = [words[0].split("=(", 1)[1], *words[1:]]
-        if self._open_array is not None:
-            for word in words:
-                closing = word.endswith(")")
-                word = word[:-1] if closing else word
-                if word:
-                    self._open_array.append(self.expand(word))
-                if closing:
-                    self._open_array = None
-                    return
-            return
-        exported = words[0] == "export"
-        for word in words[exported:]:
-            match = _ASSIGNMENT.match(word)
-            if match:
-                self.variables[match.group(1)] = self.expand(match.group(2))
-                if exported:
-                    self.exported[match.group(1)] = self.variables[match.group(1)]
-            elif exported and word in self.variables:
-                self.exported[word] = self.variables[word]
-            elif not exported:
-                return  # `NAME=v other-command`: the assignment belongs to that command only
-
-
-def parse_command(command: str | Sequence[str], *, env: dict[str, str] | None = None) -> ParsedCommand:
-    """Split a pasted slime command into env assignments, options and opaque words.
-
-    In a pasted script, the command that runs train.py is the one linted; `export` lines and
-    `VAR=value` prefixes before it are its environment, `NAME=value` and `NAME=(...)` lines
-    fill `$NAME` and `${NAME[@]}`, and lines after it that start with a --flag were cut off
-    from it by a missing backslash.
-    """
-    commands = _commands(command)
-    index = next((i for i, c in enumerate(commands) if any(_is_train(w) for w in c)), None)
-    if index is None:  # no train.py: the command with the first --flag
-        index = next((i for i, c in enumerate(commands) if any(_is_option(w) for w in c)), 0)
-    scope = _ShellScope()
-    for words in commands[:index]:
-        scope.run(words)
-    words = commands[index] if commands else []
-    start = next((i + 1 for i, w in enumerate(words) if _is_train(w)), None)
-    if start is None:  # just flags, or `python -u something --flags`: options begin at the first --flag
-        start = next((i for i, w in enumerate(words) if _is_option(w)), len(words))
-    parsed = ParsedCommand(env={**(env or {}), **scope.exported})
-    _read_launcher(words[:start], scope, parsed)
-    for word in scope.expand_arrays(words[start:]):
-        if word.startswith("$") and _OPAQUE.match(word) and scope.expand(word) == word:
-            parsed.opaque.append(word)
-        elif _is_option(word):  # a mistyped dash too: its value must not pass for the previous flag's
-            flag, eq, value = word.partition("=")
-            parsed.options.append((flag, [scope.expand(value)] if eq else []))
-        elif parsed.options:
-            parsed.options[-1][1].append(scope.expand(word))
-    # `--flag ...` lines right after train.py's command: the shell ran them as commands of their own
-    for words in commands[index + 1:]:
-        if not (_is_option(words[0]) or _OPAQUE.match(words[0])):
-            break
-        parsed.cut_off.append(words)
-    return parsed
-
-
-def _read_launcher(prefix: list[str], scope: _ShellScope, parsed: ParsedCommand) -> None:
-    """Environment from the words before train.py: `A=1 python`, ray's --runtime-env-json."""
-    for i, word in enumerate(prefix):
-        match = _ASSIGNMENT.match(word)
-        if match and all(_ASSIGNMENT.match(w) for w in prefix[:i]):  # `A=1 B=2 python train.py`
-            parsed.env[match.group(1)] = scope.expand(match.group(2))
-        runtime_env = word.partition("=")[2] if word.startswith("--runtime-env-json=") else (
-            prefix[i + 1] if word == "--runtime-env-json" and i + 1 < len(prefix) else None)
-        if runtime_env:
-            try:  # ray job submit --runtime-env-json='{"env_vars": {...}}'
-                env_vars = json.loads(scope.expand(runtime_env)).get("env_vars", {})
-                parsed.env.update({k: str(v) for k, v in env_vars.items()})
-            except (ValueError, AttributeError):  # "${RUNTIME_ENV_JSON}" from a heredoc, say
-                parsed.env_unknown = f"--runtime-env-json {runtime_env}"
-
-
-# --- the known flags --------------------------------------------------------------------------
-
-
-@functools.lru_cache(maxsize=1)
-def known_flags() -> frozenset[str]:
-    """Long options of slime's real parsers: slime + Megatron-LM + SGLang (tools/gen_known_flags.py)."""
-    text = (resources.files("cpverify") / "data" / "known_flags.txt").read_text(encoding="utf-8")
-    return frozenset(line.strip() for line in text.splitlines() if line.startswith("--"))
-
-
-def _chars(text: str) -> frozenset[int]:
-    """The multiset of characters of `text` as a set of ints (the k-th `c` is ord(c) * 1024 + k),
-    so that shared characters are one C-level set intersection."""
-    seen: dict[str, int] = {}
-    out = []
-    for c in text:
-        seen[c] = seen.get(c, 0) + 1
-        out.append(ord(c) * 1024 + seen[c])
-    return frozenset(out)
-
-
-@functools.lru_cache(maxsize=1)
-def _flag_index() -> tuple[dict[str, frozenset[int]], dict[int, tuple[str, ...]]]:
-    """Each known flag's characters, and for each character the flags that hold it."""
-    chars = {flag: _chars(flag) for flag in known_flags()}
-    holders: dict[int, list[str]] = {}
-    for flag, elements in chars.items():
-        for element in elements:
-            holders.setdefault(element, []).append(flag)
-    return chars, {element: tuple(flags) for element, flags in holders.items()}
-
-
-@functools.lru_cache(maxsize=4096)
-def _closest_flag(flag: str, cutoff: float = 0.85) -> str | None:
-    """The known flag that `flag` most likely misspells (difflib's ratio >= cutoff), or None.
-
-    The same answer as difflib.get_close_matches over all known flags, which costs about a
-    millisecond per unknown flag. difflib's ratio is 2M/(a+b) with M at most the characters
-    the two share, so a candidate must share `needed` of the flag's n characters, hence at least
-    one of its n - needed + 1 rarest (prefix filtering): only the flags holding those are
-    compared, and each distinct flag is looked up once."""
-    chars, holders = _flag_index()
-    mine, n = _chars(flag), len(flag)
-    needed = math.ceil(cutoff * (n + math.ceil(n * cutoff / (2 - cutoff))) / 2)  # against the shortest candidate
-    rarest = sorted(mine, key=lambda element: len(holders.get(element, ())))[: max(n - needed + 1, 0)]
-    candidates = {known for element in rarest for known in holders.get(element, ())}
-    close = difflib.get_close_matches(
-        flag, [k for k in candidates if 2 * len(mine & chars[k]) >= cutoff * (n + len(k))], n=1, cutoff=cutoff)
-    return close[0] if close else None
-
-
-@functools.lru_cache(maxsize=1)
-def _unlisted_pass_through() -> tuple[str, ...]:
-    """Pass-through prefixes the known flags do not cover: flags with them are accepted unchecked."""
-    known = known_flags()
-    return tuple(p for p in PASS_THROUGH_PREFIXES if not any(flag.startswith(p) for flag in known))
 
 
 # Mistakes seen in the wild, with what slime actually does with them.
@@ -363,7 +71,7 @@ def _check_flags(cmd: ParsedCommand) -> list[Finding]:
         seen[flag] = values
         meant = misdashed(flag)
         if meant:
-            dash_match = _DASHED.fullmatch(flag)
+            dash_match = DASHED.fullmatch(flag)
             dash = dash_match[1] if dash_match else "--"
             spelled = "a single '-', not `--`" if dash == "-" else " + ".join(
                 f"{unicodedata.name(c, 'a dash').lower()} (U+{ord(c):04X})" for c in dash
@@ -380,7 +88,7 @@ def _check_flags(cmd: ParsedCommand) -> list[Finding]:
         elif flag in _REMOVED:
             severity, why, fix = _REMOVED[flag]
             found.append(Finding(severity, flag, why, fix))
-        elif flag in known or flag.startswith(_unlisted_pass_through()):
+        elif flag in known or flag.startswith(unlisted_pass_through()):
             continue
         elif "_" in flag and (flag.replace("_", "-") in known or flag.replace("_", "-").startswith(PASS_THROUGH_PREFIXES)):
             dashed = flag.replace("_", "-")
@@ -391,7 +99,7 @@ def _check_flags(cmd: ParsedCommand) -> list[Finding]:
                 f"{dashed} {' '.join(values)}".strip(),
             ))
         else:
-            close = _closest_flag(flag)
+            close = closest_flag(flag)
             if close:
                 found.append(Finding(ERROR, flag, f"unknown flag; slime ignores it silently, so {close} keeps its default",
                                      f"did you mean {close}?"))
@@ -647,7 +355,7 @@ def lint_argv(argv: str | Sequence[str], *, env: dict[str, str] | None = None, g
     return sorted(found, key=lambda f: f.severity != ERROR)
 
 
-def lint_plan(plan, *, gpus: int | None = None) -> list[Finding]:
+def lint_plan(plan: Plan, *, gpus: int | None = None) -> list[Finding]:
     """Lint every arm of a cpverify plan (slime arms as command lines; probe arms by their shape).
     `gpus` is how many GPUs the host has (default: the plan's own)."""
     host = len(plan.gpus) if gpus is None else gpus
@@ -664,7 +372,7 @@ def lint_plan(plan, *, gpus: int | None = None) -> list[Finding]:
     return sorted(found, key=lambda f: f.severity != ERROR)
 
 
-def _check_probe_arm(arm, gpus: int) -> list[Finding]:
+def _check_probe_arm(arm: Arm, gpus: int) -> list[Finding]:
     found = []
     if arm.cp > gpus:
         found.append(Finding(ERROR, "--cp", f"CP={arm.cp} needs {arm.cp} GPUs; {gpus} are available", f"--cp {gpus} or less"))
@@ -676,17 +384,3 @@ def _check_probe_arm(arm, gpus: int) -> list[Finding]:
             f"--seq-len {arm.seq_len + (2 * arm.cp - arm.seq_len % (2 * arm.cp))}",
         ))
     return found
-
-
-def has_errors(findings: Sequence[Finding]) -> bool:
-    return any(f.severity == ERROR for f in findings)
-
-
-def format_findings(findings: Sequence[Finding]) -> str:
-    from tabulate import tabulate
-
-    with_where = any(f.where for f in findings)
-    rows = [([f.where] if with_where else []) + [f.severity, f.flag, f.why, f.fix] for f in findings]
-    headers = (["arm"] if with_where else []) + ["severity", "flag", "why", "fix"]
-    widths = ([None] if with_where else []) + [None, 32, 70, 44]
-    return tabulate(rows, headers=headers, tablefmt="grid", maxcolwidths=widths)

@@ -1,0 +1,103 @@
+"""What to do about a failure: ONE table from how a workload ended, or an error class, to its fix.
+
+The runners' watcher puts the fix on an arm's result (`ArmResult.fix`), the verdict shows it beside
+each failed check, the deep lint beside slime's refusal of an argument: all of them look it up here,
+so a failure gets the same advice whichever path found it. Data only, below every stage and runner
+(ARCHITECTURE.md). What a failure does to a verdict (FAIL, INCONCLUSIVE, a warning) is the verdict's
+(`ERROR_EFFECTS`); whether it stops an arm early is `model.DEFAULT_FATAL_CLASSES`.
+"""
+
+from __future__ import annotations
+
+from cpverify.model import Outcome
+
+# From the hand procedure's troubleshooting list (seed 001, section 4) plus the obvious ones.
+FIX_COLLECT = "collect more detail: rerun with NCCL_DEBUG=INFO TORCH_DISTRIBUTED_DEBUG=DETAIL"
+FIX_TRANSPORT = ("look for 'via NET/Socket' in NCCL_DEBUG=INFO output (TCP fallback): check NCCL_P2P_DISABLE, "
+                 "NCCL_SHM_DISABLE and NCCL_IB_DISABLE are unset, that /dev/infiniband is passed into the "
+                 "container, and that --ipc=host --shm-size=16g are set; compare with NCCL_P2P_DISABLE=1")
+FIX_OLD_STACK = ("use driver >= 550, CUDA >= 12.1 and NCCL >= 2.18 with the same driver on every GPU "
+                 "(the pinned image has NCCL 2.28.9)")
+
+ERROR_FIXES: dict[str, str] = {
+    "nccl_timeout": ("the NCCL watchdog fired (a collective hung for --distributed-timeout-minutes): "
+                     + FIX_COLLECT + "; check the transport (" + FIX_TRANSPORT + "); make sure "
+                     "CUDA_DEVICE_MAX_CONNECTIONS=1 is set"),
+    "nccl_heartbeat_stuck": "the NCCL watchdog itself got stuck: " + FIX_COLLECT + "; " + FIX_TRANSPORT,
+    "nccl_error": FIX_OLD_STACK + "; give the container enough shared memory (--ipc=host --shm-size=16g); "
+                  + FIX_COLLECT,
+    "nccl_cuda_failure": FIX_OLD_STACK + "; use an image built for this GPU architecture (cu130 for Blackwell); "
+                         + FIX_COLLECT,
+    "nccl_unhandled_system_error": "check /dev/shm size (--ipc=host --shm-size=16g), --ulimit memlock=-1 and "
+                                   "/dev/infiniband; " + FIX_COLLECT,
+    "cuda_oom": ("lower --max-tokens-per-gpu (with CP a micro-batch holds max_tokens_per_gpu x cp tokens), or "
+                 "lower --sglang-mem-fraction-static when colocated"),
+    "cuda_illegal_memory_access": ("rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel; rule out FA3 with "
+                                   "--attention-backend torch (or flash)"),
+    "collective_shape_mismatch": ("a CP shape bug: keep --seq-length a multiple of 2 x context-parallel-size and "
+                                  "report it upstream with this bundle"),
+    "ray_actor_died": "read the first error above this line in the arm's log; Ray kills actors on host OOM",
+    "ray_host_oom": "free host memory or lower the offload footprint; Ray's memory monitor killed an actor",
+    "ray_job_failed": "read the first error above this line in the arm's log",
+    "sglang_startup_failure": "lower --sglang-mem-fraction-static and check that the GPUs are otherwise idle",
+    "sglang_server_startup_failure": "lower --sglang-mem-fraction-static and check that the GPUs are otherwise idle",
+    "sglang_http_500": "read the SGLang engine's traceback in the log; check --sglang-mem-fraction-static",
+    "argparse_error": "fix the flag named in the message; run `cpverify lint` before running on GPUs",
+    "argparse_unrecognized_arguments": "remove or correct the flags named; run `cpverify lint`",
+    "argparse_ambiguous_option": "spell the flag out in full; run `cpverify lint`",
+    "assertion_error": ("read the assertion; `cpverify lint` catches the usual ones (batch arithmetic, "
+                        "CUDA_DEVICE_MAX_CONNECTIONS=1, seq-length multiple of 2 x CP)"),
+    "hang": "a rank stopped making progress: " + FIX_COLLECT + "; check the transport; dump stacks with py-spy",
+    "nccl_shm_failure": "give the container more shared memory: --ipc=host --shm-size=16g (Docker's default is 64 MB)",
+    "sglang_not_enough_memory": "raise --sglang-mem-fraction-static or free the GPUs (colocated training holds memory)",
+    "megatron_cuda_device_max_connections": "export CUDA_DEVICE_MAX_CONNECTIONS=1 (Megatron requires it for CP>1)",
+    "megatron_world_size_not_divisible": "make the GPU count a multiple of tp x pp x cp (--actor-num-gpus-per-node)",
+    "megatron_seq_length_multiple": "make --seq-length a multiple of 2 x --context-parallel-size",
+    "slime_num_rollouts_lt_global_batch": ("rollout-batch-size x n-samples-per-prompt must be >= global-batch-size: "
+                                           "use --n-samples-per-prompt 4 or a smaller --global-batch-size"),
+    "slime_num_rollout_not_set": "use --num-rollout (slime has no --rollout-num; it is silently misread)",
+    "slime_hf_validate_args_failed": "add the model's MODEL_ARGS (scripts/models/<model>.sh) to the train args",
+    "slime_rm_type_missing": "pass --rm-type (e.g. --rm-type math)",
+    "slime_ref_load_missing": "point --ref-load at an existing HF or torch_dist checkpoint (run `cpverify fetch`)",
+    "torch_memory_saver_missing": "use the pinned slime image (it ships torch_memory_saver)",
+    "ray_placement_group_wait": ("--actor-num-gpus-per-node (default 8) must not exceed the GPUs given to Ray; "
+                                 "set it to the arm's GPU count"),
+    "cp_correctness": "a cpverify correctness check failed: compare against the single-GPU reference; report upstream",
+    "slime_grad_norm_mismatch": ("on identical rollouts CP>1's gradients differ from CP=1's beyond slime's 1% tolerance: "
+                                 "a CP numerics problem; rerun once to rule out a nondeterministic kernel "
+                                 "(NVTE_ALLOW_NONDETERMINISTIC_ALGO=0), then report it upstream with this bundle"),
+    "layout_mismatch": "ranks disagree on the parallel layout: make every node use the same train args",
+    "run_restarted": "the log holds more than one run (step numbers go backwards): give each arm its own log file",
+}
+FIX_ERROR_DEFAULT = "read the excerpt and the lines before it in the arm's log; " + FIX_COLLECT
+
+OUTCOME_FIXES: dict[str, str] = {
+    Outcome.BLOCKED: "run `cpverify doctor` and follow its fixes (GPU runtime, Docker daemon, free GPUs)",
+    Outcome.DEADLINE: ("the run exceeded its deadline: raise it (--set deadline_s=SECONDS), or run fewer rollouts "
+                       "(--num-rollout) or shorter responses"),
+    Outcome.HANG: ("no new log line for the hang limit: read the last lines of the log to see which phase went silent; "
+                   "if it is legitimately quiet (a long checkpoint load or compile), raise the limit (--set "
+                   "hang_s=SECONDS); if the ranks wait in a collective, " + FIX_COLLECT + ", check the transport and "
+                   "dump stacks with py-spy"),
+    Outcome.STALLED: ("log lines but no training step for the stall limit: look for a placement-group wait "
+                      "(--actor-num-gpus-per-node must fit the GPUs), a stuck SGLang engine or a retry loop in the "
+                      "log; raise the limit (--set stall_s=SECONDS) if the warm-up is legitimately long"),
+    Outcome.FATAL: "read the error line quoted in the reason and the lines before it in the log",
+    Outcome.FAILED: "read the last lines of the log: the workload's own error is usually there",
+    Outcome.INTERRUPTED: "rerun when ready; the partial log is kept",
+}
+
+
+def for_error(cls: str, coarse: str = "") -> str:
+    """The fix for an error class; its coarse class's when it has none of its own."""
+    return ERROR_FIXES.get(cls) or ERROR_FIXES.get(coarse) or FIX_ERROR_DEFAULT
+
+
+def for_outcome(outcome: str, error_class: str = "", coarse: str = "") -> str:
+    """The fix for how a workload ended: the error's own fix when an error class ended it; none
+    when it ended well."""
+    if outcome == Outcome.OK:
+        return ""
+    if error_class and outcome in (Outcome.FATAL, Outcome.FAILED):
+        return for_error(error_class, coarse)
+    return OUTCOME_FIXES.get(outcome, FIX_COLLECT)
