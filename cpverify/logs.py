@@ -544,13 +544,22 @@ def _numeric_items(obj: Any) -> dict[str, float]:
 
 
 # slime's dicts are flat reprs: str keys, numbers, a few strings. Where the text holds no `"` and
-# no backslash, swapping `'` for `"` changes no string and gives JSON that the json module reads
-# in C exactly as ast.literal_eval reads the repr -- but for JSON's own words (true, false, null,
+# no backslash, swapping `'` for `"` changes no string and gives JSON that a JSON reader reads
+# exactly as ast.literal_eval reads the repr -- but for JSON's own words (true, false, null,
 # NaN, Infinity: names, not values, to Python; a later key may hide them) and Python's bare
-# nan/inf and True/False/None, which json refuses: such texts go to literal_eval (a property test
-# checks the two agree).
+# nan/inf and True/False/None, which JSON refuses: such texts go to literal_eval (a property test
+# checks the two agree, with each reader).
 _NON_FINITE_WORDS = ("nan", "inf", "-inf")  # as string values they count, as in _numeric_items
 _NUMBERS = frozenset({float, int})
+_FLOATS = frozenset({float})
+
+try:  # reads slime's dicts ~3x faster than json (a dependency; the Docker image installs cpverify without it)
+    import orjson
+except ImportError:
+    orjson = None  # type: ignore[assignment]
+
+JSON_READERS = ("json",) if orjson is None else ("orjson", "json")
+JSON_READER = JSON_READERS[0]  # what _flat_repr reads JSON with (tests and the benchmark try both)
 
 
 def _json_constant(name: str) -> float:
@@ -566,12 +575,25 @@ def _flat_repr(text: str) -> dict[str, float] | None:
     """The numeric items of a flat dict repr (stripped), or None when the text is not one."""
     if '"' in text or "\\" in text or "true" in text or "false" in text or "null" in text:
         return None
-    try:
-        obj, end = _JSON_SCAN(text.replace("'", '"'), 0)
-    except (StopIteration, ValueError, RecursionError):
-        return None
-    if type(obj) is not dict or end != len(text):
-        return None
+    js = text.replace("'", '"')
+    obj: Any = None
+    if JSON_READER == "orjson":
+        try:
+            obj = orjson.loads(js)  # the whole text or an error
+        except orjson.JSONDecodeError:  # stricter than json (an int past 64 bits and float range): json decides
+            pass
+        else:
+            if type(obj) is not dict:
+                return None
+            if _FLOATS.issuperset(map(type, obj.values())):
+                return obj  # its keys are shared already: orjson keeps one str per short key it reads
+    if obj is None:
+        try:
+            obj, end = _JSON_SCAN(js, 0)
+        except (StopIteration, ValueError, RecursionError):
+            return None
+        if type(obj) is not dict or end != len(text):
+            return None
     # Numbers, and Python's nan/inf words as strings; other strings, lists and dicts are no
     # numbers (as in _numeric_items). Keys interned: every record repeats the same few dozen,
     # so memory grows per value only.

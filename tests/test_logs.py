@@ -1254,20 +1254,27 @@ _DICT_SOUP = st.tuples(
 @example("{'a': 1" + "0" * 400 + ", 'b': 2}")  # an int past float range is inf, as Python's float(int) says
 @example("{'a': true, 'a': 1}")  # JSON's true, hidden by a later key, is still no Python
 @example("{'a': -0, 'b': [1], 'c': 'inf'}")
+@example("{'a': 18446744073709551616, 'b': -9223372036854775809, 'c': 1e-400, 'd': 8}")  # past 64 bits: orjson
 @settings(max_examples=600, deadline=None)
-def test_dicts_read_fast_equal_ast_literal_eval(text):
+@pytest.mark.parametrize("reader", logs.JSON_READERS)
+def test_dicts_read_fast_equal_ast_literal_eval(reader, text):
     """slime prints its dicts with Python's repr, bare nan/inf included; anything else must
-    read as ast.literal_eval (then the salvaging regex) reads it."""
-    fast, salvaged = parse_dict(text)
+    read as ast.literal_eval (then the salvaging regex) reads it, whichever JSON reader reads it."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(logs, "JSON_READER", reader)
+        fast, salvaged = parse_dict(text)
     slow, slow_salvaged = logs._parse_dict_literal(text)
     assert salvaged == slow_salvaged
     assert list(fast) == list(slow)
     for key, value in fast.items():
+        assert type(value) is float  # an int would print as one in the JSON
         assert value == slow[key] or (math.isnan(value) and math.isnan(slow[key]))
         assert math.copysign(1, value) == math.copysign(1, slow[key])  # -0 is Python's int 0
 
 
-def test_slimes_dicts_take_the_fast_path():
+@pytest.mark.parametrize("reader", logs.JSON_READERS)
+def test_slimes_dicts_take_the_fast_path(monkeypatch, reader):
+    monkeypatch.setattr(logs, "JSON_READER", reader)
     for line in (STEP3, TRAIN_PERF3, ROLLOUT_PERF3):
         assert logs._flat_repr(line[line.index("{") :]) is not None, line
 
