@@ -1,7 +1,7 @@
 """Throughput and peak memory of cpverify.logs.parse_file on large synthetic slime logs.
 
     python3 benchmarks/parse_throughput.py [--sizes-mb 50 200] [--reps 5] [--dir /tmp] [--shapes mixed nccl]
-                                           [--engines hyperscan find]
+                                           [--setups hyperscan/orjson find/json]
 
 Writes logs shaped like a colocated slime run with NCCL_DEBUG=INFO (Ray prefixes and ANSI
 colour on every actor line). Shape "mixed": per rollout ~600 NCCL INFO lines (process groups are rebuilt
@@ -9,8 +9,9 @@ every iteration), ~300 SGLang access-log lines, a tqdm bar of 30 `\\r` updates, 
 Timer/Memory-Usage/step/perf lines. Shape "nccl": a multi-node NCCL_DEBUG=INFO set-up in which
 most lines are DISTINCT: 64 ranks on 8 nodes, 32 channels, rings and trees over P2P, SHM and
 NET/IB/GDRDMA, every line with its own host, pid, rank, channel and peer; a slime step every
-~2,600 lines. For each size and block-scan engine (Hyperscan, and the bytes.find fallback used
-where Hyperscan is not installed) it times a bare binary `for line in f: pass` and parse_file
+~2,600 lines. For each size and set-up -- a block-scan engine (Hyperscan, or the bytes.find
+fallback used where Hyperscan is not installed) and a JSON reader for slime's dicts (orjson, or
+json where orjson is not installed) -- it times a bare binary `for line in f: pass` and parse_file
 over the same (page-cached) file, alternately (bare, parse, bare, parse, ...: the machine's load
 falls on both alike), medians of --reps runs; and it measures, in a fresh process, the peak RSS
 (VmHWM, Linux) and the CPU time of a first parse (which compiles the block scan). A last file of
@@ -172,11 +173,18 @@ def bare_loop(path: Path) -> tuple[float, float]:
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def timed_parse(path: Path, engine: str) -> tuple[float, float]:
-    """(wall s, CPU s) of parse_file with the given block-scan engine."""
+def use(setup: str) -> None:
+    """Make parse_file use a set-up, "ENGINE/READER" (hyperscan/orjson, find/json, ...)."""
     from cpverify import logs
 
-    logs.ENGINE = engine
+    logs.ENGINE, logs.JSON_READER = setup.split("/")
+
+
+def timed_parse(path: Path, setup: str) -> tuple[float, float]:
+    """(wall s, CPU s) of parse_file with the given set-up."""
+    from cpverify import logs
+
+    use(setup)
     wall, cpu = time.perf_counter(), time.process_time()
     logs.parse_file(path)
     return time.perf_counter() - wall, time.process_time() - cpu
@@ -186,7 +194,7 @@ def medians(runs: list[tuple[float, float]]) -> tuple[float, float]:
     return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
 
 
-def fresh_parse(path: Path | None, engine: str = "") -> tuple[float, dict, float]:
+def fresh_parse(path: Path | None, setup: str = "") -> tuple[float, dict, float]:
     """(peak RSS MiB, record counts, CPU s of the parse) of a fresh interpreter that imports
     cpverify.logs and parses `path` once: the first parse compiles the block scan.
 
@@ -198,7 +206,7 @@ def fresh_parse(path: Path | None, engine: str = "") -> tuple[float, dict, float
         "from cpverify import logs\n"
         "counts, cpu = {}, 0.0\n"
         "if len(sys.argv) > 1:\n"
-        "    logs.ENGINE = sys.argv[2]\n"
+        "    logs.ENGINE, logs.JSON_READER = sys.argv[2].split('/')\n"
         "    cpu = time.process_time()\n"
         "    p = logs.parse_file(sys.argv[1])\n"
         "    cpu = time.process_time() - cpu\n"
@@ -207,7 +215,7 @@ def fresh_parse(path: Path | None, engine: str = "") -> tuple[float, dict, float
         "hwm = next(l for l in open('/proc/self/status') if l.startswith('VmHWM:'))\n"
         "print(json.dumps([int(hwm.split()[1]) / 1024, counts, cpu]))\n"
     )
-    argv = [sys.executable, "-c", code] + ([str(path), engine] if path else [])
+    argv = [sys.executable, "-c", code] + ([str(path), setup] if path else [])
     out = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=REPO).stdout
     rss, counts, cpu = json.loads(out)
     return rss, counts, cpu
@@ -222,10 +230,15 @@ def main() -> int:
     sys.path.insert(0, str(REPO))
     from cpverify import logs
 
-    ap.add_argument("--engines", nargs="+", choices=logs.ENGINES, default=list(logs.ENGINES))
+    setups = [f"{engine}/{reader}" for engine in logs.ENGINES for reader in logs.JSON_READERS]
+    # The default: what a full install runs, and what runs with no optional library at all.
+    default = sorted({setups[0], setups[-1]}, key=setups.index)
+    ap.add_argument("--setups", nargs="+", choices=setups, default=default, metavar="ENGINE/READER",
+                    help=f"block-scan engine / JSON reader, of {', '.join(setups)} (default: {' '.join(default)})")
     args = ap.parse_args()
     print(f"python {platform.python_version()} on {platform.platform()}, {os.cpu_count()} CPUs, "
-          f"load {os.getloadavg()[0]:.2f}; block-scan engines here: {', '.join(logs.ENGINES)}")
+          f"load {os.getloadavg()[0]:.2f}; block-scan engines here: {', '.join(logs.ENGINES)}; "
+          f"JSON readers: {', '.join(logs.JSON_READERS)}")
     base_rss, _, _ = fresh_parse(None)
     print(f"baseline RSS (interpreter + cpverify.logs imported): {base_rss:.1f} MiB\n")
     for shape, size in [(shape, size) for shape in args.shapes for size in args.sizes_mb]:
@@ -234,17 +247,17 @@ def main() -> int:
             rollouts = write_log(path, size, shape)
             nbytes = path.stat().st_size
             bare_loop(path)  # warm the page cache: both loops read from memory
-            for engine in args.engines:
-                timed_parse(path, engine)  # compile this engine's scan once, as a long-lived process has
+            for setup in args.setups:
+                timed_parse(path, setup)  # compile this engine's scan once, as a long-lived process has
                 bare, parse = [], []
                 for _ in range(args.reps):  # interleaved: a load that comes and goes falls on both
                     bare.append(bare_loop(path))
-                    parse.append(timed_parse(path, engine))
-                rss, counts, first_cpu = fresh_parse(path, engine)
+                    parse.append(timed_parse(path, setup))
+                rss, counts, first_cpu = fresh_parse(path, setup)
                 (bw, bc), (pw, pc) = medians(bare), medians(parse)
                 size_mb = nbytes / MB
                 print(
-                    f"[{shape}, {engine}] {size_mb:7.1f} MiB, {counts['lines']} lines, {rollouts} blocks, "
+                    f"[{shape}, {setup}] {size_mb:7.1f} MiB, {counts['lines']} lines, {rollouts} blocks, "
                     f"records {counts}\n"
                     f"    CPU  : bare loop {bc:.3f} s ({size_mb / bc:.0f} MiB/s), parse_file {pc:.3f} s "
                     f"({size_mb / pc:.1f} MiB/s), ratio {pc / bc:.2f}x\n"
@@ -262,8 +275,8 @@ def main() -> int:
     try:
         write_one_line(path, max(args.sizes_mb))
         nbytes = path.stat().st_size
-        pw, pc = medians([timed_parse(path, args.engines[0]) for _ in range(args.reps)])
-        rss, counts, _ = fresh_parse(path, args.engines[0])
+        pw, pc = medians([timed_parse(path, args.setups[0]) for _ in range(args.reps)])
+        rss, counts, _ = fresh_parse(path, args.setups[0])
     finally:
         path.unlink(missing_ok=True)
     print(

@@ -27,7 +27,8 @@ CONTAINER_REQUIREMENTS = ("tabulate", "rich", "packaging", "huggingface_hub")
 _VERSIONS_SCRIPT = r"""
 import importlib.metadata as md, json, subprocess
 out = {}
-for dist in ("torch", "sglang", "megatron-core", "transformer_engine", "flash_attn", "ray", "cpverify", "nvidia-nccl-cu12", "nvidia-nccl-cu13"):
+for dist in ("torch", "sglang", "megatron-core", "transformer_engine", "flash_attn", "ray", "cpverify", "nvidia-nccl-cu12", "nvidia-nccl-cu13",
+             "hyperscan", "orjson"):
     try: out[dist] = md.version(dist)
     except Exception: pass
 try:
@@ -88,7 +89,9 @@ def stage_wheels(wheel_dir: Path) -> dict[str, str]:
     target.mkdir(exist_ok=True)
     wheels = list(Path(wheel_dir).glob("*.whl"))
     if not wheels:
-        raise InputError(f"no wheels in {wheel_dir}", f"`pip download -d {wheel_dir} {' '.join(CONTAINER_REQUIREMENTS)}` first")
+        spec = read_lock().get("HYPERSCAN_PIP_SPEC", "")
+        raise InputError(f"no wheels in {wheel_dir}",
+                         f"`pip download -d {wheel_dir} {' '.join(CONTAINER_REQUIREMENTS)} {spec}` first")
     for whl in wheels:
         shutil.copy2(whl, target / whl.name)
     return {"PIP_ARGS": "--no-index"}

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from cpverify import __version__
+from cpverify.image import read_lock
 from cpverify.profiles import get_profile
 from helpers.hfcache import make_model_cache
 from helpers.pyimage import CPVERIFY_IMAGE as IMAGE
@@ -61,6 +62,8 @@ def test_image_records_what_it_holds(cpverify_image):
     _tag, facts = cpverify_image
     assert facts["image_id"].startswith("sha256:")
     assert facts["versions"]["cpverify"] == __version__  # the image holds this checkout's cpverify
+    # the log parser scans with Hyperscan in the image too (its wheel, pinned by the lock)
+    assert "hyperscan==" + facts["versions"]["hyperscan"] == read_lock()["HYPERSCAN_PIP_SPEC"]
     assert facts["build_args"]["SLIME_COMMIT"] == ""
     # no registry is reachable here: the digest is reported as unresolved, with the reason
     assert facts["base_digest"].startswith("unresolved: ")

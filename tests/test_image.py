@@ -19,6 +19,7 @@ def test_the_shipped_lock_pins_the_base_and_the_expected_versions():
     # a bare `docker build docker/` builds the locked base too
     assert re.search(rf"^ARG BASE_IMAGE={re.escape(lock['BASE_IMAGE'])}$", DOCKERFILE.read_text(), re.M)
     assert re.fullmatch(r"[0-9a-f]{40}", lock["EXPECT_MEGATRON_COMMIT"])  # what `git rev-parse HEAD` prints
+    assert re.fullmatch(r"hyperscan==[\d.]+", lock["HYPERSCAN_PIP_SPEC"])  # the parser's scan, pinned
     args = build_args(lock, {"SLIME_COMMIT": ""})
     assert not any(key.startswith("EXPECT_") for key in args)  # expectations are checked, not built
     assert args["SLIME_COMMIT"] == ""

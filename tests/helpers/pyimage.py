@@ -91,9 +91,9 @@ def container_wheels(target: Path) -> Path:
     """The pure-Python wheels the cpverify image installs, fetched on the host (build containers
     cannot use this host's TLS set-up)."""
     target.mkdir(parents=True, exist_ok=True)
-    from cpverify.image import CONTAINER_REQUIREMENTS
+    from cpverify.image import CONTAINER_REQUIREMENTS, read_lock
 
-    if not any(target.glob("huggingface_hub-*.whl")):
+    if not any(target.glob("hyperscan-*.whl")):
         subprocess.run(["python3", "-m", "pip", "download", "-q", "--only-binary=:all:", "-d", str(target),
-                        *CONTAINER_REQUIREMENTS], check=True)
+                        *CONTAINER_REQUIREMENTS, read_lock()["HYPERSCAN_PIP_SPEC"]], check=True)
     return target
