@@ -767,6 +767,38 @@ def test_cli_judges_the_larger_cp_against_the_smaller_whatever_the_order(tmp_pat
     assert (tmp_path / "a" / "commands.sh").read_text() == (tmp_path / "b" / "commands.sh").read_text()
 
 
+def test_cli_orients_two_logs_by_the_cp_they_state_when_no_cp_is_claimed(tmp_path):
+    """The CP=2 log given as --baseline (a swap, no --*-cp) was judged as a CP=1 arm whose CP did
+    not take effect: FAIL on both arms, at 0.5x. Each log states its CP; they are judged at those."""
+    cp1 = synthetic_arm(cp=1, actor_train_time=1.0, seed=1).write(tmp_path / "one.log")
+    cp2 = synthetic_arm(cp=2, actor_train_time=2.0, seed=2).write(tmp_path / "two.log")
+    straight = _cli("--baseline", str(cp1), "--candidate", str(cp2), "--out", str(tmp_path / "a"), cwd=tmp_path)
+    swapped = _cli("--baseline", str(cp2), "--candidate", str(cp1), "--out", str(tmp_path / "b"), cwd=tmp_path)
+    assert straight.returncode == swapped.returncode == EXIT_FAIL, swapped.stderr
+    assert swapped.stdout.startswith("FAIL — CP=2 actor_train 2."), swapped.stdout
+    assert "the --baseline log states CP=2 and the --candidate log CP=1" in swapped.stderr
+    assert _bundle(tmp_path / "a") == _bundle(tmp_path / "b")
+    env = json.loads((tmp_path / "b" / "env.json").read_text())["inputs"]
+    assert (env["baseline"]["file"], env["baseline"]["bundled"], env["baseline"]["cp"]) == ("one.log", "logs/cp1.log", 1)
+    assert sorted(p.name for p in (tmp_path / "b" / "logs").iterdir()) == ["cp1.log", "cp2.log"]
+
+
+@pytest.mark.parametrize("claim", [("--baseline-cp", "1"), ("--candidate-cp", "2")])
+def test_cli_a_claimed_cp_is_checked_against_the_log_not_replaced(tmp_path, claim):
+    cp1 = synthetic_arm(cp=1, actor_train_time=1.0, seed=1).write(tmp_path / "one.log")
+    cp2 = synthetic_arm(cp=2, actor_train_time=2.0, seed=2).write(tmp_path / "two.log")
+    proc = _cli("--baseline", str(cp2), "--candidate", str(cp1), *claim, "--out", str(tmp_path / "o"), cwd=tmp_path)
+    assert proc.returncode == EXIT_FAIL and "CP did not take effect" in proc.stdout
+
+
+def test_cli_two_logs_stating_the_same_cp_keep_the_default_claim(tmp_path):
+    """A CP=2 run whose flag slime ignored states cp=1 like the baseline: that is the failure to report."""
+    cp1 = synthetic_arm(cp=1, actor_train_time=1.0, seed=1).write(tmp_path / "one.log")
+    ignored = synthetic_arm(cp=2, actor_train_time=1.0, seed=2, layout_cp=1).write(tmp_path / "two.log")
+    proc = _cli("--baseline", str(cp1), "--candidate", str(ignored), "--out", str(tmp_path / "o"), cwd=tmp_path)
+    assert proc.returncode == EXIT_FAIL and "requested CP=2, the run reports cp=1" in proc.stdout
+
+
 def test_cli_refuses_equal_cps_before_writing_anything(tmp_path):
     log = synthetic_arm(cp=1, actor_train_time=1.0, seed=1).write(tmp_path / "one.log")
     proc = _cli("--baseline", str(log), "--candidate", str(log), "--baseline-cp", "1", "--candidate-cp", "1",

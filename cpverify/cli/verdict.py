@@ -30,8 +30,12 @@ def register(subparsers) -> None:
     parser.add_argument("--baseline", required=True, metavar="LOG", help="log of the baseline arm (CP=1)")
     parser.add_argument("--candidate", required=True, metavar="LOG", help="log of the candidate arm (CP=2)")
     parser.add_argument("--out", metavar="DIR", help="artifact directory (default: artifacts/<run-id>/)")
-    parser.add_argument("--baseline-cp", type=int, default=1, metavar="N", help="CP requested in the baseline (1)")
-    parser.add_argument("--candidate-cp", type=int, default=2, metavar="N", help="CP requested in the candidate (2)")
+    parser.add_argument("--baseline-cp", type=int, metavar="N",
+                        help="CP requested in the baseline (default: 1, or the CP its log states: see below)")
+    parser.add_argument("--candidate-cp", type=int, metavar="N",
+                        help="CP requested in the candidate (default: 2, or the CP its log states). Given neither, "
+                             "two logs that state two different CPs (the layout hook's line or Megatron's argument "
+                             "dump) are judged at those CPs, whichever was given first")
     parser.add_argument("--pass-ratio", type=float, default=Thresholds.pass_ratio, metavar="R",
                         help="PASS when the CI's upper bound of candidate/baseline is <= R (1.3)")
     parser.add_argument("--warmup", type=int, default=Thresholds.warmup, metavar="N",
@@ -56,37 +60,58 @@ def run_verdict_command(args: argparse.Namespace) -> int:
 
     thresholds = Thresholds(pass_ratio=args.pass_ratio, warmup=args.warmup, min_counted_steps=args.min_steps,
                             deterministic=args.deterministic)
-    given = {"baseline": (Path(args.baseline), args.baseline_cp), "candidate": (Path(args.candidate), args.candidate_cp)}
-    for role, (path, cp) in given.items():
+    claimed = args.baseline_cp is not None or args.candidate_cp is not None
+    requested = {"baseline": 1 if args.baseline_cp is None else args.baseline_cp,
+                 "candidate": 2 if args.candidate_cp is None else args.candidate_cp}
+    paths = {"baseline": Path(args.baseline), "candidate": Path(args.candidate)}
+    for role, path in paths.items():
         if not path.is_file():
             raise InputError(f"--{role} {path} is not a readable file",
                              "pass the path of a saved slime log (stdout and stderr of train.py / ray job logs)")
-        if cp < 1:
-            raise InputError(f"--{role}-cp {cp} must be >= 1",
+        if requested[role] < 1:
+            raise InputError(f"--{role}-cp {requested[role]} must be >= 1",
                              f"pass the CP size the run was started with, e.g. --{role}-cp 2")
-    if args.baseline_cp == args.candidate_cp:
-        raise InputError(f"--baseline-cp and --candidate-cp are both {args.baseline_cp}: a CP verification compares "
-                         "two CP sizes", "pass the CP each log was run with, e.g. --baseline-cp 1 --candidate-cp 2")
+    if requested["baseline"] == requested["candidate"]:
+        raise InputError(f"--baseline-cp and --candidate-cp are both {requested['baseline']}: a CP verification "
+                         "compares two CP sizes", "pass the CP each log was run with, e.g. --baseline-cp 1 --candidate-cp 2")
     if args.expected_rollouts is not None and args.expected_rollouts <= args.warmup:
         raise InputError(f"--expected-rollouts {args.expected_rollouts} leaves no rollout after the warm-up "
                          f"({args.warmup})", "pass the --num-rollout the arms were started with, e.g. 8")
-    # The baseline is the smaller CP, whichever order the options came in (see decide()).
-    (b_path, b_cp), (c_path, c_cp) = sorted(given.values(), key=lambda pair: pair[1])
-    if b_cp != args.baseline_cp:
-        print(f"note: --baseline-cp {args.baseline_cp} > --candidate-cp {args.candidate_cp}: judging CP={c_cp} "
-              f"({c_path}) against CP={b_cp} ({b_path})", file=sys.stderr)
-    arms = {f"cp{b_cp}": (b_path, b_cp), f"cp{c_cp}": (c_path, c_cp)}
 
     run_dir = RunDir.create(args.out)
     scrub = Redactor()  # one for the bundle: a host is the same host-N in its logs and in verdict.md
-    evidence, inputs = [], {}
-    for (name, (path, cp)), role in zip(arms.items(), ("baseline", "candidate"), strict=True):
-        bundled = run_dir.log_path(name)
-        inputs[role] = {**snapshot_log(path, bundled, scrub), "cp": cp}
+    inputs, parsed = {}, {}
+    for role, path in paths.items():
         # Judge the bundled copy itself: a log that grows while it is read, the bundle's copy, its
         # sha256 and the verdict all describe the same bytes, and commands.sh replays it exactly.
-        evidence.append(ArmEvidence(name, cp, parse_file(bundled), expected_rollouts=args.expected_rollouts,
+        inputs[role] = snapshot_log(path, run_dir.log_path(role), scrub)
+        parsed[role] = parse_file(run_dir.log_path(role))
+    # Without a claim, two logs that state two different CPs are judged at those: a CP=2 log given
+    # as --baseline is not "CP=1 that did not take effect". A log whose CP did not take effect
+    # states the same CP as the other (cp=1 twice), so the defaults stand and cp_effective fails.
+    stated = {role: log.layout.cp if log.layout else None for role, log in parsed.items()}
+    if not claimed and None not in stated.values() and stated["baseline"] != stated["candidate"]:
+        if stated != requested:
+            print(f"note: the --baseline log states CP={stated['baseline']} and the --candidate log "
+                  f"CP={stated['candidate']}: judging them at those CPs (--baseline-cp/--candidate-cp say "
+                  "otherwise)", file=sys.stderr)
+        requested = {role: int(cp) for role, cp in stated.items() if cp is not None}
+    # The baseline is the smaller CP, whichever order the logs came in (see decide()).
+    b_role, c_role = sorted(paths, key=lambda role: requested[role])
+    if b_role != "baseline" and claimed:
+        print(f"note: --baseline-cp {requested['baseline']} > --candidate-cp {requested['candidate']}: judging "
+              f"CP={requested[c_role]} ({paths[c_role]}) against CP={requested[b_role]} ({paths[b_role]})",
+              file=sys.stderr)
+    b_cp, c_cp = requested[b_role], requested[c_role]
+    arms = {f"cp{b_cp}": b_role, f"cp{c_cp}": c_role}
+    evidence = []
+    for name, role in arms.items():
+        bundled = run_dir.log_path(name)
+        run_dir.log_path(role).replace(bundled)  # logs/<arm>.log, as every bundle names its logs
+        inputs[role] = {**inputs[role], "bundled": f"logs/{bundled.name}", "cp": requested[role]}
+        evidence.append(ArmEvidence(name, requested[role], parsed[role], expected_rollouts=args.expected_rollouts,
                                     log_path=bundled))
+    inputs = {"baseline": inputs[b_role], "candidate": inputs[c_role]}  # env.json: the baseline is the smaller CP
     names = list(arms)
     verdict = decide(evidence, comparisons=[(names[0], names[1])], thresholds=thresholds, workload=args.workload)
 
