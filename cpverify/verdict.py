@@ -24,6 +24,7 @@ from typing import Any
 from packaging.version import Version
 
 from cpverify import stats
+from cpverify._log_signatures import integer
 from cpverify._versions import parse_version
 from cpverify.errors import EXIT_BLOCKED, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK, InputError
 from cpverify.fixes import FIX_COLLECT, FIX_OLD_STACK, FIX_TRANSPORT, for_error, for_outcome
@@ -516,13 +517,21 @@ def _arm_checks(ev: ArmEvidence, t: Thresholds, workload: str) -> tuple[ArmSumma
     if open_steps:
         unfinished.append("the log ends inside a step: " + ", ".join(
             f"Timer {name} started at line {line} never ended" for name, line in open_steps))
+    seen = {r.rollout for r in parsed.perf if r.side == "train"}
     if ev.expected_rollouts is not None:
-        seen = {r.rollout for r in parsed.perf if r.side == "train"}
         missing = [r for r in range(t.warmup, ev.expected_rollouts) if r not in seen]
         if missing:
             unfinished.append(f"the plan asked for {ev.expected_rollouts} rollouts (0-{ev.expected_rollouts - 1}, "
                               f"counted from {t.warmup}) and {len(missing)} of them have no train-side perf record "
                               f"(rollouts {_ranges(missing)})")
+    elif (planned := integer(parsed.arguments.get("num_rollout", ""))) is not None and seen:
+        # No plan (`cpverify verdict` on logs): slime printed its own --num-rollout. A run that
+        # stopped between two rollouts (killed outright: no traceback, no open timer) ends short of
+        # it. Counted from the first rollout the log holds, so a resumed run is not "unfinished".
+        missing = [r for r in range(max(t.warmup, min(seen)), planned) if r not in seen]
+        if missing:
+            unfinished.append(f"the run was started with --num-rollout {planned} (its argument dump) and "
+                              f"{len(missing)} rollout(s) have no train-side perf record (rollouts {_ranges(missing)})")
     if unfinished:
         checks.append(Check("complete", "fail", "; ".join(unfinished), FIX_INCOMPLETE, ev.name, INCONCLUSIVE,
                             brief=f"arm {ev.name} did not finish: {'; '.join(unfinished)}"))

@@ -22,7 +22,7 @@ from cpverify import verdict as v
 from cpverify.errors import EXIT_BLOCKED, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE, InputError
 from cpverify.logs import ErrorRecord, ParsedLog, parse_file
 from cpverify.model import ArmResult
-from helpers.slime_log import ERROR_LINES, synthetic_arm
+from helpers.slime_log import ERROR_LINES, SlimeLog, synthetic_arm
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((ROOT / "cpverify" / "data" / "verdict.schema.json").read_text())
@@ -908,3 +908,28 @@ def test_real_slime_logs_of_different_lengths_are_no_cp_comparison(cp1, cp2, cha
                      v.ArmEvidence("cp2", 2, parse_file(folder / cp2)), pass_ratio=100.0)
     assert verdict.status == v.INCONCLUSIVE
     assert changed in check(verdict, "same_workload:cp2 vs cp1").detail
+
+
+# -- a run that stopped between two rollouts: slime's own --num-rollout says it did not finish ---------
+
+def test_an_arm_short_of_its_own_num_rollout_is_unfinished_without_a_plan(make_arm):
+    """Killed outright between rollouts (the OOM killer: no traceback, no open timer), a CP=2 log
+    ended clean after 5 of its 8 rollouts and `cpverify verdict` PASSed it on those 5."""
+    cp1 = make_arm("cp1", 1, 1.0, seed=1, arguments={**ARGS, "num_rollout": 8})
+    cut = make_arm("cp2", 2, 1.0, seed=2, rollouts=5, arguments={**ARGS, "num_rollout": 8})
+    verdict = decide(cp1, cut)
+    assert verdict.status == v.INCONCLUSIVE
+    assert "--num-rollout 8 (its argument dump) and 3 rollout(s)" in check(verdict, "complete", "cp2").detail
+    assert check(verdict, "complete", "cp1").status == "pass"
+
+
+def test_a_resumed_run_is_counted_from_its_first_rollout():
+    log = SlimeLog()
+    log.megatron_arguments({**ARGS, "num_rollout": 12, "context_parallel_size": 2, "data_parallel_size": 1})
+    log.layout(cp=2, dp=1)
+    log.nccl_init()
+    for rid in range(4, 12):  # resumed from a checkpoint at rollout 4
+        log.iteration(rid, actor_train_time=1.0)
+    verdict = decide(v.ArmEvidence("cp1", 1, synthetic_arm(cp=1, actor_train_time=1.0, seed=1, rollouts=12).expected()),
+                     v.ArmEvidence("cp2", 2, log.expected()))
+    assert check(verdict, "complete", "cp2").status == "pass"
