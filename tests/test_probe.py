@@ -228,6 +228,19 @@ def test_arm_commands_match_the_probe_profile(seq_len):
     assert arms == {arm.name: list(arm.argv) for arm in plan.arms}
 
 
+def test_the_probe_command_defaults_to_the_probe_profile(capsys):
+    """`cpverify probe` once warmed up 5 steps where `cpverify run --profile probe` warms up 3:
+    the two measured different runs by default."""
+    profile = get_profile("probe")
+    assert main(["probe", "--dry-run", "--seq-len", "16384"]) == 0
+    printed = capsys.readouterr().out
+    plan = build_plan(with_overrides(profile, seq_lens=(16384,)), run_id="p", python="python")
+    for arm in plan.arms:
+        flags = list(arm.argv)
+        for flag in ("--warmup", "--steps"):
+            assert f"{flag} {flags[flags.index(flag) + 1]}" in printed, (flag, printed)
+
+
 def test_bypass_breaks_only_the_cp_arm():
     bypass = probe.arm_commands(cp=2, seq_len=4096, steps=1, warmup=0, bypass_cp=True, python="python")
     plain = probe.arm_commands(cp=2, seq_len=4096, steps=1, warmup=0, python="python")
@@ -245,7 +258,9 @@ def test_probe_dry_run_prints_commands(capsys):
     assert main(["probe", "--dry-run", "--cp", "2", "--seq-len", "65536", "--bandwidth"]) == 0
     out = capsys.readouterr().out
     assert "# bandwidth" in out and "# cp1-s64k" in out and "# cp2-s64k" in out
-    assert "-m cpverify.probe.workload --cp 2 --seq-len 65536 --steps 20 --warmup 5" in out
+    probe_profile = get_profile("probe")
+    assert (f"-m cpverify.probe.workload --cp 2 --seq-len 65536 --steps {probe_profile.steps} "
+            f"--warmup {probe_profile.warmup_steps}") in out
 
 
 def test_run_arm_streams_to_the_log(tmp_path):

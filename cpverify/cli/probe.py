@@ -13,6 +13,7 @@ from cpverify import probe
 from cpverify.artifacts import atomic_write_json
 from cpverify.errors import EXIT_FAIL, EXIT_OK, EnvironmentBlocked
 from cpverify.probe import arm_commands, bandwidth_argv, run_arm, summarize
+from cpverify.profiles import get_profile
 from cpverify.runners.local import requested_python, workload_python
 
 
@@ -22,9 +23,13 @@ def register(subparsers) -> None:
     p.add_argument("--cp", type=int, default=2, help="CP size of the second arm (default 2)")
     p.add_argument("--nproc", type=int, default=None, help="GPUs for both arms (default: --cp)")
     p.add_argument("--seq-len", type=int, default=16384, help="tokens per sequence (default 16384)")
-    p.add_argument("--steps", type=int, default=20, help="measured steps per arm (default 20)")
-    p.add_argument("--warmup", type=int, default=5,
-                   help="unmeasured steps first: compilation, NCCL set-up (default 5)")
+    # The probe profile's numbers: `cpverify probe` measures what `cpverify run --profile probe` does.
+    profile = get_profile("probe")
+    p.add_argument("--steps", type=int, default=profile.steps,
+                   help=f"measured steps per arm (default {profile.steps}, as the probe profile)")
+    p.add_argument("--warmup", type=int, default=profile.warmup_steps,
+                   help=f"unmeasured steps first: compilation, NCCL set-up (default {profile.warmup_steps}, "
+                        "as the probe profile)")
     p.add_argument("--bandwidth", action="store_true", help="also measure NCCL bus bandwidth first")
     p.add_argument("--bypass-cp", action="store_true", help="DEBUG: break CP on purpose; the check must fail")
     p.add_argument("--out", type=Path, default=None, help="where logs go (default artifacts/probe-<time>)")
