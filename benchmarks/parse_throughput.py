@@ -1,4 +1,4 @@
-"""Throughput and peak memory of cpverify.logs.parse_file on large synthetic slime logs.
+"""Throughput and peak memory of cpverify.parse.parse_file on large synthetic slime logs.
 
     python3 benchmarks/parse_throughput.py [--sizes-mb 50 200] [--reps 5] [--dir /tmp] [--shapes mixed nccl]
                                            [--setups hyperscan/orjson find/json]
@@ -175,18 +175,18 @@ def bare_loop(path: Path) -> tuple[float, float]:
 
 def use(setup: str) -> None:
     """Make parse_file use a set-up, "ENGINE/READER" (hyperscan/orjson, find/json, ...)."""
-    from cpverify import logs
+    from cpverify.parse import dicts, scan
 
-    logs.ENGINE, logs.JSON_READER = setup.split("/")
+    scan.ENGINE, dicts.JSON_READER = setup.split("/")
 
 
 def timed_parse(path: Path, setup: str) -> tuple[float, float]:
     """(wall s, CPU s) of parse_file with the given set-up."""
-    from cpverify import logs
+    from cpverify.parse import parse_file
 
     use(setup)
     wall, cpu = time.perf_counter(), time.process_time()
-    logs.parse_file(path)
+    parse_file(path)
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
@@ -196,19 +196,19 @@ def medians(runs: list[tuple[float, float]]) -> tuple[float, float]:
 
 def fresh_parse(path: Path | None, setup: str = "") -> tuple[float, dict, float]:
     """(peak RSS MiB, record counts, CPU s of the parse) of a fresh interpreter that imports
-    cpverify.logs and parses `path` once: the first parse compiles the block scan.
+    cpverify.parse and parses `path` once: the first parse compiles the block scan.
 
     Reads VmHWM from /proc: ru_maxrss would be wrong here, Linux carries it over from the
     (large) parent process across fork and exec.
     """
     code = (
         "import json, sys, time\n"
-        "from cpverify import logs\n"
+        "from cpverify.parse import dicts, parse_file, scan\n"
         "counts, cpu = {}, 0.0\n"
         "if len(sys.argv) > 1:\n"
-        "    logs.ENGINE, logs.JSON_READER = sys.argv[2].split('/')\n"
+        "    scan.ENGINE, dicts.JSON_READER = sys.argv[2].split('/')\n"
         "    cpu = time.process_time()\n"
-        "    p = logs.parse_file(sys.argv[1])\n"
+        "    p = parse_file(sys.argv[1])\n"
         "    cpu = time.process_time() - cpu\n"
         "    counts = {k: len(getattr(p, k)) for k in ('steps', 'perf', 'timers', 'memory', 'errors')}\n"
         "    counts['lines'] = p.lines\n"
@@ -228,19 +228,19 @@ def main() -> int:
     ap.add_argument("--dir", type=Path, default=Path("/tmp"))
     ap.add_argument("--shapes", nargs="+", choices=sorted(SHAPES), default=["mixed", "nccl"])
     sys.path.insert(0, str(REPO))
-    from cpverify import logs
+    from cpverify.parse import dicts, scan
 
-    setups = [f"{engine}/{reader}" for engine in logs.ENGINES for reader in logs.JSON_READERS]
+    setups = [f"{engine}/{reader}" for engine in scan.ENGINES for reader in dicts.JSON_READERS]
     # The default: what a full install runs, and what runs with no optional library at all.
     default = sorted({setups[0], setups[-1]}, key=setups.index)
     ap.add_argument("--setups", nargs="+", choices=setups, default=default, metavar="ENGINE/READER",
                     help=f"block-scan engine / JSON reader, of {', '.join(setups)} (default: {' '.join(default)})")
     args = ap.parse_args()
     print(f"python {platform.python_version()} on {platform.platform()}, {os.cpu_count()} CPUs, "
-          f"load {os.getloadavg()[0]:.2f}; block-scan engines here: {', '.join(logs.ENGINES)}; "
-          f"JSON readers: {', '.join(logs.JSON_READERS)}")
+          f"load {os.getloadavg()[0]:.2f}; block-scan engines here: {', '.join(scan.ENGINES)}; "
+          f"JSON readers: {', '.join(dicts.JSON_READERS)}")
     base_rss, _, _ = fresh_parse(None)
-    print(f"baseline RSS (interpreter + cpverify.logs imported): {base_rss:.1f} MiB\n")
+    print(f"baseline RSS (interpreter + cpverify.parse imported): {base_rss:.1f} MiB\n")
     for shape, size in [(shape, size) for shape in args.shapes for size in args.sizes_mb]:
         path = args.dir / f"cpverify-bench-{shape}-{size}mb.log"
         try:

@@ -260,7 +260,7 @@ def snapshot_log(source: Path, bundled: Path, scrub: Redactor) -> dict:
     names). The digests name the bytes read and written, so env.json, the bundled log and the
     verdict describe the same log."""
     # Here, not at the top: the noxfile imports this module with the standard library alone.
-    from cpverify.logs import open_log
+    from cpverify.parse import open_log
 
     snapshot = bundled.with_name(f".{bundled.name}.snapshot")
     written = hashlib.sha256()

@@ -67,7 +67,7 @@ class CheckStatus(_Word):
     SKIP = "skip"
 
 
-# Error classes (cpverify.logs vocabulary) after which a run cannot recover: waiting on
+# Error classes (cpverify.parse vocabulary) after which a run cannot recover: waiting on
 # would only burn GPU hours until the deadline (an NCCL watchdog timeout is followed by
 # minutes of teardown, a dead Ray actor by a job that never finishes).
 DEFAULT_FATAL_CLASSES = frozenset(

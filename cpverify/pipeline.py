@@ -458,7 +458,7 @@ def error_classes(text: str) -> list[tuple[str, str]]:
     """(class, coarse class) of every error the log parser reads in `text`, the finest first: the
     line of slime_num_rollout_not_set also carries its coarse assertion_error. The deep lint's
     `classify`: slime's refusal of an argument gets the fix its line would get in a log."""
-    from cpverify.logs import parse_stream
+    from cpverify.parse import parse_stream
 
     records = parse_stream(io.BytesIO(text.encode())).errors
     classes = [(r.cls, getattr(r, "coarse", "") or r.cls) for r in records]
@@ -519,7 +519,7 @@ def _record_arm(ctx: Context, result) -> None:
 def _arm_log(ctx: Context, recorded: ArmRecord):
     """The log the arm wrote, parsed once from bytes that are hashed as they are read: a verdict
     judges exactly what its own arms wrote, or nothing (exit 2 if the file changed since)."""
-    from cpverify.logs import ParsedLog, parse_stream
+    from cpverify.parse import ParsedLog, parse_stream
 
     path = ctx.run_dir.root / recorded.log
     if not recorded.log_sha256:  # the arm never got to write its log (a refused container, say)
@@ -541,7 +541,7 @@ def _arm_log(ctx: Context, recorded: ArmRecord):
 
 
 def step_verdict(ctx: Context) -> int:
-    from cpverify.logs import ParsedLog
+    from cpverify.parse import ParsedLog
     from cpverify.plan import GRAD_NORM_LOAD
     from cpverify.verdict import INCONCLUSIVE, ArmEvidence, Check, Thresholds, decide
 

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress as Bars
     from rich.progress import TaskID
 
-    from cpverify.logs import ParsedLog
+    from cpverify.parse import ParsedLog
     from cpverify.runners._watch import Progress
 
 QUIET_AFTER_S = 60.0  # an arm silent this long says so (the hang limit is minutes away, not here)

@@ -17,7 +17,7 @@ from tabulate import tabulate
 
 from cpverify import __version__
 from cpverify.artifacts import RunDir, atomic_write_bytes, atomic_write_json, atomic_write_text
-from cpverify.logs import strip_ansi
+from cpverify.parse import strip_ansi
 from cpverify.redact import Redactor
 from cpverify.verdict import Verdict, short_metric, short_rule, timing_metrics
 

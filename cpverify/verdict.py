@@ -24,12 +24,12 @@ from typing import Any
 from packaging.version import Version
 
 from cpverify import stats
-from cpverify._log_signatures import integer
 from cpverify._versions import parse_version
 from cpverify.errors import EXIT_BLOCKED, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK, InputError
 from cpverify.fixes import FIX_COLLECT, FIX_OLD_STACK, FIX_TRANSPORT, for_error, for_outcome
-from cpverify.logs import ParsedLog
 from cpverify.model import ArmResult
+from cpverify.parse import ParsedLog
+from cpverify.parse.signatures import integer
 
 SCHEMA_VERSION = 1
 
@@ -85,7 +85,7 @@ _NO_PERF = {
     "slime": "make sure both logs hold slime's train-side `perf N:` lines",
     "probe": "the probe prints one `perf N:` line per measured step: read the end of the arm's log for why it stopped",
 }
-# How a detail names where the log stated its layout (cpverify.logs.Layout.source).
+# How a detail names where the log stated its layout (cpverify.parse.records.Layout.source).
 _LAYOUT_SOURCES = {"cpverify-layout": "", "megatron-arguments": ", from Megatron's argument dump"}
 _NO_LAYOUT = {
     "slime": FIX_LAYOUT_HOOK,

@@ -119,7 +119,7 @@ STAGES = (
     ("profile", ("cpverify.profiles",)),
     ("plan", ("cpverify.plan",)),
     ("lint", ("cpverify.lint",)),
-    ("parse", ("cpverify.parse", "cpverify.logs", "cpverify._log_signatures")),
+    ("parse", ("cpverify.parse",)),
     ("verdict", ("cpverify.verdict", "cpverify.stats", "cpverify.ab")),
     ("report", ("cpverify.report", "cpverify.plots")),
 )

@@ -21,8 +21,8 @@ import time
 import pytest
 
 from cpverify.errors import EnvironmentBlocked, InputError
-from cpverify.logs import parse_file
 from cpverify.model import Limits, Mount, Outcome
+from cpverify.parse import parse_file
 from cpverify.runners.docker import (
     LABEL_ARM,
     LABEL_MANAGED,

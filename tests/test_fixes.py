@@ -15,8 +15,8 @@ import pytest
 from cpverify import fixes
 from cpverify import verdict as v
 from cpverify.lint import deep as deep_lint
-from cpverify.logs import parse_file
 from cpverify.model import Limits, Outcome
+from cpverify.parse import parse_file
 from cpverify.pipeline import error_classes
 from cpverify.plan import build_plan
 from cpverify.profiles import get_profile

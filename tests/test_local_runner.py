@@ -16,8 +16,8 @@ import time
 
 import pytest
 
-from cpverify.logs import parse_file
 from cpverify.model import Limits, Outcome
+from cpverify.parse import parse_file
 from cpverify.runners.local import LocalRunner, group_members
 from helpers.runner_util import TESTS, WORKLOAD, arm, pid_alive, pids_in_log, wait_for
 

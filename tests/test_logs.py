@@ -1,4 +1,4 @@
-"""cpverify.logs: synthetic lines in the exact formats slime, Megatron, NCCL, torch, SGLang and
+"""cpverify.parse: synthetic lines in the exact formats slime, Megatron, NCCL, torch, SGLang and
 Ray print (format strings from their sources, values filled in), and hostile input."""
 
 from __future__ import annotations
@@ -18,17 +18,22 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-import cpverify.logs as logs
-from cpverify._log_signatures import GATE_TOKENS, SIGNATURES
 from cpverify.errors import InputError
-from cpverify.logs import (
+from cpverify.parse import (
     LogParser,
     coarse_class,
+    dicts,
     normalise_transport,
     parse_dict,
     parse_file,
     parse_stream,
+    records,
+    scan,
+    signatures,
+    stream,
 )
+from cpverify.parse import parser as parsing
+from cpverify.parse.signatures import GATE_TOKENS, SIGNATURES
 from helpers.nobody import as_nobody, public_dir
 
 REPO = Path(__file__).resolve().parents[1]
@@ -55,7 +60,7 @@ ROLLOUT_PERF3 = (
 )
 
 
-def parse_lines(lines: list[str]) -> logs.ParsedLog:
+def parse_lines(lines: list[str]) -> records.ParsedLog:
     """Through the file path (block scanning), the way `cpverify parse` reads."""
     return parse_stream(io.BytesIO("\n".join(lines).encode() + b"\n"))
 
@@ -64,7 +69,7 @@ def parse_lines(lines: list[str]) -> logs.ParsedLog:
 STORED_PLAIN = {"compression": None, "encoding": "utf-8"}
 
 
-def feed_all(data: bytes, as_text: bool = False) -> logs.ParsedLog:
+def feed_all(data: bytes, as_text: bool = False) -> records.ParsedLog:
     """Every physical line through LogParser.feed, the way a runner streams."""
     parser = LogParser()
     for number, line in enumerate(io.BytesIO(data), 1):
@@ -465,7 +470,7 @@ def test_error_signatures(line, expected):
     parsed = parse_lines(["noise before", ACTOR + line])
     assert parsed.error_classes() == expected
     assert {e.line for e in parsed.errors} == {2}
-    assert all(len(e.text) <= logs.EXCERPT_CHARS for e in parsed.errors)
+    assert all(len(e.text) <= parsing.EXCERPT_CHARS for e in parsed.errors)
 
 
 @pytest.mark.parametrize(
@@ -723,15 +728,15 @@ def test_ansi_carriage_returns_and_repeated_suffix_on_one_physical_line():
 
 def _strip_then_unprefix(seg: str) -> tuple[str | None, str] | None:
     """The reference _unprefixed must equal: every colour code removed first, then the prefix."""
-    seg = logs._ANSI.sub("", seg)
+    seg = parsing._ANSI.sub("", seg)
     if not seg.strip():
         return None
     if seg[0] in "([":
-        m = logs._PREFIX.match(seg)
+        m = parsing._PREFIX.match(seg)
         if m:
             return m.group("actor"), seg[m.end() :]
         if seg[0] == "[":
-            seg = logs._BARE_REMNANT.sub("", seg)
+            seg = parsing._BARE_REMNANT.sub("", seg)
     return None, seg
 
 
@@ -745,16 +750,16 @@ _PIECES = st.sampled_from(
 @given(st.lists(_PIECES, max_size=8).map("".join))
 @settings(max_examples=500, deadline=None)
 def test_the_prefix_taking_its_colour_codes_equals_stripping_them_first(seg):
-    assert logs._unprefixed(seg) == _strip_then_unprefix(seg)
+    assert parsing._unprefixed(seg) == _strip_then_unprefix(seg)
 
 
 @given(st.lists(_PIECES, max_size=8).map("".join), st.lists(_PIECES, max_size=8).map("".join))
 @settings(max_examples=500, deadline=None)
 def test_a_prefix_seen_before_is_taken_as_a_match_would_take_it(first, second):
     """_unprefixed remembers Ray prefixes; a line that starts with one must read as if matched afresh."""
-    logs._PREFIXES.clear()
+    parsing._PREFIXES.clear()
     for seg in (first, first + second, second, first + first):
-        assert logs._unprefixed(seg) == _strip_then_unprefix(seg)
+        assert parsing._unprefixed(seg) == _strip_then_unprefix(seg)
 
 
 _JUNK = st.lists(st.sampled_from(["x", "/", "-", " ", "3", "٣", ": {", "{", "] ", "[Rank ", "step", "model.py:918 - "]),
@@ -780,8 +785,8 @@ def test_record_and_memory_lines_found_from_their_anchor_as_by_a_full_search(msg
             return a is b
         return a.span() == b.span() and a.groups() == b.groups()
 
-    assert same(logs._record_match(msg), logs._RECORD.search(msg))
-    assert same(logs._memory_match(msg), logs._MEMORY.search(msg))
+    assert same(parsing._record_match(msg), parsing._RECORD.search(msg))
+    assert same(parsing._memory_match(msg), parsing._MEMORY.search(msg))
 
 
 def test_pathological_long_lines_do_not_backtrack():
@@ -790,7 +795,7 @@ def test_pathological_long_lines_do_not_backtrack():
     Each line is 64 KiB aimed at one pattern; before the patterns were bounded the first
     ones took minutes (quadratic). Linear parsing takes well under a second for all of them.
     """
-    n = logs.MAX_LINE_BYTES
+    n = parsing.MAX_LINE_BYTES
     lines = [
         "step 1: {" + "a" * n,
         "perf/x': " + "a" * n,
@@ -829,12 +834,12 @@ def test_torchrun_rank_prefixed_traceback():
 
 def test_source_lines_of_a_traceback_are_never_classified():
     frames = []
-    for n in range(logs._MAX_FRAMES + 5):  # past the frame cap too
+    for n in range(parsing._MAX_FRAMES + 5):  # past the frame cap too
         frames += [f'  File "/sgl/pynccl_wrapper.py", line {n}, in NCCL_CHECK', '    raise RuntimeError(f"NCCL error")']
     parsed = parse_lines(["Traceback (most recent call last):", *frames, "RuntimeError: NCCL error: x"])
     assert {e.line for e in parsed.errors} == {1, len(frames) + 2}  # header, exception line
     (tb,) = parsed.tracebacks
-    assert len(tb.frames) == logs._MAX_FRAMES and tb.frames[-1].code == 'raise RuntimeError(f"NCCL error")'
+    assert len(tb.frames) == parsing._MAX_FRAMES and tb.frames[-1].code == 'raise RuntimeError(f"NCCL error")'
     assert tb.exception == "RuntimeError: NCCL error: x"
 
 
@@ -890,7 +895,7 @@ def test_result_is_a_snapshot():
 
 
 def test_every_trigger_and_marker_contains_a_gate_token():
-    words = [t for sig in SIGNATURES for t in sig.triggers] + list(logs._RECORD_MARKERS)
+    words = [t for sig in SIGNATURES for t in sig.triggers] + list(parsing._RECORD_MARKERS)
     missing = [w for w in words if not any(token in w.lower() for token in GATE_TOKENS)]
     assert missing == []
 
@@ -914,10 +919,10 @@ def _synthetic_log() -> bytes:
     return ("\n".join(lines) + "\n").encode() + b"\xff tail without newline step 1: {'a': 2}"
 
 
-@pytest.mark.parametrize("engine", logs.ENGINES)
+@pytest.mark.parametrize("engine", scan.ENGINES)
 @pytest.mark.parametrize("block", [1, 7, 100, 4096, 1 << 20])
 def test_block_scanning_equals_feeding_every_line(monkeypatch, block, engine):
-    monkeypatch.setattr(logs, "ENGINE", engine)
+    monkeypatch.setattr(scan, "ENGINE", engine)
     data = _synthetic_log()
     for path in [None, *sorted(DATA.glob("*.log"))]:
         raw = data if path is None else path.read_bytes()
@@ -925,13 +930,13 @@ def test_block_scanning_equals_feeding_every_line(monkeypatch, block, engine):
             continue  # stored otherwise (UTF-16): its bytes are not lines
         expected = feed_all(raw).to_json()
         assert feed_all(raw, as_text=True).to_json() == expected
-        monkeypatch.setattr(logs, "READ_BLOCK_BYTES", block)
+        monkeypatch.setattr(stream, "READ_BLOCK_BYTES", block)
         assert parse_stream(io.BytesIO(raw)).to_json() == {**expected, "source": STORED_PLAIN}, path
 
 
 def test_block_scanning_equals_feeding_with_short_line_cap(monkeypatch):
-    monkeypatch.setattr(logs, "MAX_LINE_BYTES", 64)
-    monkeypatch.setattr(logs, "READ_BLOCK_BYTES", 50)
+    monkeypatch.setattr(parsing, "MAX_LINE_BYTES", 64)
+    monkeypatch.setattr(stream, "READ_BLOCK_BYTES", 50)
     data = _synthetic_log()
     assert parse_stream(io.BytesIO(data)).to_json() == {**feed_all(data).to_json(), "source": STORED_PLAIN}
 
@@ -957,7 +962,7 @@ def test_unreadable_file_is_an_input_error():
         log = public / "secret.log"
         log.write_text("x\n")
         log.chmod(0)
-        proc = as_nobody("import json\nfrom cpverify.errors import InputError\nfrom cpverify.logs import parse_file",
+        proc = as_nobody("import json\nfrom cpverify.errors import InputError\nfrom cpverify.parse import parse_file",
                          f"try:\n    parse_file({str(log)!r})\nexcept InputError as e:\n"
                          "    print(json.dumps([e.problem, e.fix]))")
     assert proc.returncode == 0 and proc.stdout, proc.stderr
@@ -1118,7 +1123,7 @@ def test_childfailederror_root_cause_wins_over_other_failures(lines, code, signa
     parsed = parse_lines(lines)
     (failed,) = [e for e in parsed.errors if e.cls == "launcher_failed"]
     assert (failed.detail["exit_code"], failed.detail["signal"]) == (code, signal)
-    assert failed.detail["cause"] == logs.signal_detail(-code)["cause"]
+    assert failed.detail["cause"] == signatures.signal_detail(-code)["cause"]
 
 
 def test_the_agent_line_is_overruled_by_the_tables_root_cause():
@@ -1256,14 +1261,14 @@ _DICT_SOUP = st.tuples(
 @example("{'a': -0, 'b': [1], 'c': 'inf'}")
 @example("{'a': 18446744073709551616, 'b': -9223372036854775809, 'c': 1e-400, 'd': 8}")  # past 64 bits: orjson
 @settings(max_examples=600, deadline=None)
-@pytest.mark.parametrize("reader", logs.JSON_READERS)
+@pytest.mark.parametrize("reader", dicts.JSON_READERS)
 def test_dicts_read_fast_equal_ast_literal_eval(reader, text):
     """slime prints its dicts with Python's repr, bare nan/inf included; anything else must
     read as ast.literal_eval (then the salvaging regex) reads it, whichever JSON reader reads it."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(logs, "JSON_READER", reader)
+        patch.setattr(dicts, "JSON_READER", reader)
         fast, salvaged = parse_dict(text)
-    slow, slow_salvaged = logs._parse_dict_literal(text)
+    slow, slow_salvaged = dicts._parse_dict_literal(text)
     assert salvaged == slow_salvaged
     assert list(fast) == list(slow)
     for key, value in fast.items():
@@ -1272,11 +1277,11 @@ def test_dicts_read_fast_equal_ast_literal_eval(reader, text):
         assert math.copysign(1, value) == math.copysign(1, slow[key])  # -0 is Python's int 0
 
 
-@pytest.mark.parametrize("reader", logs.JSON_READERS)
+@pytest.mark.parametrize("reader", dicts.JSON_READERS)
 def test_slimes_dicts_take_the_fast_path(monkeypatch, reader):
-    monkeypatch.setattr(logs, "JSON_READER", reader)
+    monkeypatch.setattr(dicts, "JSON_READER", reader)
     for line in (STEP3, TRAIN_PERF3, ROLLOUT_PERF3):
-        assert logs._flat_repr(line[line.index("{") :]) is not None, line
+        assert dicts._flat_repr(line[line.index("{") :]) is not None, line
 
 
 def test_a_number_past_pythons_digit_limit_is_data_not_a_crash():
@@ -1293,12 +1298,12 @@ _VIA_WORDS = st.sampled_from(
 ) | st.text(st.sampled_from("P2/CUMNETIBSocket01"), min_size=1, max_size=12)
 
 
-@pytest.mark.parametrize("engine", logs.ENGINES)
+@pytest.mark.parametrize("engine", scan.ENGINES)
 @given(seen=st.sets(_VIA_WORDS, max_size=8), word=_VIA_WORDS, end=st.sampled_from(["", " pointer", "\r", "\t"]))
 @settings(max_examples=300, deadline=None)
 def test_a_channel_line_is_found_exactly_when_its_transport_word_is_unseen(engine, seen, word, end):
     data = f"{nccl('Channel 00/0 : 0[0] -> 1[1] via ' + word + end)}\nnoise\n".encode()
-    _, vias = logs._BlockScan(engine, {w.encode() for w in seen}).scan(data, 0, len(data))
+    _, vias = scan.BlockScan(engine, {w.encode() for w in seen}).scan(data, 0, len(data))
     assert vias == ([0] if word not in seen else [])
 
 
@@ -1311,12 +1316,12 @@ def test_a_channel_line_is_found_exactly_when_its_transport_word_is_unseen(engin
 )
 @settings(max_examples=200, deadline=None)
 def test_both_block_scans_find_the_same_lines(words, seen):
-    if len(logs.ENGINES) < 2:
+    if len(scan.ENGINES) < 2:
         pytest.skip("hyperscan is not installed here (no wheel for this platform)")
     data = ("\n".join(" ".join(words[i : i + 3]) for i in range(0, len(words), 3)) + "\n").encode()
     found = []
-    for engine in logs.ENGINES:
-        starts, vias = logs._BlockScan(engine, {w.encode() for w in seen}).scan(data, 0, len(data))
+    for engine in scan.ENGINES:
+        starts, vias = scan.BlockScan(engine, {w.encode() for w in seen}).scan(data, 0, len(data))
         found.append((starts, vias))
     assert found[0] == found[1]
 
@@ -1328,7 +1333,7 @@ def _channel_or_step(item: tuple[str, int, bool]) -> str:
     return ACTOR + f"step {n}: {{'train/loss': 0.5}}"
 
 
-@pytest.mark.parametrize("engine", logs.ENGINES)
+@pytest.mark.parametrize("engine", scan.ENGINES)
 @given(lines=st.lists(st.tuples(_VIA_WORDS, st.integers(0, 63), st.booleans()).map(_channel_or_step), max_size=60))
 @settings(max_examples=150, deadline=None)
 def test_no_new_transport_is_missed_however_the_blocks_fall(engine, lines):
@@ -1341,8 +1346,8 @@ def test_no_new_transport_is_missed_however_the_blocks_fall(engine, lines):
             if transport not in expected:
                 expected.append(transport)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(logs, "ENGINE", engine)
-        patch.setattr(logs, "READ_BLOCK_BYTES", 256)
+        patch.setattr(scan, "ENGINE", engine)
+        patch.setattr(stream, "READ_BLOCK_BYTES", 256)
         parsed = parse_stream(io.BytesIO(data))
     assert parsed.nccl.transports == expected
     assert parsed.to_json() == {**feed_all(data).to_json(), "source": STORED_PLAIN}

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cpverify.logs import ParsedLog, parse_file
+from cpverify.parse import ParsedLog, parse_file
 
 DATA = Path(__file__).parent / "data" / "real-logs"
 REPO = Path(__file__).resolve().parents[1]

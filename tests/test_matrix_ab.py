@@ -20,7 +20,7 @@ import pytest
 from cpverify import ab, pipeline, revisions
 from cpverify.cli import build_parser, main
 from cpverify.errors import EXIT_FAIL, InputError
-from cpverify.logs import parse_file
+from cpverify.parse import parse_file
 from cpverify.plan import PROBE_CP_FLAG, arm_diff, build_plan
 from cpverify.plan import ab as plan_ab
 from cpverify.profiles import get_profile, resolve_profile

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from cpverify import logs
+from cpverify.parse import dicts, records, scan, stream
 
 TESTS = Path(__file__).resolve().parent
 DATA = TESTS / "data"
@@ -31,7 +31,7 @@ def golden_path(log: Path) -> Path:
     return GOLDEN / f"{log}.json"
 
 
-def as_printed(parsed: logs.ParsedLog) -> dict:
+def as_printed(parsed: records.ParsedLog) -> dict:
     """The object as `cpverify parse --json` prints it (JSON has no tuples)."""
     return json.loads(json.dumps(parsed.to_json()))
 
@@ -42,15 +42,15 @@ def test_every_log_has_a_recording_and_every_recording_a_log():
     assert recorded == {Path(f"{log}.json") for log in LOGS}
 
 
-@pytest.mark.parametrize("reader", logs.JSON_READERS)
-@pytest.mark.parametrize("engine", logs.ENGINES)
+@pytest.mark.parametrize("reader", dicts.JSON_READERS)
+@pytest.mark.parametrize("engine", scan.ENGINES)
 @pytest.mark.parametrize("log", LOGS, ids=str)
 def test_a_log_parses_as_recorded(monkeypatch, log, engine, reader):
-    monkeypatch.setattr(logs, "ENGINE", engine)
-    monkeypatch.setattr(logs, "JSON_READER", reader)
-    got = as_printed(logs.parse_file(DATA / log))
+    monkeypatch.setattr(scan, "ENGINE", engine)
+    monkeypatch.setattr(dicts, "JSON_READER", reader)
+    got = as_printed(stream.parse_file(DATA / log))
     path = golden_path(log)
-    if UPDATE and engine == logs.ENGINES[0] and reader == logs.JSON_READERS[-1]:
+    if UPDATE and engine == scan.ENGINES[0] and reader == dicts.JSON_READERS[-1]:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(got, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
     expected = json.loads(path.read_text(encoding="utf-8"))

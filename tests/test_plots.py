@@ -15,7 +15,7 @@ from matplotlib.image import imread  # in the test extra: a missing matplotlib f
 
 from cpverify import plots, report
 from cpverify.artifacts import RunDir
-from cpverify.logs import parse_file
+from cpverify.parse import parse_file
 from cpverify.plan import build_plan
 from cpverify.profiles import get_profile, with_overrides
 from cpverify.verdict import ArmEvidence, Thresholds, decide

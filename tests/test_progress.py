@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from rich.console import Console
 from rich.file_proxy import FileProxy
 
-from cpverify.logs import LogParser
+from cpverify.parse import LogParser
 from cpverify.progress import ArmsDisplay, duration, phase_of
 from cpverify.redact import Redactor, redacted_terminal
 from cpverify.runners._watch import Progress

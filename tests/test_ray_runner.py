@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 
 from cpverify.errors import EnvironmentBlocked, InputError
-from cpverify.logs import parse_file
 from cpverify.model import Limits, Outcome
+from cpverify.parse import parse_file
 from cpverify.runners.ray import RayRunner, entrypoint, normalize_address, submission_id
 from helpers.runner_util import TESTS, WORKLOAD, arm, pid_alive, pids_in_log, wait_for
 

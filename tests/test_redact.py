@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from cpverify import redact, report
 from cpverify import verdict as v
 from cpverify.artifacts import RunDir
-from cpverify.logs import ErrorRecord
 from cpverify.model import ArmResult
+from cpverify.parse import ErrorRecord
 from cpverify.redact import (
     GATE_WORDS,
     VALUE_KINDS,

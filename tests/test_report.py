@@ -20,7 +20,7 @@ from cpverify import artifacts, report
 from cpverify import verdict as v
 from cpverify.artifacts import RunDir, atomic_write_json, atomic_write_text
 from cpverify.errors import ArtifactWriteError, InputError
-from cpverify.logs import ErrorRecord
+from cpverify.parse import ErrorRecord
 from helpers.nobody import as_nobody, public_dir
 from helpers.slime_log import synthetic_arm
 

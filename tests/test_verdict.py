@@ -3,7 +3,7 @@
 slime cannot run here (no GPUs), so the arms are synthetic logs written by
 tests/helpers/slime_log.py in slime's exact line formats with seeded +/-5% jitter.
 Every scenario runs twice: on the builder's ground-truth ParsedLog (the verdict alone)
-and end to end through the real parser, cpverify.logs.parse_file.
+and end to end through the real parser, cpverify.parse.parse_file.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import pytest
 
 from cpverify import verdict as v
 from cpverify.errors import EXIT_BLOCKED, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE, InputError
-from cpverify.logs import ErrorRecord, ParsedLog, parse_file
 from cpverify.model import ArmResult
+from cpverify.parse import ErrorRecord, ParsedLog, parse_file
 from helpers.slime_log import ERROR_LINES, SlimeLog, synthetic_arm
 
 ROOT = Path(__file__).resolve().parents[1]

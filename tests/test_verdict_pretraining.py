@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from cpverify import verdict as v
-from cpverify.logs import parse_file
+from cpverify.parse import parse_file
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data" / "real-logs"

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cpverify import verdict as v
-from cpverify.logs import parse_stream
+from cpverify.parse import parse_stream
 from helpers.slime_log import ERROR_LINES, SlimeLog, synthetic_arm
 
 THRESHOLDS = v.Thresholds(resamples=500)

@@ -2,7 +2,7 @@
 
 The workload here is a test double (`Workload`: a generator of output chunks plus the
 stop/poll_exit callbacks a runner would give) so that each limit can be hit at an exact
-moment; the parser is the real cpverify.logs.LogParser. The runners' own tests drive the
+moment; the parser is the real cpverify.parse.LogParser. The runners' own tests drive the
 same watcher with real processes and containers.
 """
 
@@ -315,7 +315,7 @@ def test_a_parser_bug_costs_no_log_line(tmp_path):
             raise ValueError("parser bug")
 
         def result(self):
-            from cpverify.logs import ParsedLog
+            from cpverify.parse import ParsedLog
 
             return ParsedLog()
 

@@ -9,7 +9,7 @@ import statistics
 import sys
 from typing import Any
 
-from cpverify.logs import ParsedLog, parse_file, parse_stream
+from cpverify.parse import ParsedLog, parse_file, parse_stream
 
 
 def register(subparsers: Any) -> None:

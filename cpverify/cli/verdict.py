@@ -15,7 +15,7 @@ from pathlib import Path
 from cpverify import __version__
 from cpverify.artifacts import RunDir, snapshot_log
 from cpverify.errors import InputError
-from cpverify.logs import parse_file
+from cpverify.parse import parse_file
 from cpverify.redact import Redactor
 from cpverify.verdict import WORKLOADS, ArmEvidence, Thresholds, decide
 

@@ -147,7 +147,7 @@ def perf_metrics(*, step_s: float, compute_s: float, tokens: int, cp: int) -> di
     }
 
 
-# ---- reading the lines back (for `cpverify probe`'s own summary; the project parser is cpverify.logs)
+# ---- reading the lines back (for `cpverify probe`'s own summary; the project parser is cpverify.parse)
 
 _KV = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')
 _PERF = re.compile(r" - perf (\d+): (\{.*\})\s*$")

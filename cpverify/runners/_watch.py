@@ -136,7 +136,7 @@ class LogWatcher:
         """`secrets`: values to scrub from every line (see runners._env.secret_values); everything
         cpverify.redact recognises as a credential, and this process's secret-named variables, always is."""
         if parser is None:
-            from cpverify.logs import LogParser
+            from cpverify.parse import LogParser
 
             parser = LogParser()
         self.log_path = Path(log_path)

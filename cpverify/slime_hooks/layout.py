@@ -7,7 +7,7 @@ as `fn(args)` in every train actor right after Megatron's initialize_model_paral
 process groups it reads are the ones training uses. cpverify's log parser turns the line into
 the `layout` of `cpverify parse --json`; the verdict refuses a CP=2 arm that ran at cp=1.
 
-Line format (CONTRACT with cpverify.logs; one per rank, flushed):
+Line format (CONTRACT with cpverify.parse; one per rank, flushed):
   cpverify-layout rank=<global rank> world=<w> tp=<t> pp=<p> cp=<c> dp=<d>
 `dp` is the data-parallel size without CP, as Megatron's get_data_parallel_world_size() gives it.
 """

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from cpverify.logs import ErrorRecord, Layout, ParsedLog, PerfRecord, StepRecord, TimerRecord
+from cpverify.parse import ErrorRecord, Layout, ParsedLog, PerfRecord, StepRecord, TimerRecord
 from cpverify.redact import is_secret_name
 
 TRAIN_ACTOR = "MegatronTrainRayActor"

@@ -1,10 +1,4 @@
-"""Streaming parser for slime / Megatron / SGLang / NCCL / Ray logs.
-
-CONTRACT (shared with verdict, runners and outside checks -- keep compatible):
-  LogParser().feed(line, lineno) consumes one physical line (str or bytes) at a time;
-  .result() returns a ParsedLog; parse_file(path) streams a file (never reads it whole).
-  ParsedLog.to_json() gives the JSON object of `cpverify parse --json` (a contract: ARCHITECTURE.md)
-  (a dict: steps, perf, timers, iterations, errors, nccl, layout -- plus extra keys).
+"""LogParser: one physical line at a time, what a slime / Megatron / SGLang / NCCL / Ray log says.
 
 What a line may look like, and what the parser does about it
   * Ray actor prefixes `(MegatronTrainRayActor pid=N, ip=...)`, ANSI colour codes and their
@@ -12,9 +6,7 @@ What a line may look like, and what the parser does about it
   * tqdm bars share physical lines through `\\r`: a line is split on `\\r`, every piece keeps
     the physical line number. Of a line longer than MAX_LINE_BYTES only the head is read.
   * slime metric dicts (`step N: {...}`, `critic-step N: {...}`, `perf N: {...}`) are Python
-    reprs: read with ast.literal_eval after quoting bare nan/inf -- never eval. When that fails
-    (a cut line, a hand-copied fragment with a missing quote) key/value pairs are salvaged
-    with a tolerant regex and the record is marked `salvaged`. Headerless fragments that hold
+    reprs, read as cpverify.parse.dicts says. Headerless fragments that hold
     `'perf/...': number` pairs become perf records with rollout -1 (unknown), split by side.
   * `perf N:` side: "train" when any key is a train-side timer (perf/train_time,
     perf/actor_train_time, perf/step_time, perf/total_train_time, *_tflops, ...), else
@@ -22,7 +14,6 @@ What a line may look like, and what the parser does about it
     else by actor prefix (RolloutManager/SGLang -> rollout, Megatron/Train -> train), else
     "rollout": nothing passes as a train step without evidence.
     `perf/total_train_time` is slime's old name of `perf/step_time` (PR #629): both are kept.
-  * Non-finite metric values stay float nan/inf in the API and become null in to_json().
 
 NCCL (nccl.*): version from `NCCL INFO NCCL version 2.27.5+cuda12.9` or the bare
 `NCCL version 2.19.3+cuda12.3` -> version "2.27.5", cuda "12.9". Transports from per-channel
@@ -47,13 +38,12 @@ are emitted, on the same line, so a reader of either vocabulary finds its class.
   megatron_cuda_device_max_connections, slime_num_rollouts_lt_global_batch -> assertion_error
   ray_host_oom -> ray_actor_died; nccl_warn stays nccl_warn (many NCCL warnings are benign);
   ray_actor_unavailable stays itself (Ray may retry the call)
-The full table is COARSE_CLASS and SIGNATURES in cpverify/_log_signatures.py. Only the first
+The full table is COARSE_CLASS and SIGNATURES in cpverify/parse/signatures.py. Only the first
 occurrence of each class is recorded, and a physical line is never reported twice for one
-class. The parser's own
-classes: cp_correctness (a failing cpverify-check), layout_mismatch (ranks report different
-layouts), run_restarted (step numbers go backwards: two runs in one log), python_traceback
-(a traceback header; the frames are in `tracebacks`). A traceback whose frames are SGLang
-startup code (initialize_model_parallel, _wait_and_warmup, ...) also gives
+class. The parser's own classes: cp_correctness (a failing cpverify-check), layout_mismatch
+(ranks report different layouts), run_restarted (step numbers go backwards: two runs in one
+log), python_traceback (a traceback header; the frames are in `tracebacks`). A traceback whose
+frames are SGLang startup code (initialize_model_parallel, _wait_and_warmup, ...) also gives
 sglang_server_startup_failure on its exception line.
 
 Extra JSON keys (beyond the contract's): lines (physical lines read), checks, bandwidth (below),
@@ -62,19 +52,6 @@ their source line, the exception line when printed), timers_open (`Timer X start
 ended, e.g. a phase that hung), nccl.cuda/versions/ib_link/tcp_fallback, per-error coarse and
 detail (numbers such as OpType/SeqNum/Timeout(ms) of a watchdog timeout, or the allocation of
 an OOM), per-record salvaged, per-iteration total.
-
-Speed: a line is only decoded when its lower-cased bytes hold one of GATE_TOKENS; anything the
-parser recognises contains one. parse_stream finds them in each block in one pass (Hyperscan,
-all words at once, one report per line; where it is not installed, one bytes.find pass per
-word). A second pass finds NCCL channel lines (`... via X`) whose transport word the parser has
-not read yet: a channel line is decoded only when it may name a new transport, never skipped
-when it does (_BlockScan).
-slime's flat metric dicts are read as JSON (in C); ast.literal_eval only reads what JSON cannot
-read the same way. Numbers are in benchmarks/parse_throughput.md.
-
-Storage: gzip (magic bytes 1f 8b) and UTF-16 (byte-order mark) logs are read transparently, as
-they stream; ParsedLog.source (JSON "source") says how the log was stored, and "cut" when a
-compressed log breaks off (what came before is kept).
 
 cpverify's own lines (print them anywhere in a line; a Ray prefix or logger header is fine):
   cpverify-layout rank=0 world=2 tp=1 pp=1 cp=2 dp=1
@@ -93,26 +70,32 @@ cpverify's own lines (print them anywhere in a line; a Ray prefix or logger head
 
 from __future__ import annotations
 
-import ast
-import codecs
-import contextlib
 import functools
-import gzip
-import io
-import json
 import math
 import re
 import sys
-import warnings
-import zlib
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from cpverify._log_signatures import (
-    COARSE_CLASS,
-    GATE_BYTES,
+from cpverify.parse.dicts import _SALVAGE_PAIR, parse_dict
+from cpverify.parse.records import (
+    UNKNOWN_ROLLOUT,
+    BandwidthRecord,
+    CheckRecord,
+    ErrorRecord,
+    FrameRecord,
+    IterationRecord,
+    Layout,
+    MemoryRecord,
+    NcclFacts,
+    ParsedLog,
+    PerfRecord,
+    StepRecord,
+    TimerRecord,
+    TracebackRecord,
+    _finite_value,
+)
+from cpverify.parse.signatures import (
     SIGNATURES,
     TB_HEADER,
     Signature,
@@ -122,297 +105,16 @@ from cpverify._log_signatures import (
     number,
     signal_detail,
 )
-from cpverify.errors import InputError
 from cpverify.redact import is_secret_name
-
-__all__ = [
-    "COARSE_CLASS",
-    "LogParser",
-    "ParsedLog",
-    "coarse_class",
-    "normalise_transport",
-    "parse_dict",
-    "parse_file",
-    "parse_stream",
-]
 
 # A logical line is never kept longer than this: a 10 MB tqdm line or binary junk
 # must not make memory grow with the line.
 MAX_LINE_BYTES = 64 * 1024
-READ_BLOCK_BYTES = 1 << 20
 EXCERPT_CHARS = 300
-UNKNOWN_ROLLOUT = -1  # perf salvaged from a headerless fragment: the rollout id was not printed
 _MAX_TRACEBACKS = 50
 _MAX_FRAMES = 40
 _TRACEBACK_PATIENCE = 8  # lines without a frame before a cut traceback is given up
-
-
-# ---------------------------------------------------------------------------- records
-
-
-@dataclass(slots=True)
-class StepRecord:
-    step: int
-    line: int
-    metrics: dict[str, float]
-    kind: str = "step"  # "step" or "critic-step"
-    salvaged: bool = False  # metrics recovered by regex: the dict did not parse
-
-
-@dataclass(slots=True)
-class PerfRecord:
-    rollout: int  # UNKNOWN_ROLLOUT (-1) for headerless fragments
-    side: str  # "train" or "rollout"
-    line: int
-    metrics: dict[str, float]
-    salvaged: bool = False
-
-
-@dataclass(slots=True)
-class TimerRecord:
-    name: str
-    elapsed_s: float
-    line: int
-
-
-@dataclass(slots=True)
-class IterationRecord:
-    iteration: int
-    line: int
-    elapsed_ms: float | None
-    metrics: dict[str, float]
-    total: int | None = None  # the M of `iteration N/ M`
-
-
-@dataclass(slots=True)
-class ErrorRecord:
-    cls: str  # serialised as "class"
-    line: int
-    text: str
-    coarse: str = ""  # the contract's vocabulary; equals cls when cls is coarse already
-    detail: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if not self.coarse:
-            self.coarse = coarse_class(self.cls)
-
-
-@dataclass(slots=True)
-class CheckRecord:
-    name: str
-    status: str  # "pass" | "fail" | "warn" (as printed, lower-cased)
-    line: int
-    value: float | None = None
-    bound: float | None = None
-    detail: str = ""
-
-
-@dataclass(slots=True)
-class BandwidthRecord:
-    op: str
-    line: int
-    bytes: int | None = None
-    busbw_gbps: float | None = None
-    algbw_gbps: float | None = None
-    extra: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class MemoryRecord:
-    label: str  # e.g. "before update_weights"
-    line: int
-    rank: int | None
-    metrics: dict[str, float]
-
-
-@dataclass(slots=True)
-class FrameRecord:
-    file: str
-    lineno: int
-    func: str
-    code: str = ""
-
-
-@dataclass(slots=True)
-class TracebackRecord:
-    line: int  # the header line, or the first frame when no header was printed
-    frames: list[FrameRecord] = field(default_factory=list)
-    exception: str | None = None
-    exception_line: int | None = None
-
-
-@dataclass
-class NcclFacts:
-    version: str | None = None  # "2.27.5" (packaging.version-comparable)
-    transports: list[str] = field(default_factory=list)
-    network: str | None = None
-    cuda: str | None = None  # "12.9" of "2.27.5+cuda12.9"
-    versions: list[str] = field(default_factory=list)  # every distinct version printed
-    ib_link: str | None = None  # "RoCE" or "IB", from `NET/IB : Using [0]mlx5_0:1/RoCE`
-
-    @property
-    def tcp_fallback(self) -> bool:
-        """True when some channel between GPUs went over TCP sockets (`via NET/Socket`)."""
-        return any(t.startswith("NET/Socket") for t in self.transports)
-
-
-@dataclass
-class Layout:
-    cp: int
-    dp: int
-    tp: int
-    pp: int
-    world: int | None = None
-    ranks: list[int] = field(default_factory=list)  # ranks that reported this layout
-    # Where the log states it: "cpverify-layout" (the hook's line, every rank) or
-    # "megatron-arguments" (Megatron-LM's argument dump, rank 0, when no hook line was printed).
-    source: str = "cpverify-layout"
-
-
-@dataclass
-class ParsedLog:
-    steps: list[StepRecord] = field(default_factory=list)
-    perf: list[PerfRecord] = field(default_factory=list)
-    timers: list[TimerRecord] = field(default_factory=list)
-    iterations: list[IterationRecord] = field(default_factory=list)
-    errors: list[ErrorRecord] = field(default_factory=list)
-    nccl: NcclFacts = field(default_factory=NcclFacts)
-    layout: Layout | None = None
-    lines: int = 0
-    checks: list[CheckRecord] = field(default_factory=list)
-    bandwidth: list[BandwidthRecord] = field(default_factory=list)
-    memory: list[MemoryRecord] = field(default_factory=list)
-    tracebacks: list[TracebackRecord] = field(default_factory=list)
-    timers_open: list[tuple[str, int]] = field(default_factory=list)  # (name, line): never ended
-    arguments: dict[str, str] = field(default_factory=dict)  # Megatron-LM's argument dump, name -> value as printed
-    # How the bytes were stored: {"compression": "gzip"|None, "encoding": "utf-8"|"utf-16", "cut": why|None}
-    source: dict[str, Any] = field(default_factory=dict)
-
-    # -- questions the verdict asks -------------------------------------------------
-    @property
-    def tcp_fallback(self) -> bool:
-        return self.nccl.tcp_fallback
-
-    def nccl_transport_warning(self) -> str | None:
-        """A sentence for the verdict when inter-GPU traffic took a slow path, else None."""
-        transports = self.nccl.transports
-        if self.nccl.tcp_fallback:
-            return (
-                "NCCL sent traffic between GPUs over TCP sockets (`via NET/Socket`), so "
-                "communication-bound timings are not representative: check NCCL_P2P_DISABLE, "
-                "NCCL_SHM_DISABLE, the container's /dev/shm size and its InfiniBand devices."
-            )
-        if transports and all(t == "SHM" for t in transports):
-            return (
-                "NCCL used shared memory (`via SHM`) and no P2P path between GPUs: peer-to-peer "
-                "is off (NCCL_P2P_DISABLE or the topology), far below NVLink bandwidth."
-            )
-        return None
-
-    def error_classes(self) -> set[str]:
-        return {e.cls for e in self.errors}
-
-    def first_error(self, cls: str) -> ErrorRecord | None:
-        return next((e for e in self.errors if e.cls == cls), None)
-
-    def perf_for(self, side: str) -> list[PerfRecord]:
-        return [p for p in self.perf if p.side == side]
-
-    def to_json(self) -> dict[str, Any]:
-        """The object `cpverify parse --json` prints (the contract in ARCHITECTURE.md, plus extra keys)."""
-        lay = self.layout
-        return {
-            "steps": [
-                {"step": s.step, "line": s.line, "metrics": _finite(s.metrics), "kind": s.kind, "salvaged": s.salvaged}
-                for s in self.steps
-            ],
-            "perf": [
-                {
-                    "rollout": p.rollout,
-                    "side": p.side,
-                    "line": p.line,
-                    "metrics": _finite(p.metrics),
-                    "salvaged": p.salvaged,
-                }
-                for p in self.perf
-            ],
-            "timers": [{"name": t.name, "elapsed_s": _finite_value(t.elapsed_s), "line": t.line} for t in self.timers],
-            "iterations": [
-                {
-                    "iteration": i.iteration,
-                    "line": i.line,
-                    "elapsed_ms": _finite_value(i.elapsed_ms),
-                    "metrics": _finite(i.metrics),
-                    "total": i.total,
-                }
-                for i in self.iterations
-            ],
-            "errors": [
-                {"class": e.cls, "line": e.line, "text": e.text, "coarse": e.coarse, "detail": e.detail}
-                for e in self.errors
-            ],
-            "nccl": {
-                "version": self.nccl.version,
-                "transports": list(self.nccl.transports),
-                "network": self.nccl.network,
-                "cuda": self.nccl.cuda,
-                "versions": list(self.nccl.versions),
-                "ib_link": self.nccl.ib_link,
-                "tcp_fallback": self.nccl.tcp_fallback,
-            },
-            "layout": None
-            if lay is None
-            else {"cp": lay.cp, "dp": lay.dp, "tp": lay.tp, "pp": lay.pp, "world": lay.world, "ranks": list(lay.ranks),
-                  "source": lay.source},
-            "lines": self.lines,
-            "checks": [
-                {
-                    "name": c.name,
-                    "status": c.status,
-                    "line": c.line,
-                    "value": _finite_value(c.value),
-                    "bound": _finite_value(c.bound),
-                    "detail": c.detail,
-                }
-                for c in self.checks
-            ],
-            "bandwidth": [
-                {
-                    "op": b.op,
-                    "line": b.line,
-                    "bytes": b.bytes,
-                    "busbw_gbps": _finite_value(b.busbw_gbps),
-                    "algbw_gbps": _finite_value(b.algbw_gbps),
-                    "extra": dict(b.extra),
-                }
-                for b in self.bandwidth
-            ],
-            "memory": [
-                {"label": m.label, "line": m.line, "rank": m.rank, "metrics": _finite(m.metrics)} for m in self.memory
-            ],
-            "tracebacks": [
-                {
-                    "line": t.line,
-                    "exception": t.exception,
-                    "exception_line": t.exception_line,
-                    "frames": [{"file": f.file, "lineno": f.lineno, "func": f.func, "code": f.code} for f in t.frames],
-                }
-                for t in self.tracebacks
-            ],
-            "timers_open": [{"name": n, "line": ln} for n, ln in self.timers_open],
-            "arguments": dict(self.arguments),
-            "source": dict(self.source),
-        }
-
-
-def _finite_value(x: float | None) -> float | None:
-    return x if x is None or math.isfinite(x) else None
-
-
-def _finite(metrics: dict[str, float]) -> dict[str, float | None]:
-    # JSON has no NaN/Infinity; null keeps the key and says "not a finite number".
-    return {k: _finite_value(v) for k, v in metrics.items()}
-
+_VIA_CACHE_WORDS = 64  # transport words a block scan skips; a rarer word is read each time it is printed
 
 # ---------------------------------------------------------------------------- patterns
 
@@ -435,12 +137,6 @@ _REPEATED = re.compile(r"\[repeated (\d+)x across cluster\]\s*$")
 _RECORD = re.compile(r"(?<![\w/.-])(critic-step|step|perf|rollout|eval) (\d+): (\{.*)$")
 _RECORD_WORD = len("critic-step ")  # the longest word (and its space) before a record's number
 _MEMORY = re.compile(r"(?:\[Rank (\d+)\] )?Memory-Usage (.{0,200}?): (\{.*)$")
-_BARE_NONFINITE = re.compile(r"([:\[,(]\s*)(-?(?:nan|inf))(?=\s*[,}\])])")
-# Keys start only after a delimiter and are bounded: no backtracking across a long word.
-_SALVAGE_PAIR = re.compile(
-    r"(?:^|(?<=[{,\s]))'?([A-Za-z_][\w./-]{0,200})'?\s*:\s*"
-    r"(-?(?:\d{1,40}\.?\d{0,40}(?:[eE][-+]?\d{1,4})?|\.\d{1,40}(?:[eE][-+]?\d{1,4})?|nan|inf))(?=\s*(?:,|\}|$))"
-)
 _LETTER = re.compile(r"[A-Za-z]")
 _TIMER = re.compile(r"\bTimer (\S{1,200}) (start|end)\b(?: \(elapsed: ([-+\d.eE]+|nan|inf)s\))?")
 _ITERATION = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|(.*)$")
@@ -518,117 +214,8 @@ _TRAIN_PERF_KEY = re.compile(
 _ROLLOUT_PERF_KEY = re.compile(r"^rollout/|^perf/rollout_time$|tokens_per_gpu_per_sec$|_sample_tokens_per_sec$")
 
 
-# ---------------------------------------------------------------------------- parsing helpers
 
-
-def _float(v: int | float) -> float:
-    try:
-        return float(v)
-    except OverflowError:  # an int literal beyond float range
-        return math.inf if v > 0 else -math.inf
-
-
-def _numeric_items(obj: Any) -> dict[str, float]:
-    if not isinstance(obj, dict):
-        return {}
-    out: dict[str, float] = {}
-    for k, v in obj.items():
-        if isinstance(v, bool):
-            continue
-        # Interned: every record repeats the same few dozen keys; memory grows per value only.
-        if isinstance(v, (int, float)):
-            out[sys.intern(str(k))] = _float(v)
-        elif isinstance(v, str) and v in ("nan", "inf", "-inf"):
-            out[sys.intern(str(k))] = float(v)
-    return out
-
-
-# slime's dicts are flat reprs: str keys, numbers, a few strings. Where the text holds no `"` and
-# no backslash, swapping `'` for `"` changes no string and gives JSON that a JSON reader reads
-# exactly as ast.literal_eval reads the repr -- but for JSON's own words (true, false, null,
-# NaN, Infinity: names, not values, to Python; a later key may hide them) and Python's bare
-# nan/inf and True/False/None, which JSON refuses: such texts go to literal_eval (a property test
-# checks the two agree, with each reader).
-_NON_FINITE_WORDS = ("nan", "inf", "-inf")  # as string values they count, as in _numeric_items
-_NUMBERS = frozenset({float, int})
-_FLOATS = frozenset({float})
-
-try:  # reads slime's dicts ~3x faster than json (a dependency; the Docker image installs cpverify without it)
-    import orjson
-except ImportError:
-    orjson = None  # type: ignore[assignment]
-
-JSON_READERS = ("json",) if orjson is None else ("orjson", "json")
-JSON_READER = JSON_READERS[0]  # what _flat_repr reads JSON with (tests and the benchmark try both)
-
-
-def _json_constant(name: str) -> float:
-    raise ValueError(f"{name} is no Python literal")
-
-
-# The decoder's C scanner itself (set by JSONDecoder.__init__; typeshed does not list it):
-# raw_decode's Python wrapper only adds a whitespace skip.
-_JSON_SCAN = json.JSONDecoder(parse_constant=_json_constant).scan_once  # type: ignore[attr-defined]
-
-
-def _flat_repr(text: str) -> dict[str, float] | None:
-    """The numeric items of a flat dict repr (stripped), or None when the text is not one."""
-    if '"' in text or "\\" in text or "true" in text or "false" in text or "null" in text:
-        return None
-    js = text.replace("'", '"')
-    obj: Any = None
-    if JSON_READER == "orjson":
-        try:
-            obj = orjson.loads(js)  # the whole text or an error
-        except orjson.JSONDecodeError:  # stricter than json (an int past 64 bits and float range): json decides
-            pass
-        else:
-            if type(obj) is not dict:
-                return None
-            if _FLOATS.issuperset(map(type, obj.values())):
-                return obj  # its keys are shared already: orjson keeps one str per short key it reads
-    if obj is None:
-        try:
-            obj, end = _JSON_SCAN(js, 0)
-        except (StopIteration, ValueError, RecursionError):
-            return None
-        if type(obj) is not dict or end != len(text):
-            return None
-    # Numbers, and Python's nan/inf words as strings; other strings, lists and dicts are no
-    # numbers (as in _numeric_items). Keys interned: every record repeats the same few dozen,
-    # so memory grows per value only.
-    intern, numbers, words = sys.intern, _NUMBERS, _NON_FINITE_WORDS
-    try:
-        return {intern(key): float(value) for key, value in obj.items()
-                if type(value) in numbers or (type(value) is str and value in words)}
-    except OverflowError:  # an int beyond float range
-        return {intern(key): float(value) if type(value) is str else _float(value) for key, value in obj.items()
-                if type(value) in numbers or (type(value) is str and value in words)}
-
-
-def parse_dict(text: str) -> tuple[dict[str, float], bool]:
-    """The numeric items of a printed Python dict, and whether they had to be salvaged.
-
-    Only a regex (flat reprs) or ast.literal_eval reads the text (never eval): a repr holding
-    code is data that fails to parse, and then a tolerant regex keeps the `'key': number` pairs
-    it can find.
-    """
-    flat = _flat_repr(text.strip())
-    return (flat, False) if flat is not None else _parse_dict_literal(text)
-
-
-def _parse_dict_literal(text: str) -> tuple[dict[str, float], bool]:
-    candidate = text.strip()
-    if "nan" in candidate or "inf" in candidate:
-        candidate = _BARE_NONFINITE.sub(r"\1'\2'", candidate)
-    try:
-        with warnings.catch_warnings():  # "invalid decimal literal" and friends: junk is data here
-            warnings.simplefilter("ignore")
-            return _numeric_items(ast.literal_eval(candidate)), False
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return {sys.intern(m.group(1)): float(m.group(2)) for m in _SALVAGE_PAIR.finditer(text)}, True
-
-
+# ---------------------------------------------------------------------------- helpers
 def _perf_side(metrics: dict[str, float], actor: str | None) -> str:
     side = _side_of_keys(tuple(metrics))
     if side is not None:
@@ -755,7 +342,6 @@ def _unprefixed(seg: str) -> tuple[str | None, str] | None:
     return None, seg
 
 
-# ---------------------------------------------------------------------------- the parser
 
 
 @dataclass
@@ -1246,351 +832,3 @@ class LogParser:
         self._records.setdefault(cls, []).extend(added)
         if coarse != cls:
             self._records.setdefault(coarse, []).extend(r for r in added if r.cls == coarse)
-
-
-# ---------------------------------------------------------------------------- files
-
-
-class _Unread(io.RawIOBase):
-    """A stream whose first bytes, read to recognise its format, are put back in front.
-
-    It reads with read1 where the stream has it: a gzip stream's read(n) drops what it had
-    inflated when the data then breaks off (a cut download), read1 hands over each piece."""
-
-    def __init__(self, head: bytes, rest: IO[bytes]) -> None:
-        self._head, self._rest = head, rest
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int = -1) -> bytes:
-        if self._head or size < 0:
-            return super().read(size)
-        return getattr(self._rest, "read1", self._rest.read)(size)  # no copy through a buffer
-
-    def readinto(self, buffer: Any) -> int:
-        if not self._head:
-            data = getattr(self._rest, "read1", self._rest.read)(len(buffer))
-        else:
-            data, self._head = self._head[: len(buffer)], self._head[len(buffer) :]
-        buffer[: len(data)] = data
-        return len(data)
-
-
-class _Utf16AsUtf8(io.RawIOBase):
-    """UTF-16 text (Windows tools write it, with a byte-order mark) read as UTF-8, block by block."""
-
-    def __init__(self, raw: IO[bytes]) -> None:
-        self._raw = raw
-        self._decoder = codecs.getincrementaldecoder("utf-16")("replace")  # the BOM picks the byte order
-        self._pending = b""
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        while not self._pending:
-            chunk = self._raw.read(READ_BLOCK_BYTES)
-            self._pending = self._decoder.decode(chunk, final=not chunk).encode("utf-8")
-            if not chunk:
-                break
-        data, self._pending = self._pending[: len(buffer)], self._pending[len(buffer) :]
-        buffer[: len(data)] = data
-        return len(data)
-
-
-def _head(stream: IO[bytes], size: int) -> bytes:
-    head = b""
-    while len(head) < size:
-        more = stream.read(size - len(head))
-        if not more:
-            break
-        head += more
-    return head
-
-
-def _decoded(stream: IO[bytes], source: dict[str, Any]) -> IO[bytes]:
-    """The log's text as UTF-8 bytes, streamed: gzip is inflated and UTF-16 re-encoded, each
-    recognised by its leading bytes (gzip's magic number, the byte-order mark), never by name."""
-    head = _head(stream, 64)
-    raw: IO[bytes] = _Unread(head, stream)  # type: ignore[assignment]
-    if head[:2] == b"\x1f\x8b" and "compression" not in source:
-        source["compression"] = "gzip"
-        return _decoded(gzip.GzipFile(fileobj=raw, mode="rb"), source)  # type: ignore[arg-type]
-    source.setdefault("compression", None)
-    # A BOM alone could be Latin-1 "ÿþ"; UTF-16 text also has the NUL half of its ASCII characters.
-    if head[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) and b"\x00" in head[2:]:
-        source["encoding"] = "utf-16"
-        return _Utf16AsUtf8(raw)  # type: ignore[return-value]
-    source["encoding"] = "utf-8"
-    if head[:3] == codecs.BOM_UTF8:
-        raw.read(3)
-    return raw
-
-
-@contextlib.contextmanager
-def open_log(path: str | Path) -> Iterator[IO[bytes]]:
-    """A log file's text as a binary UTF-8 stream (gzip and UTF-16 read transparently)."""
-    with Path(path).open("rb") as stream:
-        yield io.BufferedReader(_decoded(stream, {}))  # type: ignore[type-var]
-
-
-def _read(stream: IO[bytes], source: dict[str, Any]) -> bytes:
-    """The next block; a compressed stream that breaks off ends the log (what came before counts)."""
-    if source.get("cut"):
-        return b""
-    try:
-        return stream.read(READ_BLOCK_BYTES)
-    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-        if source.get("compression") is None:
-            raise
-        source["cut"] = f"the {source['compression']} data breaks off ({exc}): the log was read up to there"
-        return b""
-
-
-def parse_stream(stream: IO[bytes]) -> ParsedLog:
-    """Parse a binary stream. Memory stays bounded whatever the file or line length.
-
-    gzip-compressed and UTF-16 logs are recognised by their first bytes and read as they stream.
-    Equivalent to feeding every line to LogParser.feed (the tests check it), but faster:
-    each block is searched for the gate words at once, and only the lines they hit
-    (plus every line while a traceback or a wrapped message is open) are fed.
-    """
-    parser = LogParser()
-    scan = _BlockScan(ENGINE, parser._via_seen)
-    source: dict[str, Any] = {}
-    try:
-        stream = _decoded(stream, source)
-        first = _read(stream, source)
-    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-        raise InputError(
-            f"the log looks {source.get('compression') or 'compressed'} but cannot be read: {exc}",
-            fix="check the file (gzip -t LOG) or pass the uncompressed log",
-        ) from None
-    if not first and source.get("cut"):
-        raise InputError(f"the log cannot be read: {source['cut']}", fix="check the file (gzip -t LOG) "
-                         "or pass the uncompressed log")
-    lineno = 0  # lines completed so far
-    carry = b""  # the unfinished last line of the previous block (at most MAX_LINE_BYTES+1)
-    overlong = False  # the carried line passed MAX_LINE_BYTES: its tail is being dropped
-    block = first
-    while block:
-        last_nl = block.rfind(b"\n")
-        if last_nl == -1:
-            if not overlong:
-                carry += block
-                if len(carry) > MAX_LINE_BYTES:
-                    carry, overlong = carry[: MAX_LINE_BYTES + 1], True
-            block = _read(stream, source)
-            continue
-        begin = 0
-        if carry or overlong:
-            # The line carried from the previous block ends in this one: it is read apart, so
-            # the block is scanned where it lies (joining them would copy a megabyte).
-            begin = block.find(b"\n") + 1
-            if overlong:  # only its head is read
-                lineno += 1
-                parser.feed(carry, lineno)
-            else:
-                head = carry + block[:begin]
-                lineno = _feed_block(parser, scan, head, 0, len(head), lineno)
-        carry, overlong = block[last_nl + 1 :], False
-        if len(carry) > MAX_LINE_BYTES:
-            carry, overlong = carry[: MAX_LINE_BYTES + 1], True
-        lineno = _feed_block(parser, scan, block, begin, last_nl + 1, lineno)
-        block = _read(stream, source)
-    if carry:
-        lineno += 1
-        parser.feed(_without_cut_pair(carry), lineno)
-    parser.mark_read(lineno)
-    parsed = parser.result()
-    parsed.source = source
-    return parsed
-
-
-def _without_cut_pair(line: bytes) -> bytes:
-    """A file's last line without a newline was usually cut (a killed writer, a full disk,
-    `head -c`). If it holds an unclosed dict, its last `'key': value` may be cut inside the
-    number (1.0348 -> 1.0) and salvaged as a wrong value: keep only pairs a comma closed."""
-    body = line.rstrip()
-    if b"{" not in body or body.endswith(b"}"):
-        return line
-    comma = body.rfind(b",")
-    return body[: comma + 1] if comma > body.find(b"{") else body[: body.find(b"{") + 1]
-
-
-# The block scan's gate: channel lines (` via `) are found by _unseen_via_pattern instead.
-_BLOCK_GATE = tuple(token for token in GATE_BYTES if token != b" via ")
-_VIA_CACHE_WORDS = 64  # transport words a block scan skips; a rarer word is read each time it is printed
-
-
-def _unseen_via_pattern(words: Iterable[bytes]) -> bytes:
-    """A regex for ` via W` where W, the run of non-space bytes after it, is none of `words`.
-
-    NCCL prints a channel line per channel, rank and communicator, with few distinct transport
-    words: once a word is read, its lines need not be. Hyperscan has no lookahead, so "none of
-    these words" is spelled out from their trie: at each byte, a byte no word has there, or the
-    end of W where no word ends. Every byte is written as \\xHH, which both engines read alike.
-    """
-    trie: dict[int, Any] = {}
-    for word in words:
-        node = trie
-        for byte in word:
-            node = node.setdefault(byte, {})
-        node[-1] = {}  # a word ends here
-
-    def branch(node: dict[int, Any], root: bool) -> bytes:
-        nexts = [byte for byte in node if byte >= 0]
-        alternatives = [b"\\x%02x" % byte + branch(node[byte], False) for byte in nexts]
-        alternatives.append(b"[^\\s" + b"".join(b"\\x%02x" % byte for byte in nexts) + b"]")
-        if not root and -1 not in node:
-            alternatives.append(rb"(?:\s|$)")
-        return b"(?:" + b"|".join(alternatives) + b")"
-
-    return rb" via " + branch(trie, True)
-
-
-try:
-    import hyperscan
-except ImportError:  # no wheels for Linux on ARM: every gate word is then one bytes.find pass
-    hyperscan = None  # type: ignore[assignment]
-
-ENGINES = ("find",) if hyperscan is None else ("hyperscan", "find")
-ENGINE = ENGINES[0]  # the block scan parse_stream uses (tests and the benchmark try both)
-
-
-class _BlockScan:
-    """Finds, in a block of whole lines, the starts of the lines that hold a gate word, and of
-    the channel lines whose transport word the parser has not cached yet.
-
-    "hyperscan" makes two compiled passes: the gate words, all at once, and reported once per
-    line (a pattern that runs on to the line's end has one end per line, and Hyperscan reports
-    a pattern once per end); then the channel lines. "find" makes one bytes.find pass per gate
-    word and one regex pass for the channel lines. Both give the same answer (a property test
-    checks it). The channel pattern follows the parser's cache (`via_seen`): it changes when the
-    cache grew, in the first blocks of a log, and is compiled once per process for each set of
-    words (_compiled_via); the gate is compiled once per process (_compiled_gate).
-    """
-
-    def __init__(self, engine: str, via_seen: set[bytes]) -> None:
-        self._engine, self._via_seen = engine, via_seen
-        self._words = -1  # size of via_seen when self._via was compiled
-        self._via: Any = None
-
-    def scan(self, data: bytes, begin: int, end: int) -> tuple[list[int], list[int]]:
-        """(starts of the gated lines, starts of the channel lines with an unseen word) of
-        data[begin:end], each in order and once. Starts are indices into `data`; begin is a line start."""
-        if self._words != len(self._via_seen):
-            self._via = _compiled_via(self._engine, frozenset(self._via_seen))
-            self._words = len(self._via_seen)
-        if self._engine == "find":
-            return ([begin + start for start in _gate_starts_by_find(data[begin:end])],
-                    sorted({data.rfind(b"\n", 0, m.start()) + 1 for m in self._via.finditer(data, begin, end)}))
-        view = memoryview(data)[begin:end]
-        starts: list[int] = []
-        vias: list[int] = []
-        via_line_end = -1  # end of the last channel line found: another word on it adds nothing
-
-        append, rfind = starts.append, data.rfind
-
-        def on_gate(_pattern: int, _start: int, line_end: int, _flags: int, _context: Any) -> None:
-            append(rfind(b"\n", 0, begin + line_end) + 1)
-
-        def on_via(_pattern: int, _start: int, match_end: int, _flags: int, _context: Any) -> None:
-            nonlocal via_line_end
-            last = begin + match_end - 1  # the last byte: of the word, or the newline after it
-            if last > via_line_end:
-                vias.append(data.rfind(b"\n", 0, last) + 1)
-                via_line_end = data.find(b"\n", last) % (len(data) + 1)  # -1: the data's end
-
-        _compiled_gate().scan(view, match_event_handler=on_gate)
-        self._via.scan(view, match_event_handler=on_via)
-        return starts, vias
-
-
-@functools.lru_cache(maxsize=1)
-def _compiled_gate() -> Any:
-    """All gate words, caseless, then the rest of the line: one report per line."""
-    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    gate = b"(?:" + b"|".join(re.escape(token) for token in _BLOCK_GATE) + rb")[^\n]*$"
-    database.compile(expressions=[gate], flags=[hyperscan.HS_FLAG_CASELESS | hyperscan.HS_FLAG_MULTILINE])
-    return database
-
-
-@functools.lru_cache(maxsize=16)
-def _compiled_via(engine: str, via_seen: frozenset[bytes]) -> Any:
-    """The channel pattern for a set of cached words: milliseconds, so once per process and set."""
-    pattern = _unseen_via_pattern(sorted(via_seen))
-    if engine == "find":
-        return re.compile(pattern)
-    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    database.compile(expressions=[pattern])
-    return database
-
-
-def _gate_starts_by_find(data: bytes) -> list[int]:
-    """Starts of the lines of `data` holding a gate word: one bytes.find pass per word."""
-    lowered = data.lower()
-    starts = set()
-    for token in _BLOCK_GATE:
-        hit = lowered.find(token)
-        while hit != -1:
-            starts.add(lowered.rfind(b"\n", 0, hit) + 1)
-            hit = lowered.find(token, lowered.find(b"\n", hit) + 1)
-    return sorted(starts)
-
-
-def _feed_block(parser: LogParser, scan: _BlockScan, data: bytes, begin: int, end: int, lineno: int) -> int:
-    """Feed the lines of data[begin:end] (whole lines) that the gate lets through; lineno is
-    the number of the line before `begin`. Returns the number of the last line."""
-    hits, vias = scan.scan(data, begin, end)
-    # Channel lines first, so the transports keep the order in which the log first names them.
-    for start in vias:
-        line = data[start : data.find(b"\n", start)]
-        if line.find(b"NCCL") != -1:
-            parser._nccl_info(line[:MAX_LINE_BYTES])
-    count, find, feed = data.count, data.find, parser._feed_gated
-    h, pos = 0, begin  # pos: start of the first unread line, number lineno + 1
-    while pos < end:
-        if parser._tb is None and parser._held is None:  # not parser.wants_every_line, inlined
-            while h < len(hits) and hits[h] < pos:
-                h += 1
-            if h == len(hits):
-                break
-            start = hits[h]
-            lineno += count(b"\n", pos, start) + 1
-        else:
-            start = pos
-            lineno += 1
-        stop = find(b"\n", start)
-        feed(data[start : stop if stop - start <= MAX_LINE_BYTES else start + MAX_LINE_BYTES], lineno)
-        pos = stop + 1
-    return lineno + count(b"\n", pos, end)
-
-
-def parse_file(path: str | Path) -> ParsedLog:
-    """Parse one log file, streamed in binary mode. Unreadable -> InputError with the fix."""
-    path = Path(path)
-    try:
-        with path.open("rb") as stream:
-            return parse_stream(stream)
-    except FileNotFoundError:
-        raise InputError(
-            f"log file {path} does not exist",
-            fix="check the path (a cpverify run keeps its logs under artifacts/<run-id>/logs/<arm>.log)",
-        ) from None
-    except IsADirectoryError:
-        raise InputError(
-            f"log path {path} is a directory, not a log file",
-            fix="pass one log file inside it (a cpverify run keeps one per arm in artifacts/<run-id>/logs/)",
-        ) from None
-    except PermissionError:
-        raise InputError(
-            f"log file {path} is not readable by this user",
-            fix=f"make it readable (chmod a+r {path}) or run cpverify as its owner",
-        ) from None
-    except OSError as exc:
-        raise InputError(
-            f"log file {path} could not be read: {exc.strerror or exc}",
-            fix="copy the log to a local disk and parse the copy",
-        ) from None

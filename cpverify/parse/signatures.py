@@ -1,8 +1,8 @@
-"""What cpverify.logs recognises as an error: signatures, their classes, and the pre-filter.
+"""What the parser recognises as an error: signatures, their classes, and the pre-filter.
 
 Each signature names a fine error class, cheap trigger substrings and (optionally) a regex
 that must match. COARSE_CLASS maps fine classes to the coarse vocabulary of the parse contract (ARCHITECTURE.md). GATE_TOKENS
-is the pre-filter: every trigger (and every record marker of cpverify.logs) contains one of
+is the pre-filter: every trigger (and every record marker of cpverify.parse.parser) contains one of
 its words, lower-cased, so a line without any of them can be skipped unread.
 Add a signature here with a line of the real program's output in tests/test_logs.py.
 """
@@ -398,7 +398,7 @@ SIGNATURES: tuple[Signature, ...] = (
     _sig("torch_memory_saver_missing", "Cannot find torch_memory_saver"),
     # launchers
     # torch.distributed.elastic: the agent's `failed (exitcode: -9) local_rank: 0 (pid: N)`, then
-    # ChildFailedError and its table, whose root-cause rows cpverify.logs reads (_elastic_row).
+    # ChildFailedError and its table, whose root-cause rows the parser reads (LogParser._elastic_row).
     _sig("launcher_failed", "failed (exitcode", "ChildFailedError", detail=_launcher_failed, enriches=True),
     _sig("subprocess_failed", "CalledProcessError", detail=_fields(exit_code=r"exit status (-?\d+)")),
     _sig("python_fatal_error", "Fatal Python error", detail=_fields(reason=r"Fatal Python error: (.{1,80})")),

@@ -1,0 +1,255 @@
+"""Reading a log: files and streams, block by block, fed to the parser through the block scan.
+
+Equivalent to feeding every line to LogParser.feed (the tests check it), but faster: each block
+is searched for the gate words at once (cpverify.parse.scan), and only the lines they hit (plus
+every line while a traceback or a wrapped message is open) are fed. Memory stays bounded
+whatever the file or line length.
+
+Storage: gzip (magic bytes 1f 8b) and UTF-16 (byte-order mark) logs are read transparently, as
+they stream; ParsedLog.source (JSON "source") says how the log was stored, and "cut" when a
+compressed log breaks off (what came before is kept).
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import gzip
+import io
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from cpverify.errors import InputError
+from cpverify.parse import parser as parsing  # parsing.MAX_LINE_BYTES is read where used: tests change it
+from cpverify.parse import scan
+from cpverify.parse.parser import LogParser
+from cpverify.parse.records import ParsedLog
+
+READ_BLOCK_BYTES = 1 << 20
+
+
+
+class _Unread(io.RawIOBase):
+    """A stream whose first bytes, read to recognise its format, are put back in front.
+
+    It reads with read1 where the stream has it: a gzip stream's read(n) drops what it had
+    inflated when the data then breaks off (a cut download), read1 hands over each piece."""
+
+    def __init__(self, head: bytes, rest: IO[bytes]) -> None:
+        self._head, self._rest = head, rest
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        if self._head or size < 0:
+            return super().read(size)
+        return getattr(self._rest, "read1", self._rest.read)(size)  # no copy through a buffer
+
+    def readinto(self, buffer: Any) -> int:
+        if not self._head:
+            data = getattr(self._rest, "read1", self._rest.read)(len(buffer))
+        else:
+            data, self._head = self._head[: len(buffer)], self._head[len(buffer) :]
+        buffer[: len(data)] = data
+        return len(data)
+
+
+class _Utf16AsUtf8(io.RawIOBase):
+    """UTF-16 text (Windows tools write it, with a byte-order mark) read as UTF-8, block by block."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self._raw = raw
+        self._decoder = codecs.getincrementaldecoder("utf-16")("replace")  # the BOM picks the byte order
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._pending:
+            chunk = self._raw.read(READ_BLOCK_BYTES)
+            self._pending = self._decoder.decode(chunk, final=not chunk).encode("utf-8")
+            if not chunk:
+                break
+        data, self._pending = self._pending[: len(buffer)], self._pending[len(buffer) :]
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def _head(stream: IO[bytes], size: int) -> bytes:
+    head = b""
+    while len(head) < size:
+        more = stream.read(size - len(head))
+        if not more:
+            break
+        head += more
+    return head
+
+
+def _decoded(stream: IO[bytes], source: dict[str, Any]) -> IO[bytes]:
+    """The log's text as UTF-8 bytes, streamed: gzip is inflated and UTF-16 re-encoded, each
+    recognised by its leading bytes (gzip's magic number, the byte-order mark), never by name."""
+    head = _head(stream, 64)
+    raw: IO[bytes] = _Unread(head, stream)  # type: ignore[assignment]
+    if head[:2] == b"\x1f\x8b" and "compression" not in source:
+        source["compression"] = "gzip"
+        return _decoded(gzip.GzipFile(fileobj=raw, mode="rb"), source)  # type: ignore[arg-type]
+    source.setdefault("compression", None)
+    # A BOM alone could be Latin-1 "ÿþ"; UTF-16 text also has the NUL half of its ASCII characters.
+    if head[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) and b"\x00" in head[2:]:
+        source["encoding"] = "utf-16"
+        return _Utf16AsUtf8(raw)  # type: ignore[return-value]
+    source["encoding"] = "utf-8"
+    if head[:3] == codecs.BOM_UTF8:
+        raw.read(3)
+    return raw
+
+
+@contextlib.contextmanager
+def open_log(path: str | Path) -> Iterator[IO[bytes]]:
+    """A log file's text as a binary UTF-8 stream (gzip and UTF-16 read transparently)."""
+    with Path(path).open("rb") as stream:
+        yield io.BufferedReader(_decoded(stream, {}))  # type: ignore[type-var]
+
+
+def _read(stream: IO[bytes], source: dict[str, Any]) -> bytes:
+    """The next block; a compressed stream that breaks off ends the log (what came before counts)."""
+    if source.get("cut"):
+        return b""
+    try:
+        return stream.read(READ_BLOCK_BYTES)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        if source.get("compression") is None:
+            raise
+        source["cut"] = f"the {source['compression']} data breaks off ({exc}): the log was read up to there"
+        return b""
+
+
+def parse_stream(stream: IO[bytes]) -> ParsedLog:
+    """Parse a binary stream. Memory stays bounded whatever the file or line length.
+
+    gzip-compressed and UTF-16 logs are recognised by their first bytes and read as they stream.
+    Equivalent to feeding every line to LogParser.feed (the tests check it), but faster:
+    each block is searched for the gate words at once, and only the lines they hit
+    (plus every line while a traceback or a wrapped message is open) are fed.
+    """
+    parser = LogParser()
+    block_scan = scan.BlockScan(scan.ENGINE, parser._via_seen)
+    source: dict[str, Any] = {}
+    try:
+        stream = _decoded(stream, source)
+        first = _read(stream, source)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise InputError(
+            f"the log looks {source.get('compression') or 'compressed'} but cannot be read: {exc}",
+            fix="check the file (gzip -t LOG) or pass the uncompressed log",
+        ) from None
+    if not first and source.get("cut"):
+        raise InputError(f"the log cannot be read: {source['cut']}", fix="check the file (gzip -t LOG) "
+                         "or pass the uncompressed log")
+    lineno = 0  # lines completed so far
+    carry = b""  # the unfinished last line of the previous block (at most MAX_LINE_BYTES+1)
+    overlong = False  # the carried line passed MAX_LINE_BYTES: its tail is being dropped
+    block = first
+    while block:
+        last_nl = block.rfind(b"\n")
+        if last_nl == -1:
+            if not overlong:
+                carry += block
+                if len(carry) > parsing.MAX_LINE_BYTES:
+                    carry, overlong = carry[: parsing.MAX_LINE_BYTES + 1], True
+            block = _read(stream, source)
+            continue
+        begin = 0
+        if carry or overlong:
+            # The line carried from the previous block ends in this one: it is read apart, so
+            # the block is scanned where it lies (joining them would copy a megabyte).
+            begin = block.find(b"\n") + 1
+            if overlong:  # only its head is read
+                lineno += 1
+                parser.feed(carry, lineno)
+            else:
+                head = carry + block[:begin]
+                lineno = _feed_block(parser, block_scan, head, 0, len(head), lineno)
+        carry, overlong = block[last_nl + 1 :], False
+        if len(carry) > parsing.MAX_LINE_BYTES:
+            carry, overlong = carry[: parsing.MAX_LINE_BYTES + 1], True
+        lineno = _feed_block(parser, block_scan, block, begin, last_nl + 1, lineno)
+        block = _read(stream, source)
+    if carry:
+        lineno += 1
+        parser.feed(_without_cut_pair(carry), lineno)
+    parser.mark_read(lineno)
+    parsed = parser.result()
+    parsed.source = source
+    return parsed
+
+
+def _without_cut_pair(line: bytes) -> bytes:
+    """A file's last line without a newline was usually cut (a killed writer, a full disk,
+    `head -c`). If it holds an unclosed dict, its last `'key': value` may be cut inside the
+    number (1.0348 -> 1.0) and salvaged as a wrong value: keep only pairs a comma closed."""
+    body = line.rstrip()
+    if b"{" not in body or body.endswith(b"}"):
+        return line
+    comma = body.rfind(b",")
+    return body[: comma + 1] if comma > body.find(b"{") else body[: body.find(b"{") + 1]
+
+
+def _feed_block(parser: LogParser, block_scan: scan.BlockScan, data: bytes, begin: int, end: int, lineno: int) -> int:
+    """Feed the lines of data[begin:end] (whole lines) that the gate lets through; lineno is
+    the number of the line before `begin`. Returns the number of the last line."""
+    hits, vias = block_scan.scan(data, begin, end)
+    # Channel lines first, so the transports keep the order in which the log first names them.
+    for start in vias:
+        line = data[start : data.find(b"\n", start)]
+        if line.find(b"NCCL") != -1:
+            parser._nccl_info(line[: parsing.MAX_LINE_BYTES])
+    count, find, feed, cap = data.count, data.find, parser._feed_gated, parsing.MAX_LINE_BYTES
+    h, pos = 0, begin  # pos: start of the first unread line, number lineno + 1
+    while pos < end:
+        if parser._tb is None and parser._held is None:  # not parser.wants_every_line, inlined
+            while h < len(hits) and hits[h] < pos:
+                h += 1
+            if h == len(hits):
+                break
+            start = hits[h]
+            lineno += count(b"\n", pos, start) + 1
+        else:
+            start = pos
+            lineno += 1
+        stop = find(b"\n", start)
+        feed(data[start : stop if stop - start <= cap else start + cap], lineno)
+        pos = stop + 1
+    return lineno + count(b"\n", pos, end)
+
+
+def parse_file(path: str | Path) -> ParsedLog:
+    """Parse one log file, streamed in binary mode. Unreadable -> InputError with the fix."""
+    path = Path(path)
+    try:
+        with path.open("rb") as stream:
+            return parse_stream(stream)
+    except FileNotFoundError:
+        raise InputError(
+            f"log file {path} does not exist",
+            fix="check the path (a cpverify run keeps its logs under artifacts/<run-id>/logs/<arm>.log)",
+        ) from None
+    except IsADirectoryError:
+        raise InputError(
+            f"log path {path} is a directory, not a log file",
+            fix="pass one log file inside it (a cpverify run keeps one per arm in artifacts/<run-id>/logs/)",
+        ) from None
+    except PermissionError:
+        raise InputError(
+            f"log file {path} is not readable by this user",
+            fix=f"make it readable (chmod a+r {path}) or run cpverify as its owner",
+        ) from None
+    except OSError as exc:
+        raise InputError(
+            f"log file {path} could not be read: {exc.strerror or exc}",
+            fix="copy the log to a local disk and parse the copy",
+        ) from None
