@@ -22,6 +22,7 @@ from cpverify import probe
 from cpverify.cli import main
 from cpverify.cli import probe as probe_cli
 from cpverify.errors import InputError
+from cpverify.parse import LogParser, ParsedLog, parse_file
 from cpverify.plan import build_plan
 from cpverify.probe import _logic, bandwidth, workload
 from cpverify.profiles import get_profile, with_overrides
@@ -34,6 +35,14 @@ SLIME_HEADER = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\] ([\w.-]+\.py):(
 
 def recorded_lines(name: str) -> list[str]:
     return (DATA / name).read_text(encoding="utf-8").splitlines()
+
+
+def read(lines: list[str]) -> ParsedLog:
+    """Lines as cpverify's one log parser reads them (`cpverify probe` and `cpverify run` alike)."""
+    parser = LogParser()
+    for number, line in enumerate(lines, 1):
+        parser.feed(line, number)
+    return parser.result()
 
 
 # ------------------------------------------------------------------------------------ pure logic
@@ -74,11 +83,10 @@ def test_bandwidth_numbers():
 
 def test_recorded_busbw_is_consistent_with_the_formulas():
     """On the recorded socket run: busbw / algbw is each op's factor for 2 GPUs."""
-    rows = [b for b in map(_logic.parse_busbw, recorded_lines("h200x2-bw-p2p-shm-off.log")) if b]
-    assert {b["op"] for b in rows} == {"all_reduce", "all_gather", "sendrecv"}
+    rows = parse_file(DATA / "h200x2-bw-p2p-shm-off.log").bandwidth
+    assert {b.op for b in rows} == {"all_reduce", "all_gather", "sendrecv"}
     for b in rows:
-        ratio = float(b["busbw_gbps"]) / float(b["algbw_gbps"])
-        assert ratio == pytest.approx(_logic.busbw_factor(b["op"], 2), rel=0.01)
+        assert b.busbw_gbps / b.algbw_gbps == pytest.approx(_logic.busbw_factor(b.op, 2), rel=0.01)
     assert any("via NET/Socket" in line for line in recorded_lines("h200x2-bw-p2p-shm-off.log"))
 
 
@@ -102,9 +110,9 @@ def test_dispatch_gate_catches_the_bypass():
 def test_check_line_format_round_trips():
     line = _logic.format_check("cp_output_vs_reference", "pass", 0.00217551, 0.01, 'padded "4100"; ok\\no')
     assert line.startswith("cpverify-check name=cp_output_vs_reference status=pass value=0.00217551 bound=0.01 detail=")
-    parsed = _logic.parse_check(line)
-    assert parsed == {"name": "cp_output_vs_reference", "status": "pass", "value": "0.00217551", "bound": "0.01",
-                      "detail": 'padded "4100"; ok\\no'}
+    (check,) = read([line]).checks
+    assert (check.name, check.status, check.value, check.bound, check.detail) == (
+        "cp_output_vs_reference", "pass", 0.00217551, 0.01, 'padded "4100"; ok\\no')
     with pytest.raises(ValueError):
         _logic.format_check("x", "maybe", 0, 0)
 
@@ -119,8 +127,8 @@ def test_busbw_and_layout_line_formats():
 
 def test_prose_mentioning_a_prefix_is_not_a_record():
     prose = "cpverify probe: error: the CP correctness gate failed (see the cpverify-check lines); not timing"
-    assert _logic.parse_check(prose) is None
-    assert _logic.parse_busbw("no cpverify-busbw lines were printed") is None
+    parsed = read([prose, "no cpverify-busbw lines were printed"])
+    assert parsed.checks == [] and parsed.bandwidth == []
 
 
 def test_perf_line_is_slime_format(capsys):
@@ -137,27 +145,28 @@ def test_perf_line_is_slime_format(capsys):
     line = capsys.readouterr().out.strip()
     header = SLIME_HEADER.search(line)
     assert header and header.group(2) == "workload.py"
-    assert _logic.parse_perf(line) == (7, metrics)
+    (perf,) = read([line]).perf
+    assert (perf.rollout, perf.side, perf.metrics) == (7, "train", metrics)
 
 
 def test_recorded_h200_logs_read_back():
     lines = recorded_lines("h200x2-cp2-s16k.log")
-    perf = [p for p in map(_logic.parse_perf, lines) if p]
-    assert [step for step, _ in perf] == list(range(5, 35))  # 30 measured steps after 5 warm-up
+    parsed = parse_file(DATA / "h200x2-cp2-s16k.log")
+    assert [p.rollout for p in parsed.perf] == list(range(5, 35))  # 30 measured steps after 5 warm-up
     assert all(SLIME_HEADER.search(line) for line in lines if " - perf " in line)
-    checks = {c["name"]: c["status"] for c in map(_logic.parse_check, lines) if c}
-    assert checks == {"cp_output_vs_reference": "pass", "cp_input_grads_vs_reference": "pass",
-                      "cp_ring_attention_ran": "pass"}
-    assert sum("cpverify-layout" in line for line in lines) == 2
+    assert {c.name: c.status for c in parsed.checks} == {
+        "cp_output_vs_reference": "pass", "cp_input_grads_vs_reference": "pass", "cp_ring_attention_ran": "pass"}
+    assert (parsed.layout.cp, sorted(parsed.layout.ranks)) == (2, [0, 1])
 
 
 def test_recorded_bypass_fails_and_never_times():
     lines = recorded_lines("h200x2-cp2-s16k-bypass.log")
-    checks = {c["name"]: c for c in map(_logic.parse_check, lines) if c}
-    assert {c["status"] for c in checks.values()} == {"fail"}
-    assert float(checks["cp_output_vs_reference"]["value"]) > 0.5
-    assert "BYPASSED" in checks["cp_ring_attention_ran"]["detail"]
-    assert not any(_logic.parse_perf(line) for line in lines)
+    parsed = parse_file(DATA / "h200x2-cp2-s16k-bypass.log")
+    checks = {c.name: c for c in parsed.checks}
+    assert {c.status for c in checks.values()} == {"fail"}
+    assert checks["cp_output_vs_reference"].value > 0.5
+    assert "BYPASSED" in checks["cp_ring_attention_ran"].detail
+    assert parsed.perf == [] and "cp_correctness" in parsed.error_classes()
     assert lines[-1] == "# exit 1"
 
 
@@ -270,14 +279,15 @@ def test_run_arm_streams_to_the_log(tmp_path):
               "\"perf/step_time\": 0.6}'); print('noise'); raise SystemExit(3)")
     result = probe.run_arm([sys.executable, "-c", script], tmp_path / "arm.log")
     assert result["returncode"] == 3
-    assert len(result["lines"]) == 2
     log = (tmp_path / "arm.log").read_text()
     assert log.startswith("# ") and "noise" in log
+    parsed = parse_file(result["log"])  # what summarize() reads (its train side: the echoed command is none)
+    assert [c.name for c in parsed.checks] == ["a"] and [p.rollout for p in parsed.perf_for("train")] == [5]
 
 
 def test_summary_of_recorded_h200_arms():
-    summary = probe.summarize({"cp1-s16k": {"returncode": 0, "lines": recorded_lines("h200x2-cp1-s16k.log"), "log": "a"},
-                               "cp2-s16k": {"returncode": 0, "lines": recorded_lines("h200x2-cp2-s16k.log"), "log": "b"}},
+    summary = probe.summarize({"cp1-s16k": {"returncode": 0, "log": str(DATA / "h200x2-cp1-s16k.log")},
+                               "cp2-s16k": {"returncode": 0, "log": str(DATA / "h200x2-cp2-s16k.log")}},
                               cp=2)
     assert summary["ok"]
     assert summary["arms"]["cp1-s16k"]["steps"] == 30
@@ -287,9 +297,11 @@ def test_summary_of_recorded_h200_arms():
     assert 0.5 < summary["ratio_actor_train_time"] < 1.5  # 0.92 measured at 16K on 2xH200
     text = probe_cli.render(summary)
     assert "CP=2 / CP=1" in text and "cp_ring_attention_ran" in text
-    bypass = probe.summarize({"cp2-s16k": {"returncode": 1, "lines": recorded_lines("h200x2-cp2-s16k-bypass.log"),
-                                           "log": "c"}}, cp=2)
+    assert {c["name"]: c["status"] for c in summary["checks"] if c["arm"] == "cp2-s16k"} == {
+        "cp_output_vs_reference": "pass", "cp_input_grads_vs_reference": "pass", "cp_ring_attention_ran": "pass"}
+    bypass = probe.summarize({"cp2-s16k": {"returncode": 1, "log": str(DATA / "h200x2-cp2-s16k-bypass.log")}}, cp=2)
     assert not bypass["ok"] and bypass["ratio_actor_train_time"] is None
+    assert {c["status"] for c in bypass["checks"]} == {"fail"}
 
 
 # ---------------------------------------------------------- the real workload, on CPU, with gloo
@@ -310,19 +322,21 @@ def test_cpu_data_parallel_arm_passes_and_times(tmp_path):
     lines = out.stdout.splitlines()
     assert sorted(ln for ln in lines if ln.startswith("cpverify-layout")) == [
         "cpverify-layout rank=0 world=2 tp=1 pp=1 cp=1 dp=2", "cpverify-layout rank=1 world=2 tp=1 pp=1 cp=1 dp=2"]
-    checks = {c["name"]: c for c in map(_logic.parse_check, lines) if c}
-    assert {c["status"] for c in checks.values()} == {"pass"}
-    assert float(checks["cp_output_vs_reference"]["value"]) > 0  # bf16 vs fp32: a real, nonzero error
-    assert [step for step, _ in filter(None, map(_logic.parse_perf, lines))] == [1, 2, 3]
+    parsed = read(lines)
+    checks = {c.name: c for c in parsed.checks}
+    assert {c.status for c in checks.values()} == {"pass"}
+    assert checks["cp_output_vs_reference"].value > 0  # bf16 vs fp32: a real, nonzero error
+    assert [p.rollout for p in parsed.perf] == [1, 2, 3]
 
 
 def test_cpu_bypass_is_caught_before_timing(tmp_path):
     out = _torchrun_cpu(tmp_path, "--cp", "2", "--seq-len", "256", "--steps", "3", "--warmup", "1", "--bypass-cp")
     assert out.returncode != 0
     lines = out.stdout.splitlines()
-    checks = {c["name"]: c for c in map(_logic.parse_check, lines) if c}
-    assert checks["cp_output_vs_reference"]["status"] == "fail"
-    assert math.isfinite(float(checks["cp_output_vs_reference"]["value"]))
-    assert checks["cp_ring_attention_ran"]["status"] == "fail"
-    assert not any(_logic.parse_perf(line) for line in lines)
+    parsed = read(lines)
+    checks = {c.name: c for c in parsed.checks}
+    assert checks["cp_output_vs_reference"].status == "fail"
+    assert math.isfinite(checks["cp_output_vs_reference"].value)
+    assert checks["cp_ring_attention_ran"].status == "fail"
+    assert parsed.perf == []
     assert "not timing a wrong computation" in out.stderr

@@ -59,7 +59,6 @@ def arm_commands(*, cp: int, seq_len: int, steps: int, warmup: int, nproc: int |
 def run_arm(argv: list[str], log_path: Path) -> dict:
     """Run one arm, streaming its output to the terminal and, line by line, to its log."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    lines = []
     with open(log_path, "w", encoding="utf-8") as log:
         log.write(f"# {subprocess.list2cmdline(argv)}\n")
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -69,23 +68,29 @@ def run_arm(argv: list[str], log_path: Path) -> dict:
             log.write(line)
             log.flush()
             sys.stdout.write(line)
-            if "cpverify-" in line or " - perf " in line:
-                lines.append(line)
         returncode = proc.wait()
-    return {"returncode": returncode, "lines": lines, "log": str(log_path)}
+    return {"returncode": returncode, "log": str(log_path)}
 
 
 def summarize(results: dict[str, dict], *, cp: int) -> dict:
-    """Medians per arm, the CP/baseline ratio, every check; `ok` when all arms ran and all checks passed."""
+    """Medians per arm, the CP/baseline ratio, every check; `ok` when all arms ran and all checks passed.
+
+    Each arm's log is read by cpverify's log parser, as `cpverify run --profile probe` reads it:
+    its perf records, its cpverify-check and cpverify-busbw lines (as `cpverify parse --json` shows them).
+    """
+    from cpverify.parse import parse_file
+
     arms, checks, busbw = {}, [], []
     for name, result in results.items():
-        train = [m["perf/actor_train_time"] for _, m in filter(None, map(_logic.parse_perf, result["lines"]))]
-        step = [m["perf/step_time"] for _, m in filter(None, map(_logic.parse_perf, result["lines"]))]
+        parsed = parse_file(result["log"]).to_json()
+        perf = [p["metrics"] for p in parsed["perf"] if p["side"] == "train"]
+        train = [m["perf/actor_train_time"] for m in perf if m.get("perf/actor_train_time") is not None]
+        step = [m["perf/step_time"] for m in perf if m.get("perf/step_time") is not None]
         arms[name] = {"returncode": result["returncode"], "log": result["log"], "steps": len(train),
                       "actor_train_time_median_s": _logic.spread(train).median if train else None,
                       "step_time_median_s": _logic.spread(step).median if step else None}
-        checks += [{"arm": name, **c} for c in filter(None, map(_logic.parse_check, result["lines"]))]
-        busbw += [{"arm": name, **b} for b in filter(None, map(_logic.parse_busbw, result["lines"]))]
+        checks += [{"arm": name, **c} for c in parsed["checks"]]
+        busbw += [{"arm": name, **b} for b in parsed["bandwidth"]]
     medians = [(n, a["actor_train_time_median_s"]) for n, a in arms.items() if n.startswith("cp")]
     base = next((m for n, m in medians if n.startswith("cp1-")), None)
     cand = next((m for n, m in medians if n.startswith(f"cp{cp}-")), None)

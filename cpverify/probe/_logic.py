@@ -1,7 +1,8 @@
 """The probe's pure logic: padding, bandwidth formulas, the correctness gate and the line formats.
 
 Nothing here imports torch, so CI (no GPU, maybe no torch) tests every decision the probe makes.
-The line formats are read by cpverify's log parser exactly as written here:
+The lines are read back by cpverify's one log parser (cpverify.parse), `cpverify probe`'s
+summary included:
 
     cpverify-layout rank=0 world=2 tp=1 pp=1 cp=2 dp=1
     cpverify-check name=cp_output_vs_reference status=pass value=0.0012 bound=0.01 detail="..."
@@ -10,9 +11,7 @@ The line formats are read by cpverify's log parser exactly as written here:
 
 from __future__ import annotations
 
-import ast
 import math
-import re
 import statistics
 from dataclasses import dataclass
 
@@ -145,38 +144,6 @@ def perf_metrics(*, step_s: float, compute_s: float, tokens: int, cp: int) -> di
         "perf/step_time": round(step_s, 6),
         "perf/tokens_per_gpu_per_sec": round(tokens / cp / step_s, 1),
     }
-
-
-# ---- reading the lines back (for `cpverify probe`'s own summary; the project parser is cpverify.parse)
-
-_KV = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')
-_PERF = re.compile(r" - perf (\d+): (\{.*\})\s*$")
-
-
-def _fields(line: str, prefix: str, first: str) -> dict[str, str] | None:
-    """key=value fields after `prefix`, which must start a word and be followed by `first=`."""
-    match = re.search(rf"(?<!\S){re.escape(prefix)} (?={first}=)", line)
-    if not match:
-        return None
-    out = {}
-    for key, raw in _KV.findall(line[match.end() :]):
-        out[key] = ast.literal_eval(raw) if raw.startswith('"') else raw
-    return out
-
-
-def parse_check(line: str) -> dict[str, str] | None:
-    return _fields(line, "cpverify-check", "name")
-
-
-def parse_busbw(line: str) -> dict[str, str] | None:
-    return _fields(line, "cpverify-busbw", "op")
-
-
-def parse_perf(line: str) -> tuple[int, dict[str, float]] | None:
-    match = _PERF.search(line)
-    if not match:
-        return None
-    return int(match.group(1)), ast.literal_eval(match.group(2))
 
 
 @dataclass(frozen=True)
