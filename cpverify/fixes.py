@@ -4,7 +4,8 @@ The runners' watcher puts the fix on an arm's result (`ArmResult.fix`), the verd
 each failed check, the deep lint beside slime's refusal of an argument: all of them look it up here,
 so a failure gets the same advice whichever path found it. Data only, below every stage and runner
 (ARCHITECTURE.md). What a failure does to a verdict (FAIL, INCONCLUSIVE, a warning) is the verdict's
-(`ERROR_EFFECTS`); whether it stops an arm early is `model.DEFAULT_FATAL_CLASSES`.
+(`ERROR_EFFECTS`); whether it stops an arm early is `model.DEFAULT_FATAL_CLASSES`. Below the table, the
+advice of the verdict's own checks (too few steps, a slow CP, an unconfirmed CP), per workload.
 """
 
 from __future__ import annotations
@@ -101,3 +102,47 @@ def for_outcome(outcome: str, error_class: str = "", coarse: str = "") -> str:
     if error_class and outcome in (Outcome.FATAL, Outcome.FAILED):
         return for_error(error_class, coarse)
     return OUTCOME_FIXES.get(outcome, FIX_COLLECT)
+
+
+# -- the advice of the verdict's own checks ---------------------------------------------------------
+
+FIX_P2P_OFF = ("NCCL found no peer-to-peer path between the GPUs: unset NCCL_P2P_DISABLE, check "
+               "`nvidia-smi topo -m`, and compare with NCCL_P2P_DISABLE=1 to measure the difference")
+FIX_LAYOUT_HOOK = ("run through `cpverify run` (it adds the layout hook), or add "
+                   "--custom-megatron-init-path cpverify.slime_hooks.layout.log_layout to the train args so the "
+                   "log states the effective CP")
+FIX_DAMAGED_TIMINGS = ("judge the arm's own, unedited log: slime's timers print positive seconds; if it is the arm's "
+                       "own log, rerun the arm (a timer at or below zero, NaN or inf means its clock or metrics broke)")
+FIX_INCOMPLETE = ("judge the whole log of a finished arm (a copy taken while the arm ran ends mid-step); if the arm's "
+                  "own log ends there, the arm died: read its last lines (the Evidence section) and rerun")
+
+# Advice that names the workload's own knobs: slime's flags mean nothing to the probe profile
+# (torch's ring attention under torch.distributed.run), and the probe's mean nothing to slime.
+WORKLOADS = ("slime", "probe")
+_MORE_STEPS = {
+    "slime": "run more rollouts (e.g. --num-rollout 16) so each arm has more counted steps",
+    "probe": "run more measured steps (e.g. --set steps=60) so each arm has more counted steps",
+}
+NO_PERF = {
+    "slime": "make sure both logs hold slime's train-side `perf N:` lines",
+    "probe": "the probe prints one `perf N:` line per measured step: read the end of the arm's log for why it stopped",
+}
+NO_LAYOUT = {
+    "slime": FIX_LAYOUT_HOOK,
+    "probe": ("the probe prints its cpverify-layout line once its process group is up: read the arm's log for why it "
+              "did not get that far"),
+}
+_SHORT_SEQUENCES = {
+    "slime": "rule out FA3 with --attention-backend torch (or flash); note that at short sequences CP communication "
+             "dominates (try the long profile)",
+    "probe": "at short sequences CP communication dominates: compare the longer seq_lens of the sweep",
+}
+
+
+def fix_more_steps(workload: str) -> str:
+    return _MORE_STEPS[workload] + ", on otherwise idle GPUs, to narrow the interval"
+
+
+def fix_slow_cp(workload: str) -> str:
+    return ("CP>1 is much slower than CP=1: " + FIX_OLD_STACK + "; " + FIX_TRANSPORT + "; "
+            + _SHORT_SEQUENCES[workload] + "; turn off MIG and GPU power limits (nvidia-smi -pl); " + FIX_COLLECT)

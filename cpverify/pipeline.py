@@ -579,8 +579,8 @@ def step_verdict(ctx: Context) -> int:
         run_checks.append(Check("interrupted", "fail", detail, "rerun when ready", effect=INCONCLUSIVE, brief=detail))
     verdict = decide(evidence, comparisons=list(plan.comparisons), thresholds=thresholds, workload=p.kind,
                      run_checks=run_checks)
-    from cpverify import ab
     from cpverify.plan import design as ab_design
+    from cpverify.verdict import ab
 
     design = ab_design(plan)
     if design is not None:  # two slime revisions: is the candidate's CP overhead smaller?

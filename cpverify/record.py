@@ -77,7 +77,7 @@ class RunRecord:
     rollouts: list | None = None  # train-only: what the fetch step wrote
     compileall: dict | None = None
     lint: list | None = None
-    deep_lint: Any = None  # slime's own parser on every arm (cpverify.deep_lint)
+    deep_lint: Any = None  # slime's own parser on every arm (cpverify.lint.deep)
     arms: dict[str, ArmRecord] = field(default_factory=dict)
     blocked: Blocked | None = None
     interrupted: Interrupted | None = None

@@ -120,7 +120,7 @@ STAGES = (
     ("plan", ("cpverify.plan",)),
     ("lint", ("cpverify.lint",)),
     ("parse", ("cpverify.parse",)),
-    ("verdict", ("cpverify.verdict", "cpverify.stats", "cpverify.ab")),
+    ("verdict", ("cpverify.verdict",)),
     ("report", ("cpverify.report", "cpverify.plots")),
 )
 # What no stage imports: the runners, the driver, the command line.

@@ -17,14 +17,14 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from cpverify import ab, pipeline, revisions
+from cpverify import pipeline, revisions
 from cpverify.cli import build_parser, main
 from cpverify.errors import EXIT_FAIL, InputError
 from cpverify.parse import parse_file
 from cpverify.plan import PROBE_CP_FLAG, arm_diff, build_plan
 from cpverify.plan import ab as plan_ab
 from cpverify.profiles import get_profile, resolve_profile
-from cpverify.verdict import ArmEvidence, Thresholds, decide
+from cpverify.verdict import ArmEvidence, Thresholds, ab, decide
 from helpers.hfcache import make_model_cache
 from helpers.slime_log import synthetic_arm
 

@@ -20,7 +20,7 @@ from cpverify import artifacts, report
 from cpverify import verdict as v
 from cpverify.artifacts import RunDir, atomic_write_json, atomic_write_text
 from cpverify.errors import ArtifactWriteError, InputError
-from cpverify.parse import ErrorRecord
+from cpverify.parse import ErrorRecord, ParsedLog
 from helpers.nobody import as_nobody, public_dir
 from helpers.slime_log import synthetic_arm
 
@@ -141,7 +141,7 @@ def test_write_report_writes_the_bundle(tmp_path):
 def test_plot_is_optional_and_needs_data(tmp_path):
     paths = report.write_report(tmp_path, _verdict(), env={}, commands_sh=None, plot=False)
     assert "plot.png" not in paths and not (tmp_path / "plot.png").exists()
-    empty = v.decide([v.ArmEvidence("cp1", 1, v.ParsedLog()), v.ArmEvidence("cp2", 2, v.ParsedLog())],
+    empty = v.decide([v.ArmEvidence("cp1", 1, ParsedLog()), v.ArmEvidence("cp2", 2, ParsedLog())],
                      comparisons=[("cp1", "cp2")])
     assert report.render_plot(empty) is None
 

@@ -1,4 +1,4 @@
-"""cpverify.stats: quantiles, bootstrap ratio interval, Mann-Whitney U."""
+"""cpverify.verdict.stats: quantiles, bootstrap ratio interval, Mann-Whitney U."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import statistics
 
 import pytest
 
-from cpverify import stats
+from cpverify.verdict import stats
 
 
 @pytest.mark.parametrize("n", [1, 2, 5, 8, 13])

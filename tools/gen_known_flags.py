@@ -1,7 +1,7 @@
 """Regenerate cpverify/data/known_flags.txt from slime's REAL argument parsers.
 
 slime, SGLang and Megatron all parse with `parse_known_args`, so an unknown flag is silently
-dropped (see cpverify/lint.py); the static lint needs the list of flags that *do* exist. Reading
+dropped (see cpverify/lint/); the static lint needs the list of flags that *do* exist. Reading
 the argument definitions as text guesses wrong in both directions (flags built from config
 dataclasses, BooleanOptionalAction's --no-x, flags a parser removes again), so this runs slime's
 own `parse_args()` and lists the long options of every parser it builds: the pre-parser

@@ -15,9 +15,10 @@ from pathlib import Path
 from cpverify import __version__
 from cpverify.artifacts import RunDir, snapshot_log
 from cpverify.errors import InputError
+from cpverify.fixes import WORKLOADS
 from cpverify.parse import parse_file
 from cpverify.redact import Redactor
-from cpverify.verdict import WORKLOADS, ArmEvidence, Thresholds, decide
+from cpverify.verdict import ArmEvidence, Thresholds, decide
 
 
 def register(subparsers) -> None:

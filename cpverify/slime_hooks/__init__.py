@@ -6,7 +6,7 @@
 
 and two tools cpverify runs in slime's Python before any GPU is held (`python3 -m ...`):
   cpverify.slime_hooks.make_rollouts  the train-only profile's rollouts, with slime's own Sample
-  cpverify.slime_hooks.deep_lint      slime's own parse_args() on every arm (cpverify.deep_lint)
+  cpverify.slime_hooks.deep_lint      slime's own parse_args() on every arm (cpverify.lint.deep)
 
 slime imports these in its Ray actors, so cpverify must be importable there (installed in
 the image, or on PYTHONPATH). Each module imports slime/Megatron/torch only inside its

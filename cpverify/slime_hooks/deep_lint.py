@@ -18,7 +18,7 @@ stage: where it failed -- "import" (slime cannot be imported here), "argparse", 
 "dp_schedule" (slime's own micro-batch scheduler on one rollout of worst-case lengths, what
 RolloutManager runs after the GPUs are held and a rollout was generated) or "environment" (the
 arguments need something this Python lacks). `unknown`: flags that no parser consumed, which
-train.py would ignore silently. cpverify.deep_lint (the host side) turns the lines into findings.
+train.py would ignore silently. cpverify.lint.deep (the host side) turns the lines into findings.
 
 Like every slime hook this imports only the standard library besides slime itself.
 """

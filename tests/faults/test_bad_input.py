@@ -381,7 +381,7 @@ def test_docker_socket_permission_denied(rid):
         for directory in [public, *public.rglob("*")]:  # what the harness made as root, `nobody` may write
             if directory.is_dir():
                 directory.chmod(0o777)
-        proc = as_nobody("import sys, tomllib, encodings.utf_8_sig, cpverify.cli, cpverify.ab, cpverify.runners.docker, "
+        proc = as_nobody("import sys, tomllib, encodings.utf_8_sig, cpverify.cli, cpverify.verdict.ab, cpverify.runners.docker, "
                          "rich.console, tabulate, docker\n"
                          "cpverify.cli.build_parser()  # every module it needs, imported while they are readable",
                          "sys.exit(cpverify.cli.main(sys.argv[1:]))", *args,

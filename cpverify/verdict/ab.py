@@ -6,7 +6,7 @@ candidate revision than on the base? So both revisions run at CP=1 and CP=2 on t
 GPUs (4 arms: base-cp1, base-cp2, cand-cp1, cand-cp2; more with `--cp 1,2,4`), each
 revision's overhead is the ratio of medians cpN/cp1, and the answer is the ratio of those
 ratios, candidate/base, with a percentile-bootstrap interval that resamples all four arms
-independently (the same method and seed as cpverify.stats uses for one ratio):
+independently (the same method and seed as cpverify.verdict.stats uses for one ratio):
 
     < 1 with the whole interval below 1  ->  the candidate's CP overhead is smaller
     > 1 with the whole interval above 1  ->  larger
@@ -21,8 +21,9 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from cpverify import stats
 from cpverify.plan.ab import Design
+from cpverify.verdict import stats
+from cpverify.verdict.model import Verdict, short_metric, timing_metrics
 
 
 def bootstrap_ratio_of_ratios_ci(base_1: Sequence[float], base_n: Sequence[float], cand_1: Sequence[float],
@@ -58,15 +59,19 @@ def _estimate(value: float | None, ci: tuple[float, float] | None, note: str = "
     return {"ratio": value, "ci": list(ci) if ci else None, "note": note}
 
 
-def _row(verdict, d: Design, cp: int, metric: str) -> dict:
+def _row(verdict: Verdict, d: Design, cp: int, metric: str) -> dict:
     t = verdict.thresholds
     arms = {a.name: a for a in verdict.arms}
     b1, bn = arms[d.base[d.baseline_cp]].samples.get(metric, []), arms[d.base[cp]].samples.get(metric, [])
     c1, cn = arms[d.candidate[d.baseline_cp]].samples.get(metric, []), arms[d.candidate[cp]].samples.get(metric, [])
-    options = {"min_n": t.min_counted_steps, "confidence": t.confidence, "resamples": t.resamples, "seed": t.seed}
-    base_overhead = stats.compare(b1, bn, **options)
-    cand_overhead = stats.compare(c1, cn, **options)
-    cp1_change = stats.compare(b1, c1, **options)  # does the candidate change the CP=1 baseline itself?
+
+    def compare(baseline: list[float], candidate: list[float]) -> stats.RatioEstimate:
+        return stats.compare(baseline, candidate, min_n=t.min_counted_steps, confidence=t.confidence,
+                             resamples=t.resamples, seed=t.seed)
+
+    base_overhead = compare(b1, bn)
+    cand_overhead = compare(c1, cn)
+    cp1_change = compare(b1, c1)  # does the candidate change the CP=1 baseline itself?
     row = {"cp": cp, "metric": metric, "base_overhead": base_overhead.to_json(),
            "candidate_overhead": cand_overhead.to_json(), "baseline_cp_change": cp1_change.to_json()}
     if base_overhead.ratio is None or cand_overhead.ratio is None or base_overhead.ratio <= 0:
@@ -84,13 +89,11 @@ def _row(verdict, d: Design, cp: int, metric: str) -> dict:
     return row
 
 
-def analyze(verdict, d: Design) -> dict:
+def analyze(verdict: Verdict, d: Design) -> dict:
     """The `ab` section of verdict.json: per candidate CP and timing metric, both overheads and their ratio.
 
     The primary metric's rows decide `conclusion`; the other timings show where the change lands.
     """
-    from cpverify.verdict import short_metric, timing_metrics
-
     t = verdict.thresholds
     cps = [cp for cp in sorted(d.base) if cp != d.baseline_cp]
     rows = []

@@ -1,0 +1,260 @@
+"""The checks of one arm: each a small function from the arm's facts to its rows of the table (none,
+one, or one per error class), in the order verdict.md lists them; then the arm's summary and, for
+an arm that failed, the evidence verdict.md quotes from its log."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from packaging.version import Version
+
+from cpverify._versions import parse_version
+from cpverify.fixes import (
+    FIX_DAMAGED_TIMINGS,
+    FIX_INCOMPLETE,
+    FIX_OLD_STACK,
+    FIX_P2P_OFF,
+    FIX_TRANSPORT,
+    NO_LAYOUT,
+    fix_more_steps,
+    for_error,
+    for_outcome,
+)
+from cpverify.parse.signatures import integer
+from cpverify.verdict import stats
+from cpverify.verdict.evidence import (
+    IDLE_TIMERS,
+    LEADING_TAGS,
+    ArmFacts,
+    coarse_class,
+    errors_by_class,
+    excerpt,
+    ranges,
+)
+from cpverify.verdict.model import (
+    ERROR_EFFECTS,
+    FAIL,
+    INCONCLUSIVE,
+    OUTCOME_EFFECTS,
+    ArmEvidence,
+    ArmSummary,
+    Check,
+    Thresholds,
+)
+
+MIN_NCCL = Version("2.18")
+# How a detail names where the log stated its layout (cpverify.parse.records.Layout.source).
+LAYOUT_SOURCES = {"cpverify-layout": "", "megatron-arguments": ", from Megatron's argument dump"}
+
+
+def runner(arm: ArmFacts) -> Iterator[Check]:
+    """Did the runner get the arm going at all, and did it end cleanly?"""
+    ev = arm.ev
+    if ev.result is None:
+        yield Check("runner", "skip", "no runner result: verdict from existing logs", arm=ev.name)
+        return
+    outcome = ev.result.outcome
+    effect = OUTCOME_EFFECTS.get(outcome, INCONCLUSIVE)
+    detail = f"runner outcome {outcome!r}"
+    if ev.result.exit_code is not None:
+        detail += f", exit code {ev.result.exit_code}"
+    if ev.result.reason:
+        detail += f": {ev.result.reason}"
+    if outcome not in OUTCOME_EFFECTS:
+        detail += " (unknown outcome)"
+    # the watcher's fix (cpverify.fixes, as here) or a blocked workload's own
+    fix = ev.result.fix or for_outcome(outcome, ev.result.error_class, coarse_class(arm.parsed, ev.result.error_class))
+    yield Check("runner", "pass" if effect is None else "fail", detail, "" if effect is None else fix, ev.name, effect)
+
+
+def errors(arm: ArmFacts) -> Iterator[Check]:
+    """The error signatures: one row per class, naming its first occurrence."""
+    parsed, name = arm.parsed, arm.ev.name
+    for cls, found in errors_by_class(parsed.errors).items():
+        first = found[0]
+        coarse = getattr(first, "coarse", "") or cls
+        more = f" ({len(found)} occurrences)" if len(found) > 1 else ""
+        named = cls if coarse == cls else f"{cls} ({coarse})"
+        detail = f"{named} at line {first.line}{more}: {excerpt(first.text)}"
+        cause = getattr(first, "detail", {}).get("cause")  # the parser's reading: "killed by SIGKILL, ..."
+        if cause:
+            detail += f" ({cause})"
+        effect = ERROR_EFFECTS.get(cls, FAIL)
+        brief = f"{cls} in arm {name} at line {first.line}: {excerpt(LEADING_TAGS.sub('', first.text), 120)}"
+        if cause:
+            brief += f" — {cause}"
+        yield Check(f"error:{cls}", "warn" if effect is None else "fail", detail, for_error(cls, coarse), name,
+                    effect, brief)
+    if not parsed.errors:
+        yield Check("errors", "pass", f"no error signatures in {parsed.lines} lines", arm=name)
+
+
+def cp_effective(arm: ArmFacts) -> Iterator[Check]:
+    """Did the requested CP take effect? slime ignores misspelled flags, so only the run can say."""
+    ev, layout = arm.ev, arm.parsed.layout
+    if layout is None:
+        if ev.cp_requested > 1:
+            yield Check("cp_effective", "fail", f"could not confirm CP={ev.cp_requested}: the log has no "
+                        "cpverify-layout line and no Megatron argument dump", NO_LAYOUT[arm.workload], ev.name,
+                        INCONCLUSIVE)
+        else:
+            yield Check("cp_effective", "warn", "CP=1 unconfirmed (no cpverify-layout line or Megatron argument "
+                        "dump; 1 is the default)", NO_LAYOUT[arm.workload], ev.name)
+    elif layout.cp != ev.cp_requested:
+        yield Check("cp_effective", "fail",
+                    f"CP did not take effect: requested CP={ev.cp_requested}, the run reports cp={layout.cp} "
+                    f"(tp={layout.tp} pp={layout.pp} dp={layout.dp}{LAYOUT_SOURCES[layout.source]})",
+                    "check the spelling of --context-parallel-size in the train args (slime silently "
+                    "ignores unknown flags); run `cpverify lint`", ev.name, FAIL)
+    else:
+        yield Check("cp_effective", "pass", f"cp={layout.cp} tp={layout.tp} pp={layout.pp} dp={layout.dp}"
+                    f"{LAYOUT_SOURCES[layout.source]}", arm=ev.name)
+
+
+def timings(arm: ArmFacts) -> Iterator[Check]:
+    """Are the timings measurements? A zero, negative, NaN or infinite duration is not one (a broken
+    timer, or an edited log); it is left out, and the arm cannot pass with it."""
+    name, t = arm.ev.name, arm.t
+    damaged = {m: rejected for m, (_, rejected) in arm.measured.items() if rejected}
+    if damaged:
+        said = {m: f"{m} at rollout(s) {ranges([r for r, _ in bad])} (" + ", ".join(f"{v:.4g}" for _, v in bad[:3])
+                + (", …)" if len(bad) > 3 else ")") for m, bad in damaged.items()}
+        first = said.get(t.primary_metric) or next(iter(said.values()))
+        yield Check("timings", "fail", "timings that are not durations (zero, negative, NaN or infinite are "
+                    "not measurements, so they are left out): " + "; ".join(said.values()),
+                    FIX_DAMAGED_TIMINGS, name, INCONCLUSIVE,
+                    brief=f"arm {name} has timings that are not durations: {first}")
+    elif arm.per_rollout:
+        yield Check("timings", "pass", "every counted timing is a positive duration", arm=name)
+
+
+def counted_steps(arm: ArmFacts) -> Iterator[Check]:
+    """Enough counted steps for an interval?"""
+    ev, parsed, t = arm.ev, arm.parsed, arm.t
+    n = len(arm.samples[t.primary_metric])
+    skipped = sum(1 for r in parsed.perf if r.side == "train" and r.rollout < t.warmup)
+    detail = (f"{n} counted {t.primary_metric} values (rollouts >= {t.warmup}; {skipped} warm-up record(s) "
+              f"excluded)")
+    if n >= t.min_counted_steps:
+        yield Check("counted_steps", "pass", detail, arm=ev.name)
+        return
+    if not parsed.perf and parsed.steps:
+        detail += "; the log has step lines but no train-side perf lines"
+    elif not parsed.steps and not any(r.side == "train" for r in parsed.perf):
+        code = ev.result.exit_code if ev.result else None
+        ended = f" and exited with code {code}" if code is not None else ""
+        detail += f"; the arm printed no training step at all{ended}"
+    needed = (f"run at least {t.warmup + t.min_counted_steps} rollouts (--num-rollout)" if arm.workload == "slime"
+              else f"run at least {t.min_counted_steps} measured steps (--set steps=N)")
+    yield Check("counted_steps", "fail", f"{detail}; need >= {t.min_counted_steps}",
+                f"{needed}; {fix_more_steps(arm.workload)}", ev.name, INCONCLUSIVE)
+
+
+def complete(arm: ArmFacts) -> Iterator[Check]:
+    """Did the arm finish? A log that ends inside a step (a timer started, never ended) was cut or its
+    arm died there; an arm with fewer rollouts than its plan asked for stopped early."""
+    ev, parsed, t = arm.ev, arm.parsed, arm.t
+    unfinished = []
+    open_steps = [(name, line) for name, line in parsed.timers_open if name not in IDLE_TIMERS]
+    if open_steps:
+        unfinished.append("the log ends inside a step: " + ", ".join(
+            f"Timer {name} started at line {line} never ended" for name, line in open_steps))
+    seen = {r.rollout for r in parsed.perf if r.side == "train"}
+    if ev.expected_rollouts is not None:
+        missing = [r for r in range(t.warmup, ev.expected_rollouts) if r not in seen]
+        if missing:
+            unfinished.append(f"the plan asked for {ev.expected_rollouts} rollouts (0-{ev.expected_rollouts - 1}, "
+                              f"counted from {t.warmup}) and {len(missing)} of them have no train-side perf record "
+                              f"(rollouts {ranges(missing)})")
+    elif (planned := integer(parsed.arguments.get("num_rollout", ""))) is not None and seen:
+        # No plan (`cpverify verdict` on logs): slime printed its own --num-rollout. A run that
+        # stopped between two rollouts (killed outright: no traceback, no open timer) ends short of
+        # it. Counted from the first rollout the log holds, so a resumed run is not "unfinished".
+        missing = [r for r in range(max(t.warmup, min(seen)), planned) if r not in seen]
+        if missing:
+            unfinished.append(f"the run was started with --num-rollout {planned} (its argument dump) and "
+                              f"{len(missing)} rollout(s) have no train-side perf record (rollouts {ranges(missing)})")
+    if unfinished:
+        yield Check("complete", "fail", "; ".join(unfinished), FIX_INCOMPLETE, ev.name, INCONCLUSIVE,
+                    brief=f"arm {ev.name} did not finish: {'; '.join(unfinished)}")
+    else:
+        detail = "no step left unfinished" + (f"; all {ev.expected_rollouts} planned rollouts have a perf record"
+                                              if ev.expected_rollouts is not None else " (no planned rollout count)")
+        yield Check("complete", "pass", detail, arm=ev.name)
+
+
+def nccl(arm: ArmFacts) -> Iterator[Check]:
+    """NCCL's transport and version: warnings, which explain a slow CP and do not decide it."""
+    parsed, name = arm.parsed, arm.ev.name
+    transports = list(parsed.nccl.transports)
+    slow_path = parsed.nccl_transport_warning()
+    if slow_path:
+        fix = FIX_TRANSPORT if parsed.tcp_fallback else FIX_P2P_OFF
+        yield Check("nccl_transport", "warn", f"{slow_path} (transports: {', '.join(transports)})", fix, name)
+    elif transports:
+        yield Check("nccl_transport", "pass", ", ".join(transports), arm=name)
+    else:
+        yield Check("nccl_transport", "skip", "the log shows no NCCL channel lines",
+                    "rerun with NCCL_DEBUG=INFO to record the transport", name)
+    if len(set(parsed.nccl.versions)) > 1:
+        yield Check("nccl_version", "warn", f"several NCCL versions in one run: {', '.join(parsed.nccl.versions)}",
+                    "use one image for every process", name)
+    version = parse_version(parsed.nccl.version)
+    if version is not None and version < MIN_NCCL:
+        yield Check("nccl_version", "warn", f"NCCL {parsed.nccl.version} is older than {MIN_NCCL}", FIX_OLD_STACK,
+                    name)
+
+
+# In the order of the table; a blocked arm gets the runner's row alone (nothing ran: the log's rows
+# would only restate that).
+ARM_CHECKS = (runner, errors, cp_effective, timings, counted_steps, complete, nccl)
+
+
+def check_arm(ev: ArmEvidence, t: Thresholds, workload: str) -> tuple[ArmSummary, list[Check]]:
+    """An arm's summary and its rows of the table."""
+    arm = ArmFacts.of(ev, t, workload)
+    blocked = ev.result is not None and ev.result.outcome == "blocked"
+    checks: list[Check] = []
+    for check in ARM_CHECKS[:1] if blocked else ARM_CHECKS:
+        checks.extend(check(arm))
+    summary = summarize(arm)
+    if not blocked:
+        summary.failure = failure(arm, checks)
+    return summary, checks
+
+
+def summarize(arm: ArmFacts) -> ArmSummary:
+    ev, parsed, t = arm.ev, arm.parsed, arm.t
+    layout = parsed.layout
+    nccl_facts: dict[str, Any] = {"version": parsed.nccl.version, "transports": list(parsed.nccl.transports),
+                                  "network": parsed.nccl.network}
+    primary = {r: float(m[t.primary_metric]) for r, m in arm.per_rollout.items()
+               if stats.is_duration(m.get(t.primary_metric))}
+    samples = arm.samples
+    return ArmSummary(
+        name=ev.name, cp_requested=ev.cp_requested, cp_effective=layout.cp if layout else None,
+        layout=({"cp": layout.cp, "dp": layout.dp, "tp": layout.tp, "pp": layout.pp,
+                 "world": getattr(layout, "world", None), "source": layout.source} if layout else None),
+        outcome=ev.result.outcome if ev.result else None, counted_rollouts=list(primary),
+        values={t.primary_metric: list(primary.values())},
+        metrics={m: stats.summarize(v) for m, v in samples.items() if v}, nccl=nccl_facts, lines=parsed.lines,
+        samples=samples, log_path=ev.log_path or (ev.result.log_path if ev.result else None))
+
+
+def failure(arm: ArmFacts, checks: list[Check]) -> dict | None:
+    """Where an arm that crashed, failed or did not finish went wrong, for the evidence in verdict.md:
+    its first fatal error line (None: the end of the log) and why. A CP that did not take effect is a
+    FAIL too, but the end of the log says nothing about it."""
+    failed = [c for c in checks
+              if (c.effect == FAIL and c.name != "cp_effective") or (c.name == "complete" and c.effect)]
+    if not failed:
+        return None
+    why = "; ".join(f"error signature {c.name.removeprefix('error:')}" if c.name.startswith("error:")
+                    else c.detail for c in failed)
+    firsts = [found[0] for cls, found in errors_by_class(arm.parsed.errors).items()
+              if ERROR_EFFECTS.get(cls, FAIL) == FAIL]
+    fatal = min(firsts, key=lambda e: e.line, default=None)
+    if fatal is None:
+        return {"line": None, "class": None, "text": None, "why": why}
+    return {"line": fatal.line, "class": fatal.cls, "text": fatal.text, "why": why}

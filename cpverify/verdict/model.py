@@ -1,0 +1,224 @@
+"""The verdict's vocabulary and data: the statuses, the metrics, the thresholds, the evidence of an
+arm, a check (one row of the table), an arm's summary, a comparison, the verdict itself."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cpverify.errors import EXIT_BLOCKED, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK, InputError
+from cpverify.model import ArmResult
+from cpverify.parse import ParsedLog
+from cpverify.verdict import stats
+
+SCHEMA_VERSION = 1
+
+PASS, FAIL, INCONCLUSIVE, BLOCKED = "PASS", "FAIL", "INCONCLUSIVE", "BLOCKED"
+SEVERITY = {PASS: 0, INCONCLUSIVE: 1, BLOCKED: 2, FAIL: 3}
+EXIT_CODES = {PASS: EXIT_OK, FAIL: EXIT_FAIL, INCONCLUSIVE: EXIT_INCONCLUSIVE, BLOCKED: EXIT_BLOCKED}
+
+PRIMARY_METRIC = "perf/actor_train_time"
+# Train-side timings slime prints per rollout. actor_train, log_probs and ref_log_probs are
+# where CP communication lands; train_time and step_time (which includes generation) give context.
+TIMING_METRICS = ("perf/actor_train_time", "perf/log_probs_time", "perf/ref_log_probs_time",
+                  "perf/train_time", "perf/step_time")
+SECONDARY_GATED = ("perf/log_probs_time", "perf/ref_log_probs_time")  # warn, never fail
+# Megatron-LM pretraining logs have no slime steps; their `iteration N/ M | … elapsed time per
+# iteration (ms): X` records are what two such logs (CP=1, CP=2) are compared on.
+ITERATION_METRIC = "iteration/elapsed_ms"
+NUMERICS_METRICS = ("train/entropy_loss", "train/kl_loss", "train/grad_norm",
+                    "train/train_rollout_logprob_abs_diff")
+
+# The verdict status an error class forces; absent classes force FAIL. None: shown as a
+# warning only -- these lines also appear in runs that go on to train normally (a retried
+# HTTP request, a logged-and-handled traceback, a placement group that is granted later).
+ERROR_EFFECTS: dict[str, str | None] = {
+    "nccl_warn": None, "sglang_http_500": None, "sglang_http_5xx": None, "python_traceback": None,
+    "ray_placement_group_wait": None, "resource_wait": None,
+    "run_restarted": INCONCLUSIVE,  # two runs in one log: the timings mix, nothing failed for sure
+}
+
+# Runner outcomes (cpverify.runners.base) and the verdict status each forces.
+OUTCOME_EFFECTS = {"ok": None, "blocked": BLOCKED, "interrupted": INCONCLUSIVE, "failed": FAIL, "fatal": FAIL,
+                   "hang": FAIL, "stalled": FAIL, "deadline": FAIL}
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    pass_ratio: float = 1.3
+    primary_metric: str = PRIMARY_METRIC
+    min_counted_steps: int = 3
+    warmup: int = 1  # rollouts with id < warmup carry torch.compile / NCCL init and are not counted
+    confidence: float = 0.95
+    numerics_tolerance: float = 0.01  # rel and abs, as slime's own grad-norm check (math.isclose)
+    deterministic: bool = False  # only then are numerics a hard check
+    resamples: int = stats.DEFAULT_RESAMPLES
+    seed: int = stats.DEFAULT_SEED
+
+    def __post_init__(self) -> None:
+        problems = []
+        if not self.pass_ratio > 0:
+            problems.append(f"pass ratio {self.pass_ratio} must be > 0")
+        if not 0 < self.confidence < 1:
+            problems.append(f"confidence {self.confidence} must lie between 0 and 1")
+        if self.min_counted_steps < 1:
+            problems.append(f"min steps {self.min_counted_steps} must be >= 1")
+        if self.warmup < 0:
+            problems.append(f"warmup {self.warmup} must be >= 0")
+        if self.resamples < 100:
+            problems.append(f"resamples {self.resamples} must be >= 100")
+        if problems:
+            raise InputError("; ".join(problems),
+                             "use e.g. --pass-ratio 1.3 --warmup 1 --min-steps 3 (confidence 0.95)")
+
+    def to_json(self) -> dict:
+        return {"pass_ratio": self.pass_ratio, "primary_metric": self.primary_metric,
+                "min_counted_steps": self.min_counted_steps, "warmup": self.warmup, "confidence": self.confidence,
+                "numerics_tolerance": self.numerics_tolerance, "deterministic": self.deterministic,
+                "resamples": self.resamples, "seed": self.seed}
+
+
+@dataclass
+class ArmEvidence:
+    name: str
+    cp_requested: int
+    parsed: ParsedLog
+    result: ArmResult | None = None
+    # slime itself compared this arm's grad norm at every step with the baseline arm's on identical
+    # rollouts (train-only: --ci-load-grad-norm of the path the baseline saved to)
+    grad_norm_checked: bool = False
+    # Rollouts the plan asked this arm for (ids 0..n-1: slime's --num-rollout, the probe's warm-up +
+    # measured steps); None when nobody said. An arm that counted fewer did not finish.
+    expected_rollouts: int | None = None
+    log_path: Path | None = None  # the file `parsed` came from (for the failure evidence in verdict.md)
+
+
+@dataclass
+class Check:
+    name: str
+    status: str  # pass | fail | warn | skip
+    detail: str
+    fix: str = ""
+    arm: str | None = None
+    effect: str | None = None  # the verdict status a failed check forces (FAIL, INCONCLUSIVE, BLOCKED)
+    brief: str = ""  # a shorter detail for the headline (not serialised)
+
+    def __post_init__(self) -> None:
+        # A row that says "fail" must force a status, and only a failed row may: otherwise the
+        # table and the status it explains contradict each other.
+        if (self.status == "fail") != (self.effect is not None):
+            raise ValueError(f"check {self.name}: status {self.status!r} with effect {self.effect!r}")
+
+    @property
+    def meaning(self) -> str:
+        """What this row means for the verdict: the status it forces, or that it decides nothing."""
+        return self.effect or {"pass": "pass", "warn": "warning", "skip": "not judged"}[self.status]
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "status": self.status, "detail": self.detail, "fix": self.fix,
+                "arm": self.arm, "effect": self.effect}
+
+
+@dataclass
+class ArmSummary:
+    name: str
+    cp_requested: int
+    cp_effective: int | None  # None: the log does not state it
+    layout: dict | None
+    outcome: str | None
+    counted_rollouts: list[int]
+    metrics: dict[str, stats.Summary]
+    nccl: dict
+    lines: int
+    values: dict[str, list[float]] = field(default_factory=dict)  # primary metric per counted rollout (plots)
+    samples: dict[str, list[float]] = field(default_factory=dict, repr=False)  # every timing metric's samples
+    log_path: Path | None = None
+    # Why this arm failed, for the evidence in verdict.md: {"line": first fatal error line or None
+    # (then the end of the log), "class", "text", "why"}; None when the arm did not fail.
+    failure: dict | None = None
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "cp_requested": self.cp_requested,
+                "cp_effective": self.cp_effective if self.cp_effective is not None else "unconfirmed",
+                "layout": self.layout, "outcome": self.outcome, "counted_rollouts": self.counted_rollouts,
+                "counted_steps": len(self.counted_rollouts),
+                "metrics": {name: s.to_json() for name, s in self.metrics.items()}, "nccl": self.nccl,
+                "log_lines": self.lines, "values": self.values, "failure": self.failure}
+
+
+@dataclass
+class Comparison:
+    baseline: str
+    candidate: str
+    status: str
+    reason: str
+    metrics: dict[str, stats.RatioEstimate]
+    checks: list[Check]
+
+    def to_json(self) -> dict:
+        return {"baseline": self.baseline, "candidate": self.candidate, "status": self.status, "reason": self.reason,
+                "metrics": {name: est.to_json() for name, est in self.metrics.items()}}
+
+
+@dataclass
+class Verdict:
+    status: str
+    summary: str  # the headline without the status word
+    rule: str
+    thresholds: Thresholds
+    arms: list[ArmSummary]
+    comparisons: list[Comparison]
+    checks: list[Check]
+    numerics: list[dict]
+    errors: list[dict]
+    labels: dict[str, str] = field(default_factory=dict)  # arm name -> "CP=2" (or the name)
+    ab: dict | None = None  # A/B of two slime revisions (cpverify.verdict.ab.analyze), when the plan had one
+    workload: str = "slime"  # whose advice the fixes give: slime or probe
+
+    @property
+    def headline(self) -> str:
+        return f"{self.status} — {self.summary}"
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.status]
+
+    @property
+    def primary(self) -> Comparison:
+        return self.comparisons[0]
+
+    def to_json(self) -> dict:
+        primary = self.primary.metrics.get(self.thresholds.primary_metric)
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "status": self.status,
+            "headline": self.headline,
+            "rule": self.rule,
+            "thresholds": self.thresholds.to_json(),
+            "primary_comparison": {"baseline": self.primary.baseline, "candidate": self.primary.candidate,
+                                   "metric": self.thresholds.primary_metric},
+            "ratio": primary.ratio if primary else None,
+            "ratio_ci": list(primary.ci) if primary and primary.ci else None,
+            "arms": [arm.to_json() for arm in self.arms],
+            "comparisons": [c.to_json() for c in self.comparisons],
+            "checks": [c.to_json() for c in self.checks],
+            "numerics": self.numerics,
+            "errors": self.errors,
+            "workload": self.workload,
+            **({"ab": self.ab} if self.ab is not None else {}),
+        }
+
+
+def worst(statuses: Iterable[str]) -> str:
+    return max(statuses, key=SEVERITY.__getitem__, default=PASS)
+
+
+def timing_metrics(t: Thresholds) -> tuple[str, ...]:
+    """The timings summarised and compared: the standard five, plus a custom primary metric."""
+    return TIMING_METRICS if t.primary_metric in TIMING_METRICS else (t.primary_metric, *TIMING_METRICS)
+
+
+def short_metric(metric: str) -> str:
+    """perf/actor_train_time -> actor_train."""
+    return metric.removeprefix("perf/").removesuffix("_time")
