@@ -121,7 +121,7 @@ STAGES = (
     ("lint", ("cpverify.lint",)),
     ("parse", ("cpverify.parse",)),
     ("verdict", ("cpverify.verdict",)),
-    ("report", ("cpverify.report", "cpverify.plots")),
+    ("report", ("cpverify.report",)),
 )
 # What no stage imports: the runners, the driver, the command line.
 ABOVE_THE_STAGES = ("cpverify.runners", "cpverify.pipeline", "cpverify.cli")

@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 from matplotlib.image import imread  # in the test extra: a missing matplotlib fails, it never skips
 
-from cpverify import plots, report
+from cpverify import report
 from cpverify.artifacts import RunDir
 from cpverify.parse import parse_file
 from cpverify.plan import build_plan
 from cpverify.profiles import get_profile, with_overrides
+from cpverify.report import plots
 from cpverify.verdict import ArmEvidence, Thresholds, decide
 
 HERE = Path(__file__).resolve().parent

@@ -21,6 +21,7 @@ from cpverify import verdict as v
 from cpverify.artifacts import RunDir, atomic_write_json, atomic_write_text
 from cpverify.errors import ArtifactWriteError, InputError
 from cpverify.parse import ErrorRecord, ParsedLog
+from cpverify.report import markdown
 from helpers.nobody import as_nobody, public_dir
 from helpers.slime_log import synthetic_arm
 
@@ -295,4 +296,4 @@ def test_run_dir_that_cannot_be_created(tmp_path):
 
 @pytest.mark.parametrize(("seconds", "text"), [(1756.2989, "1756"), (14.18, "14.2"), (1.0, "1.00"), (0.1134, "0.113")])
 def test_durations_keep_comparable_precision(seconds, text):
-    assert report._seconds(seconds) == text
+    assert markdown._seconds(seconds) == text

@@ -1,30 +1,29 @@
-"""Render a Verdict: verdict.md (GitHub-flavoured, pasteable), verdict.json, a terminal summary,
-and write the bundle (verdict.md, verdict.json, commands.sh, env.json) atomically and redacted.
-"""
+"""verdict.md: GitHub-flavoured markdown a user pastes into an issue; the headline, the timings, the
+comparisons, the arms, the checks with their fixes, the plots, the numerics, the failed arms' evidence
+(the lines of their logs before the failure), the rule, the environment and the exact commands."""
 
 from __future__ import annotations
 
 import collections
-import io
 import json
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tabulate import tabulate
 
 from cpverify import __version__
-from cpverify.artifacts import RunDir, atomic_write_bytes, atomic_write_json, atomic_write_text
 from cpverify.parse import strip_ansi
-from cpverify.redact import Redactor
-from cpverify.verdict import Verdict, short_metric, short_rule, timing_metrics
+from cpverify.report.data import finite
+from cpverify.verdict import ArmSummary, Verdict, short_metric, timing_metrics
 
 # A check's row says what it means for the verdict: the status it forces, or that it decides nothing.
 _MEANING_MARK = {"FAIL": "❌ FAIL", "INCONCLUSIVE": "❔ INCONCLUSIVE", "BLOCKED": "⛔ BLOCKED", "warning": "⚠️ warning",
                  "pass": "✅ pass", "not judged": "➖ not judged"}
 EVIDENCE_LINES = 30  # lines of a failed arm's log shown before its failure
+
 
 
 def _cell(value: Any) -> str:
@@ -182,7 +181,7 @@ def render_markdown(verdict: Verdict, *, env: dict | None = None, commands: str 
     if scrub is not None:
         parts = [scrub("\n".join(parts))]
     if env is not None:
-        parts += [_details("Environment", _fenced(json.dumps(_finite(env), indent=2, ensure_ascii=False), "json")), ""]
+        parts += [_details("Environment", _fenced(json.dumps(finite(env), indent=2, ensure_ascii=False), "json")), ""]
     if commands:
         parts += [_details("Exact commands", _fenced(commands, "bash")), ""]
     parts.append(f"<sub>cpverify {__version__} · verdict schema {verdict.to_json()['schema_version']}</sub>")
@@ -210,7 +209,7 @@ def _text_not_html(markdown: str) -> str:
     return "\n".join(out)
 
 
-def failure_lines(arm, count: int = EVIDENCE_LINES) -> tuple[int, list[str]] | None:
+def failure_lines(arm: ArmSummary, count: int = EVIDENCE_LINES) -> tuple[int, list[str]] | None:
     """(number of the first line, lines) of a failed arm's log: the `count` lines before its
     first fatal error line, or its last `count` lines; None when the arm did not fail or its
     log cannot be read. The lines are raw: render_markdown's scrub redacts them."""
@@ -260,119 +259,3 @@ def _evidence(verdict: Verdict, name: str, lines: tuple[int, list[str]] | None) 
                                            if arm.failure["line"] is not None else "")
              if arm.failure is not None else f"Error lines in {name} ({len(errors)}, warnings only)")
     return _details(title, "\n\n".join(body))
-
-
-def _finite(value: Any) -> Any:
-    """JSON has no NaN/Infinity: a nan grad norm from a log becomes the string "nan"."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
-def render_json(verdict: Verdict) -> dict:
-    return _finite(verdict.to_json())
-
-
-def render_summary(verdict: Verdict) -> str:
-    """What `cpverify verdict` prints in a terminal: the headline, the ratios, the problems and their fixes."""
-    lines = [verdict.headline, ""]
-    rows = []
-    for comp in verdict.comparisons:
-        for metric in timing_metrics(verdict.thresholds):
-            est = comp.metrics.get(metric)
-            if est is not None and est.ratio is not None:
-                ci = f"{est.ci[0]:.2f}–{est.ci[1]:.2f}" if est.ci else "–"
-                rows.append([f"{comp.candidate}/{comp.baseline}", short_metric(metric), f"{est.ratio:.2f}", ci,
-                             f"{est.n_baseline}/{est.n_candidate}"])
-    if rows:
-        lines += [tabulate(rows, headers=["comparison", "metric", "ratio", "CI", "n"], tablefmt="simple",
-                           disable_numparse=True), ""]
-    if verdict.ab:
-        lines += [f"A/B: candidate CP overhead {verdict.ab['conclusion']} — {verdict.ab['summary']}", ""]
-    lines += [f"rule: {short_rule(verdict.thresholds)}", ""]
-    for check in verdict.checks:
-        if check.status in ("fail", "warn"):  # the row names the status it forces (or that it only warns)
-            where = f" [{check.arm}]" if check.arm else ""
-            lines.append(f"{check.meaning.upper()} {check.name}{where}: {check.detail}")
-            if check.fix:
-                lines.append(f"    fix: {check.fix}")
-    return "\n".join(lines).rstrip() + "\n"
-
-
-def render_plot(verdict: Verdict, scrub: Callable[[str], str] | None = None) -> bytes | None:
-    """PNG of the primary metric per counted rollout, one line per arm; None without matplotlib or data.
-    `scrub` redacts every text in the image (title, labels, legend)."""
-    try:
-        # The object API, not pyplot: no global backend to pick, works headless, safe inside other programs.
-        from matplotlib.figure import Figure
-    except ImportError:  # matplotlib is the optional `plot` extra
-        return None
-    metric = verdict.thresholds.primary_metric
-    fig = Figure(figsize=(7, 3.6), dpi=120)
-    ax = fig.add_subplot()
-    plotted = False
-    for arm in verdict.arms:
-        values = arm.values.get(metric) or []
-        if not values:
-            continue
-        label = verdict.labels.get(arm.name, arm.name)
-        (line,) = ax.plot(arm.counted_rollouts, values, marker="o", label=f"{label} ({arm.name})")
-        ax.axhline(arm.metrics[metric].median, color=line.get_color(), linestyle="--", linewidth=1, alpha=0.6)
-        plotted = True
-    if not plotted:
-        return None
-    ax.set_xlabel(f"rollout (counted: >= {verdict.thresholds.warmup}; dashed: median)")
-    ax.set_ylabel(f"{short_metric(metric)} [s]")
-    ax.set_title(f"{verdict.status}: {short_metric(metric)} per rollout", fontsize=10)
-    ax.set_ylim(bottom=0)  # from zero, so the gap between the lines reads as the ratio it is
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    if scrub is not None:
-        from cpverify.plots import scrub_texts
-
-        scrub_texts(fig, scrub)
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
-    return buffer.getvalue()
-
-
-def write_report(run_dir: RunDir | str | Path, verdict: Verdict, *, env: dict | None, commands_sh: str | None,
-                 redact: bool = True, extra_secrets: tuple[str, ...] = (), plot: bool = True,
-                 plan_arms: Sequence | None = None, redactor: Redactor | None = None) -> dict[str, Path]:
-    """Write verdict.md, verdict.json, commands.sh, env.json (and plot.png plus the cpverify.plots
-    PNGs when matplotlib is there) atomically, every one redacted; returns file name -> path.
-    `redactor`: the run's (its placeholders are the terminal's and the other steps'); else one is
-    made from `redact` (False: --no-redact keeps host names, paths and IPs; credentials go always)
-    and `extra_secrets`. `plan_arms` (the plan's Arm objects) tell the plots each arm's sequence
-    length and revision."""
-    run_dir = run_dir if isinstance(run_dir, RunDir) else RunDir(Path(run_dir))
-    scrub = redactor or Redactor(extra_secrets, identity=redact)
-    commands = commands_sh or "#!/usr/bin/env bash\n# No commands were recorded for this verdict.\n"
-    env = scrub.json(env or {})
-    commands = scrub(commands)
-    from cpverify import plots as plotting
-
-    rendered, plot_note = plotting.render(verdict, plan_arms, scrub=scrub) if plot else ([], "")
-    evidence = {arm.name: lines for arm in verdict.arms if (lines := failure_lines(arm))}
-    markdown = render_markdown(verdict, env=env, commands=commands, scrub=scrub,
-                               plots=[(p.title, p.file) for p, _ in rendered], plot_note=plot_note,
-                               evidence=evidence)
-    data = scrub.json(render_json(verdict))
-    # env and commands first: verdict.md is the file users look for, written once the rest exists.
-    written = {
-        "env.json": atomic_write_json(run_dir.env_json, _finite(env)),
-        "commands.sh": atomic_write_text(run_dir.commands_sh, commands, mode=0o755),
-    }
-    png = render_plot(verdict, scrub) if plot else None
-    if png:
-        written["plot.png"] = atomic_write_bytes(run_dir.plot_png, png)
-    for figure, image in rendered:
-        written[figure.file] = atomic_write_bytes(run_dir.root / figure.file, image)
-    written["verdict.json"] = atomic_write_json(run_dir.verdict_json, data)
-    written["verdict.md"] = atomic_write_text(run_dir.verdict_md, markdown)
-    return written

@@ -1,5 +1,6 @@
 """Plots written next to verdict.md and linked from it (PNG):
 
+  plot.png     the primary metric per counted rollout, one line per arm, dashed at each median
   steps.png    the primary metric and perf/step_time per counted rollout, one line per arm
   phases.png   median log_probs / ref_log_probs / actor_train per arm, IQR as error bars
   cp.png       sweeps: median time vs CP, one line per sequence length (and revision), each
@@ -18,6 +19,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from cpverify.verdict import Verdict, short_metric
 
 PHASES = ("perf/log_probs_time", "perf/ref_log_probs_time", "perf/actor_train_time")
 STEP_TIME = "perf/step_time"
@@ -42,7 +45,7 @@ class Plot:
     figure: Any  # the matplotlib Figure (tests inspect it)
 
 
-def arm_infos(verdict, plan_arms: Sequence | None = None) -> dict[str, ArmInfo]:
+def arm_infos(verdict: Verdict, plan_arms: Sequence | None = None) -> dict[str, ArmInfo]:
     """Per arm name: from the plan's arms when given, else read from the verdict (names like cp2-s16k)."""
     planned = {arm.name: arm for arm in plan_arms or ()}
     infos = {}
@@ -71,7 +74,7 @@ def _new_figure(width: float, height: float, cols: int = 1):
     return fig, axes
 
 
-def _label(verdict, name: str) -> str:
+def _label(verdict: Verdict, name: str) -> str:
     label = verdict.labels.get(name, name)
     return label if label == name else f"{label} ({name})"
 
@@ -95,11 +98,11 @@ def _legend(ax, entries: int) -> None:
 
 
 def _short(metric: str) -> str:
-    short = metric.removeprefix("perf/").removesuffix("_time")
+    short = short_metric(metric)
     return "step time" if short == "step" else short  # a bare "step" reads as a step number
 
 
-def step_times(verdict):
+def step_times(verdict: Verdict):
     """Primary metric and step_time per counted rollout, one line per arm; None without data."""
     primary = verdict.thresholds.primary_metric
     metrics = [primary] + ([STEP_TIME] if STEP_TIME != primary and any(a.samples.get(STEP_TIME) for a in verdict.arms)
@@ -128,7 +131,7 @@ def step_times(verdict):
     return fig
 
 
-def phase_medians(verdict, infos: dict[str, ArmInfo]):
+def phase_medians(verdict: Verdict, infos: dict[str, ArmInfo]):
     """Grouped bars: per arm, the median of each phase (log_probs, ref_log_probs, actor_train)."""
     phases = [p for p in PHASES if any(p in a.metrics for a in verdict.arms)]
     arms = [a for a in verdict.arms if any(p in a.metrics for p in phases)]
@@ -160,7 +163,7 @@ def phase_medians(verdict, infos: dict[str, ArmInfo]):
     return fig
 
 
-def _series(verdict, infos: dict[str, ArmInfo], key) -> dict[Any, list[tuple[float, float, int]]]:
+def _series(verdict: Verdict, infos: dict[str, ArmInfo], key) -> dict[Any, list[tuple[float, float, int]]]:
     """Median primary time per arm, grouped by key(info): {group: [(x, median, cp), ...]}."""
     metric = verdict.thresholds.primary_metric
     groups: dict[Any, list[tuple[float, float, int]]] = {}
@@ -180,7 +183,7 @@ def _size(n: int) -> str:
     return f"{n // 1024}K" if n % 1024 == 0 else str(n)
 
 
-def time_vs_cp(verdict, infos: dict[str, ArmInfo]):
+def time_vs_cp(verdict: Verdict, infos: dict[str, ArmInfo]):
     """Median time against CP, one line per (revision, sequence length), with the ideal 1/CP line."""
     groups = _series(verdict, infos, lambda i: ((i.revision, i.seq_len), i.cp))
     groups = {g: pts for g, pts in groups.items() if len({cp for _, _, cp in pts}) >= 2}
@@ -201,7 +204,7 @@ def time_vs_cp(verdict, infos: dict[str, ArmInfo]):
                            f"{metric} vs CP (dashed: ideal 1/CP)")
 
 
-def time_vs_seq_len(verdict, infos: dict[str, ArmInfo]):
+def time_vs_seq_len(verdict: Verdict, infos: dict[str, ArmInfo]):
     """Median time against sequence length, one line per (revision, CP), ideal t(CP=1)/CP dashed."""
     groups = _series(verdict, infos, lambda i: ((i.revision, i.cp), i.seq_len))
     groups = {g: pts for g, pts in groups.items() if len(pts) >= 2}
@@ -240,7 +243,7 @@ def _finish_scaling(fig, ax, ticks, tick_labels, xlabel: str, metric: str, title
     return fig
 
 
-def figures(verdict, plan_arms: Sequence | None = None) -> list[Plot]:
+def figures(verdict: Verdict, plan_arms: Sequence | None = None) -> list[Plot]:
     """Every plot that has data, as matplotlib Figures. Raises ImportError without matplotlib."""
     infos = arm_infos(verdict, plan_arms)
     candidates = [
@@ -269,7 +272,7 @@ def png(figure) -> bytes:
     return buffer.getvalue()
 
 
-def render(verdict, plan_arms: Sequence | None = None,
+def render(verdict: Verdict, plan_arms: Sequence | None = None,
            scrub: Callable[[str], str] | None = None) -> tuple[list[tuple[Plot, bytes]], str]:
     """([(plot, PNG bytes)], note): no plots and a note when matplotlib is missing; never raises for that.
     `scrub` redacts every text drawn (and the titles verdict.md shows)."""
@@ -283,3 +286,39 @@ def render(verdict, plan_arms: Sequence | None = None,
             scrub_texts(plot.figure, scrub)
             plot.title = scrub(plot.title)
     return [(plot, png(plot.figure)) for plot in plots], ""
+
+
+def render_plot(verdict: Verdict, scrub: Callable[[str], str] | None = None) -> bytes | None:
+    """PNG of the primary metric per counted rollout, one line per arm; None without matplotlib or data.
+    `scrub` redacts every text in the image (title, labels, legend)."""
+    try:
+        # The object API, not pyplot: no global backend to pick, works headless, safe inside other programs.
+        from matplotlib.figure import Figure
+    except ImportError:  # matplotlib is the optional `plot` extra
+        return None
+    metric = verdict.thresholds.primary_metric
+    fig = Figure(figsize=(7, 3.6), dpi=120)
+    ax = fig.add_subplot()
+    plotted = False
+    for arm in verdict.arms:
+        values = arm.values.get(metric) or []
+        if not values:
+            continue
+        label = verdict.labels.get(arm.name, arm.name)
+        (line,) = ax.plot(arm.counted_rollouts, values, marker="o", label=f"{label} ({arm.name})")
+        ax.axhline(arm.metrics[metric].median, color=line.get_color(), linestyle="--", linewidth=1, alpha=0.6)
+        plotted = True
+    if not plotted:
+        return None
+    ax.set_xlabel(f"rollout (counted: >= {verdict.thresholds.warmup}; dashed: median)")
+    ax.set_ylabel(f"{short_metric(metric)} [s]")
+    ax.set_title(f"{verdict.status}: {short_metric(metric)} per rollout", fontsize=10)
+    ax.set_ylim(bottom=0)  # from zero, so the gap between the lines reads as the ratio it is
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    if scrub is not None:
+        scrub_texts(fig, scrub)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    return buffer.getvalue()
