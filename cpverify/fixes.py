@@ -134,7 +134,7 @@ NO_LAYOUT = {
 }
 _SHORT_SEQUENCES = {
     "slime": "rule out FA3 with --attention-backend torch (or flash); note that at short sequences CP communication "
-             "dominates (try the long profile)",
+             "dominates (compare longer responses: --seq-len with train-only, or the long profile)",
     "probe": "at short sequences CP communication dominates: compare the longer seq_lens of the sweep",
 }
 
@@ -143,6 +143,31 @@ def fix_more_steps(workload: str) -> str:
     return _MORE_STEPS[workload] + ", on otherwise idle GPUs, to narrow the interval"
 
 
-def fix_slow_cp(workload: str) -> str:
-    return ("CP>1 is much slower than CP=1: " + FIX_OLD_STACK + "; " + FIX_TRANSPORT + "; "
-            + _SHORT_SEQUENCES[workload] + "; turn off MIG and GPU power limits (nvidia-smi -pl); " + FIX_COLLECT)
+_PER_PHASE = {
+    "slime": "read the per-phase rows: log_probs and ref_log_probs growing as much as actor_train point at "
+             "per-micro-batch CP work rather than the interconnect (slime#1062)",
+    "probe": "compare the bandwidth probe's bus bandwidth with the GPUs' link (cpverify probe --bandwidth)",
+}
+
+
+def fix_slow_cp(workload: str, *, transports: tuple[str, ...] = (), slow_path: bool | None = None,
+                old_nccl: bool | None = None) -> str:
+    """What to try when CP>1 costs too much, leaving out what the arms' logs already rule out:
+    `transports` the NCCL transports both logs show, `slow_path` whether either took a slow one
+    (TCP sockets, shared memory only), `old_nccl` whether either NCCL is older than 2.18; None: the
+    logs do not say, so the advice covers it."""
+    steps = []
+    if slow_path is not False:
+        steps.append(FIX_TRANSPORT)
+    if old_nccl is not False:
+        steps.append(FIX_OLD_STACK)
+    known = []
+    if slow_path is False and transports:
+        known.append(f"NCCL used {', '.join(transports)} in both arms")
+    if old_nccl is False:
+        known.append("NCCL is recent")
+    steps += [_PER_PHASE[workload], _SHORT_SEQUENCES[workload], "turn off MIG and GPU power limits (nvidia-smi -pl)"]
+    if slow_path is None:
+        steps.append(FIX_COLLECT)
+    ruled_out = f" ({' and '.join(known)}: not the cause)" if known else ""
+    return f"CP>1 is much slower than CP=1{ruled_out}: " + "; ".join(steps)

@@ -20,6 +20,7 @@ import pytest
 
 from cpverify import verdict as v
 from cpverify.errors import EXIT_BLOCKED, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE, InputError
+from cpverify.fixes import FIX_COLLECT, FIX_OLD_STACK, FIX_TRANSPORT, fix_slow_cp
 from cpverify.model import ArmResult
 from cpverify.parse import ErrorRecord, ParsedLog, parse_file
 from helpers.slime_log import ERROR_LINES, SlimeLog, synthetic_arm
@@ -97,7 +98,7 @@ def test_twice_as_slow_fails_with_the_troubleshooting_fix(make_arm):
     assert 1.8 < verdict.to_json()["ratio_ci"][0]
     speed = check(verdict, "speed:cp2 vs cp1")
     assert speed.status == "fail" and speed.effect == v.FAIL
-    for hint in ("NCCL_P2P_DISABLE", "--attention-backend torch", "NCCL_DEBUG=INFO", "MIG"):
+    for hint in ("per-phase rows", "--attention-backend torch", "MIG"):  # the transport: see the tests below
         assert hint in speed.fix
     assert "whole interval is above the threshold" in verdict.headline
 
@@ -229,7 +230,7 @@ def test_secondary_metrics_are_compared_and_warn_only(make_arm):
     for metric in ("perf/log_probs_time", "perf/ref_log_probs_time"):
         assert comparison["metrics"][metric]["ci"][0] > 1.8
         warned = check(verdict, f"speed:{v.short_metric(metric)}:cp2 vs cp1")
-        assert warned.status == "warn" and warned.effect is None and "NCCL_P2P_DISABLE" in warned.fix
+        assert warned.status == "warn" and warned.effect is None and "per-phase rows" in warned.fix
     assert verdict.status == v.PASS
     assert check(verdict, "speed:cp2 vs cp1").status == "pass"
 
@@ -933,3 +934,34 @@ def test_a_resumed_run_is_counted_from_its_first_rollout():
     verdict = decide(v.ArmEvidence("cp1", 1, synthetic_arm(cp=1, actor_train_time=1.0, seed=1, rollouts=12).expected()),
                      v.ArmEvidence("cp2", 2, log.expected()))
     assert check(verdict, "complete", "cp2").status == "pass"
+
+
+# -- the advice for a slow CP leaves out what the logs rule out ------------------------------------------
+
+def test_a_slow_cp_over_nvlink_with_a_recent_nccl_is_not_sent_to_check_the_transport(make_arm):
+    verdict = decide(make_arm("cp1", 1, 1.0, seed=1), make_arm("cp2", 2, 2.0, seed=2))
+    fix = check(verdict, "speed:cp2 vs cp1").fix
+    assert verdict.status == v.FAIL and "NCCL used P2P/CUMEM in both arms and NCCL is recent: not the cause" in fix
+    assert FIX_TRANSPORT not in fix and FIX_OLD_STACK not in fix and "per-phase rows" in fix
+    assert check(verdict, "speed:log_probs:cp2 vs cp1").fix == "as for actor_train (its speed row)"
+
+
+def test_a_slow_cp_over_sockets_or_an_old_nccl_is_sent_there_first(make_arm):
+    sockets = decide(make_arm("cp1", 1, 1.0, seed=1), make_arm("cp2", 2, 2.0, seed=2, transport="NET/Socket/0"))
+    fix = check(sockets, "speed:cp2 vs cp1").fix
+    assert FIX_TRANSPORT in fix and fix.index(FIX_TRANSPORT) < fix.index("per-phase rows")  # the transport first
+    old = decide(make_arm("cp1", 1, 1.0, seed=1, nccl_version="2.17.1"),
+                 make_arm("cp2", 2, 2.0, seed=2, nccl_version="2.17.1"))
+    fix = check(old, "speed:cp2 vs cp1").fix
+    assert FIX_OLD_STACK in fix and FIX_TRANSPORT not in fix
+
+
+def test_a_slow_cp_the_logs_say_nothing_about_gets_every_step():
+    fix = fix_slow_cp("slime")
+    assert FIX_TRANSPORT in fix and FIX_OLD_STACK in fix and FIX_COLLECT in fix and "not the cause" not in fix
+
+
+def test_a_slow_secondary_timing_alone_carries_the_whole_advice(make_arm):
+    verdict = decide(make_arm("cp1", 1, 1.0, seed=1), make_arm("cp2", 2, 1.0, seed=2, secondary=2.0))
+    assert verdict.status == v.PASS
+    assert "per-phase rows" in check(verdict, "speed:log_probs:cp2 vs cp1").fix
