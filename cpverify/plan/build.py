@@ -214,7 +214,14 @@ def parse_gpus(text: str) -> tuple[int, ...]:
             if count > MAX_GPUS:
                 raise InputError(f"--gpus {text} is more GPUs than one node has (at most {MAX_GPUS}): both arms run "
                                  "on one node", "pass the count or the indices `nvidia-smi -L` lists, e.g. --gpus 2")
+            if count < 1:  # `--gpus 0` read as "GPU 0" is a count of none
+                raise InputError(f"--gpus {text} is a count of GPUs and runs nothing (a single number is a count; "
+                                 "indices take a comma)", "write --gpus 2 for two GPUs, or the indices: --gpus 0,1")
             return tuple(range(count))
-        return tuple(int(part) for part in text.split(",") if part.strip())
+        indices = tuple(int(part) for part in text.split(",") if part.strip())
+        if any(index < 0 for index in indices):
+            raise InputError(f"--gpus {text}: a GPU index is 0 or more", "pass the indices `nvidia-smi -L` lists, "
+                             "e.g. --gpus 0,1")
+        return indices
     except ValueError:
         raise InputError(f"--gpus {text!r} is neither a count nor a list of indices", "write --gpus 2 or --gpus 0,1") from None

@@ -212,6 +212,8 @@ USAGE_ERRORS = {
                                 "fix the override"),
     "CP larger than the GPUs (--cp)": (["--cp", "1,2,8"], "cp sizes [8] do not divide gpus=2", "fix the override"),
     "the same GPU twice": (["--gpus", "0,0"], "the GPUs given are [0, 0]", "pass 2 distinct GPU indices"),
+    "GPU 0 as a count": (["--gpus", "0"], "--gpus 0 is a count of GPUs and runs nothing", "indices: --gpus 0,1"),
+    "a negative GPU index": (["--gpus", "1,-1"], "a GPU index is 0 or more", "e.g. --gpus 0,1"),
     "more GPUs than the profile": (["--gpus", "3"], "runs on 2 GPUs, but the GPUs given are [0, 1, 2]",
                                    "pass 2 distinct GPU indices"),
     "GPUs that are not numbers": (["--gpus", "first,second"], "is neither a count nor a list of indices",
