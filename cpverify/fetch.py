@@ -20,7 +20,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cpverify import config
+from cpverify import argv, config
+from cpverify.artifacts import atomic_writer
 from cpverify.errors import DatasetError, ModelError
 
 # Files a Megatron+SGLang run of a Qwen2.5 checkpoint reads; weights are checked separately.
@@ -162,20 +163,19 @@ def check_model_args(path: Path, model_args: list[str] | tuple[str, ...]) -> lis
         config = json.loads((Path(path) / "config.json").read_text())
     except (OSError, ValueError) as exc:
         return [f"config.json unreadable: {exc}"]
-    flags = _flag_values(model_args)
     problems = []
     for key, flag in CONFIG_TO_FLAG.items():
-        if key in config and flag in flags and float(config[key]) != float(flags[flag]):
-            problems.append(f"config.json {key}={config[key]} but MODEL_ARGS has {flag} {flags[flag]}")
+        given = argv.value(model_args, flag)  # `--num-layers 24` or `--num-layers=24`, as Megatron reads it
+        if key not in config or not given:
+            continue
+        try:
+            differs = float(config[key]) != float(given)
+        except ValueError:
+            problems.append(f"MODEL_ARGS has {flag} {given!r}, not a number")
+            continue
+        if differs:
+            problems.append(f"config.json {key}={config[key]} but MODEL_ARGS has {flag} {given}")
     return problems
-
-
-def _flag_values(args: list[str] | tuple[str, ...]) -> dict[str, str]:
-    values = {}
-    for i, token in enumerate(args):
-        if token.startswith("--") and i + 1 < len(args) and not args[i + 1].startswith("--"):
-            values[token] = args[i + 1]
-    return values
 
 
 def ensure_model(path: Path, *, model_args=(), revision: str | None = None) -> SnapshotReport:
@@ -196,13 +196,12 @@ def stage_dataset(source: Path, data_dir: Path) -> Path:
     from cpverify.prompts import load_prompts
 
     load_prompts(source)  # raises DatasetError with the line number on any bad line
-    data_dir.mkdir(parents=True, exist_ok=True)
     target = data_dir / Path(source).name
-    tmp = target.with_suffix(target.suffix + ".tmp")
     try:
-        shutil.copyfile(source, tmp)
-        os.replace(tmp, target)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise DatasetError(f"could not stage {source} into {data_dir}: {exc}", "check free disk space and permissions") from exc
+        prompts = Path(source).open("rb")
+    except OSError as exc:  # it was read a moment ago
+        raise DatasetError(f"could not read {source}: {exc.strerror or exc}", "check that the file is readable") from exc
+    # atomically, through a temporary file of its own: two runs sharing the cache may stage at once
+    with prompts, atomic_writer(target, binary=True, flag="--cache") as out:
+        shutil.copyfileobj(prompts, out)
     return target

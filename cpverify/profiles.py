@@ -173,15 +173,12 @@ def _derived(args: tuple[str, ...], *, replace: dict[str, str] | None = None, dr
              add: tuple[str, ...] = ()) -> tuple[str, ...]:
     """`args` with some flags' values replaced and some flags dropped (with their values), then `add`."""
     replace = replace or {}
-    out: list[str] = []
-    dropping = False
-    for word in args:
-        if word.startswith("--"):
-            dropping = word in drop
-            if not dropping:
-                out.append(word)
-        elif not dropping:
-            out.append(replace.get(out[-1], word) if out else word)
+    lead, groups = argv.groups(args)
+    out = list(lead)
+    for flag, values in groups:
+        if flag in drop:
+            continue
+        out += [flag, *([replace[flag], *values[1:]] if flag in replace and values else values)]
     return (*out, *add)
 
 

@@ -40,7 +40,7 @@ import re
 import socket
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -423,11 +423,9 @@ def secret_arguments(argv: Iterable[str]) -> dict[int, str]:
     found: dict[int, str] = {}
     for i, word in enumerate(words):
         flag, eq, value = word.partition("=")
-        previous = words[i - 1] if i else ""
         if word.startswith("--") and eq and (is_secret_name(flag) or contains_secret(value)):
             found[i] = value
-        elif (previous.startswith("--") and "=" not in previous and is_secret_name(previous)
-              and not word.startswith("--")) or contains_secret(word):
+        elif follows_secret_flag(words, i) or contains_secret(word):
             found[i] = word
     return found
 
@@ -689,7 +687,7 @@ class Redactor:
             if isinstance(value, (list, tuple)):
                 if len(value) == 2 and isinstance(value[0], str) and is_secret_name(value[0]) and value[1] not in _EMPTY:
                     return [self(value[0]), SECRET]  # an env pair, ("HF_TOKEN", "hf_...")
-                return [SECRET if _follows_secret_flag(value, i) else walk(v, key) for i, v in enumerate(value)]
+                return [SECRET if follows_secret_flag(value, i) else walk(v, key) for i, v in enumerate(value)]
             if key is not None and is_secret_name(key) and value not in _EMPTY:
                 return SECRET
             if isinstance(value, str):
@@ -702,7 +700,7 @@ class Redactor:
 _EMPTY = (None, "", True, False)
 
 
-def _follows_secret_flag(words: list | tuple, i: int) -> bool:
+def follows_secret_flag(words: Sequence, i: int) -> bool:
     """In an argv list, is words[i] the value of a secret flag (`--wandb-key`, `VALUE`)?"""
     flag, value = (words[i - 1] if i else None), words[i]
     return (isinstance(flag, str) and isinstance(value, str) and flag.startswith("--") and "=" not in flag

@@ -14,6 +14,7 @@ from cpverify import fetch
 from cpverify.errors import DatasetError, ModelError
 from cpverify.profiles import get_profile
 from helpers.hfcache import QWEN_CONFIG, make_model_cache
+from helpers.nobody import as_nobody, public_dir
 
 PROFILE = get_profile("smoke")
 
@@ -135,3 +136,30 @@ def test_fetch_and_run_use_the_same_cache_by_default(offline, tmp_path, monkeypa
     state = json.loads((out / "cache-agree" / "state.json").read_text())
     assert state["model"]["path"] == fetched["model"] and state["data"] == fetched["data"]
 
+
+
+@pytest.mark.parametrize("written", [["--num-layers", "12"], ["--num-layers=12"], ["--num-layers", "24", "--num-layers", "12"]])
+def test_model_args_are_read_as_megatron_reads_them(cache, written):
+    """`--flag=value` and a repeated flag (the last wins) are what Megatron reads: a config.json that
+    disagrees with them is the wrong model, however MODEL_ARGS spells the flag."""
+    snapshot = make_model_cache(cache, PROFILE.model_repo, PROFILE.model_revision)  # 24 layers
+    assert fetch.check_model_args(snapshot, written) == [
+        f"config.json num_hidden_layers={QWEN_CONFIG['num_hidden_layers']} but MODEL_ARGS has --num-layers 12"]
+    assert fetch.check_model_args(snapshot, ["--num-layers", "$LAYERS"]) == [
+        "MODEL_ARGS has --num-layers '$LAYERS', not a number"]
+
+
+def test_staging_leaves_no_temporary_file_and_a_failed_write_names_the_cache(tmp_path):
+    data = tmp_path / "data"
+    fetch.stage_dataset(PROFILE.dataset_path(), data)
+    assert [p.name for p in data.iterdir()] == [PROFILE.dataset_path().name]
+    with public_dir() as public:  # a real EACCES: root writes anywhere, so the staging runs as `nobody`
+        locked = public / "data"
+        locked.mkdir(mode=0o555)
+        locked.chmod(0o555)
+        proc = as_nobody("from cpverify import fetch\nfrom cpverify.errors import ArtifactWriteError",
+                         f"try:\n    fetch.stage_dataset(fetch.Path({str(PROFILE.dataset_path())!r}), "
+                         f"fetch.Path({str(locked)!r}))\n"
+                         "except ArtifactWriteError as e:\n    print(e.problem, '|', e.fix)")
+        assert proc.returncode == 0 and "could not write" in proc.stdout and "--cache" in proc.stdout, proc.stderr
+        assert list(locked.iterdir()) == []

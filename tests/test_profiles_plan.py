@@ -287,8 +287,7 @@ def test_commands_sh_runs_nothing_but_the_arms_whatever_the_plan_holds(tmp_path_
     assert len(ran) == len(plan.arms)
     for arm, seen in zip(plan.arms, ran, strict=True):
         expected = []
-        for i, token in enumerate(arm.argv):
-            masked = render._mask_arg(arm.argv, i)
+        for token, masked in zip(arm.argv, render.shown_argv(arm.argv), strict=True):
             expected.append(token if masked == token else re.sub(r"\$\{(\w+)\}", lambda m: exported[m[1]], masked))
         assert seen["argv"] == expected[1:] and seen["cwd"] == str(slime)
         for key, value in arm.env:

@@ -6,11 +6,10 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from cpverify import probe
-from cpverify.artifacts import atomic_write_json
+from cpverify.artifacts import DEFAULT_BASE, atomic_write_json, new_run_id
 from cpverify.errors import EXIT_FAIL, EXIT_OK, EnvironmentBlocked
 from cpverify.probe import arm_commands, bandwidth_argv, run_arm, summarize
 from cpverify.profiles import get_profile
@@ -54,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     if not python.ok:
         raise EnvironmentBlocked(python.problem(), python.fix())
     print(f"python: {python.path} ({python.chosen_by})", file=sys.stderr)
-    out = args.out or Path("artifacts") / time.strftime("probe-%Y%m%d-%H%M%S")
+    out = args.out or DEFAULT_BASE / f"probe-{new_run_id()}"  # the run ids cpverify run makes
     (out / "logs").mkdir(parents=True, exist_ok=True)
     results = {name: run_arm(argv, out / "logs" / f"{name}.log") for name, argv in arms.items()}
     summary = summarize(results, cp=args.cp)

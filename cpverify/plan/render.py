@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from cpverify.model import Arm
-from cpverify.redact import contains_secret, is_secret_name
+from cpverify.redact import contains_secret, follows_secret_flag, is_secret_name, secret_arguments
 
 if TYPE_CHECKING:
     from cpverify.plan.build import Plan
@@ -22,7 +23,7 @@ def arm_json(arm: Arm) -> dict:
     return {
         "name": arm.name,
         "cp": arm.cp,
-        "argv": [_mask_arg(arm.argv, i) for i in range(len(arm.argv))],
+        "argv": shown_argv(arm.argv),
         "env": {k: (f"${{{k}}}" if is_secret(k, v) else v) for k, v in arm.env},
         "workdir": arm.workdir,
         "seq_len": arm.seq_len,
@@ -73,8 +74,7 @@ def commands_sh(plan: Plan) -> str:
         for key, value in arm.env:  # names are checked by the profile ([A-Za-z_][A-Za-z0-9_]*)
             shown = f'"${{{key}}}"' if is_secret(key, value) else shlex.quote(value)
             lines.append(f"      export {key}={shown}")
-        argv = [_mask_arg(arm.argv, i, shell=True) for i in range(len(arm.argv))]
-        lines.append("      " + _wrap(argv, indent="        "))
+        lines.append("      " + _wrap(shown_argv(arm.argv, shell=True), indent="        "))
         lines.append("    ) ;;")
     lines += [
         '    *) echo "unknown arm: $1 (arms: ${all_arms[*]})" >&2; return 2 ;;',
@@ -114,28 +114,32 @@ def _comment(text: str) -> str:
     return "# " + " ".join(text.split())
 
 
-def _mask_arg(argv: tuple[str, ...], i: int, *, shell: bool = False) -> str:
-    """argv[i] for printing: a secret value becomes ${NAME} (double-quoted when `shell`)."""
-    token, prev = argv[i], (argv[i - 1] if i else "")
-    flag, eq, value = token.partition("=")
-    if token.startswith("--") and eq and is_secret(flag, value):
-        ref = f"${{{_ref_name(flag)}}}"
-        return f'{shlex.quote(flag + "=")}"{ref}"' if shell else f"{flag}={ref}"
-    after_secret_flag = (prev.startswith("--") and "=" not in prev and is_secret_name(prev)
-                         and not token.startswith("--"))
-    if after_secret_flag or contains_secret(token):
-        ref = f"${{{_ref_name(prev) if after_secret_flag else 'CPVERIFY_SECRET'}}}"
-        return f'"{ref}"' if shell else ref
-    return shlex.quote(token) if shell else token
+def shown_argv(argv: Sequence[str], *, shell: bool = False) -> list[str]:
+    """argv for printing: each secret value (cpverify.redact.secret_arguments) as ${NAME}, NAME the
+    variable its flag names (--wandb-key V -> ${WANDB_KEY}) or CPVERIFY_SECRET; double-quoted, and
+    every other word shell-quoted, when `shell`."""
+    secrets = secret_arguments(argv)
+    shown = []
+    for i, word in enumerate(argv):
+        if i not in secrets:
+            shown.append(shlex.quote(word) if shell else word)
+            continue
+        flag = word[: len(word) - len(secrets[i]) - 1] if word != secrets[i] else ""  # --flag=SECRET
+        named_by = flag or (argv[i - 1] if follows_secret_flag(argv, i) else "")
+        ref = f"${{{_ref_name(named_by) if named_by else 'CPVERIFY_SECRET'}}}"
+        if flag:
+            shown.append(f'{shlex.quote(flag + "=")}"{ref}"' if shell else f"{flag}={ref}")
+        else:
+            shown.append(f'"{ref}"' if shell else ref)
+    return shown
 
 
 def _secret_refs(arm: Arm) -> set[str]:
     """Names of the variables commands.sh needs the user to export."""
     refs = {key for key, value in arm.env if is_secret(key, value)}
-    for i, token in enumerate(arm.argv):
-        masked = _mask_arg(arm.argv, i)
-        if masked != token:
-            refs.update(re.findall(r"\$\{(\w+)\}", masked))
+    for word, shown in zip(arm.argv, shown_argv(arm.argv), strict=True):
+        if shown != word:
+            refs.update(re.findall(r"\$\{(\w+)\}", shown))
     return refs
 
 

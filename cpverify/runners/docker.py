@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
+from cpverify.artifacts import check_run_id
 from cpverify.errors import EnvironmentBlocked, InputError
 from cpverify.model import Arm, ArmResult, Limits, Mount, Outcome
 from cpverify.runners._env import workload_env
@@ -202,8 +203,7 @@ class DockerRunner(BaseRunner):
         single-node arms keep Docker's default network.
         """
         super().__init__(drain_s=drain_s, poll_s=poll_s, on_progress=on_progress)
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", run_id or ""):
-            raise InputError(f"run id {run_id!r} is not usable as a label", fix="use letters, digits, . _ -")
+        check_run_id(run_id)  # a container label (docker) or a Ray submission id (ray)
         self.image = image
         self.run_id = run_id
         self.gpus = None if gpus is None else tuple(str(g) for g in gpus)

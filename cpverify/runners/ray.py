@@ -54,6 +54,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from cpverify.artifacts import check_run_id
 from cpverify.errors import EnvironmentBlocked, InputError
 from cpverify.model import Arm, ArmResult, Outcome
 from cpverify.redact import secret_arguments
@@ -222,8 +223,7 @@ class RayRunner(BaseRunner):
         `reserve_gpus`: reserve them for the entrypoint (the probe) instead of letting the
         workload's placement groups take them (slime); see the module docstring."""
         super().__init__(drain_s=drain_s, poll_s=poll_s, on_progress=on_progress)
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", run_id or ""):
-            raise InputError(f"run id {run_id!r} is not usable in a Ray submission id", fix="use letters, digits, . _ -")
+        check_run_id(run_id)  # part of the Ray submission id
         if gpus < 0:
             raise InputError(f"gpus={gpus} must be >= 0", "pass the plan's GPU count")
         self.address = normalize_address(address)
