@@ -91,7 +91,7 @@ def point_latest(run_dir: RunDir) -> Path:
     return link
 
 
-def _fix_for(exc: OSError, path: Path, flag: str = "--out") -> str:
+def fix_for_write(exc: OSError, path: Path, flag: str = "--out") -> str:
     """The fix for a file that could not be written; `flag` is the option that chose where it goes."""
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return f"free disk space on the filesystem of {path.parent}, or pass {flag} to a directory on another disk"
@@ -125,7 +125,7 @@ def atomic_writer(path: str | os.PathLike[str], *, mode: int = 0o644, binary: bo
         _fsync_dir(target.parent)
     except OSError as exc:
         raise ArtifactWriteError(
-            f"could not write {target}: {exc.strerror or exc}", _fix_for(exc, target, flag)
+            f"could not write {target}: {exc.strerror or exc}", fix_for_write(exc, target, flag)
         ) from exc
     finally:
         if tmp_name is not None:
@@ -177,7 +177,7 @@ class RunDir:
             run_dir.logs_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ArtifactWriteError(f"could not create {run_dir.logs_dir}: {exc.strerror or exc}",
-                                     _fix_for(exc, run_dir.logs_dir)) from exc
+                                     fix_for_write(exc, run_dir.logs_dir)) from exc
         return run_dir
 
     @property

@@ -23,6 +23,7 @@ from pathlib import Path
 from cpverify import argv, config
 from cpverify.artifacts import atomic_writer
 from cpverify.errors import DatasetError, ModelError
+from cpverify.prompts import load_prompts
 
 # Files a Megatron+SGLang run of a Qwen2.5 checkpoint reads; weights are checked separately.
 REQUIRED_FILES = ("config.json", "tokenizer_config.json", "generation_config.json")
@@ -193,8 +194,6 @@ def ensure_model(path: Path, *, model_args=(), revision: str | None = None) -> S
 
 def stage_dataset(source: Path, data_dir: Path) -> Path:
     """Validate the prompt file and copy it next to the model cache, where containers mount it."""
-    from cpverify.prompts import load_prompts
-
     load_prompts(source)  # raises DatasetError with the line number on any bad line
     target = data_dir / Path(source).name
     try:

@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from cpverify import config
+from cpverify.artifacts import fix_for_write
 from cpverify.config import LOCK_DIR_ENV
 from cpverify.errors import ArtifactWriteError, InputError, LockHeld
 
@@ -140,13 +141,11 @@ class RunDirLock(_Flocks):
         self.root, self.new_run_id = Path(root), new_run_id
 
     def acquire(self) -> RunDirLock:
-        from cpverify.artifacts import _fix_for
-
         try:
             return super().acquire()
         except OSError as exc:  # a read-only or full artifacts disk: nothing of the run can be written
             raise ArtifactWriteError(f"could not write {self.paths[0]}: {exc.strerror or exc}",
-                                     _fix_for(exc, self.paths[0])) from exc
+                                     fix_for_write(exc, self.paths[0])) from exc
 
     def _refusal(self, path: Path) -> LockHeld:
         who, stop = _holder(path)

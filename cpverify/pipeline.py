@@ -37,15 +37,38 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, cast
 
-from cpverify import config, fetch
-from cpverify.artifacts import HashingReader, RunDir, file_digest, new_run_id
+from cpverify import config, doctor, fetch, image
+from cpverify.artifacts import (
+    LATEST,
+    HashingReader,
+    RunDir,
+    atomic_write_json,
+    file_digest,
+    latest_run_id,
+    new_run_id,
+    point_latest,
+)
 from cpverify.config import RUNNERS
 from cpverify.errors import EXIT_BLOCKED, EXIT_FAIL, EXIT_OK, CpverifyError, EnvironmentBlocked, InputError
+from cpverify.lint import deep as deep_lint
+from cpverify.lint import format_findings, lint_plan
+from cpverify.locks import GpuLock, RunDirLock
 from cpverify.model import Arm, ArmInterrupted, ArmResult, Mount, Outcome
-from cpverify.profiles import Profile
-from cpverify.record import ArmRecord, Blocked, Interrupted, RunRecord
+from cpverify.parse import ParsedLog, parse_stream
+from cpverify.plan import GRAD_NORM_LOAD, build_ab_plan, build_plan, parse_gpus
+from cpverify.plan import design as ab_design
+from cpverify.profiles import Profile, resolve_profile
+from cpverify.progress import ArmsDisplay
+from cpverify.record import ArmRecord, Blocked, Interrupted, RunRecord, check_plan
+from cpverify.redact import Pseudonyms, Redactor, redacted_terminal
+from cpverify.revisions import revisions
 from cpverify.runners import make_runner, runner_class
+from cpverify.runners._env import secret_values, workload_env
+from cpverify.runners._watch import Terminated
 from cpverify.runners.base import BaseRunner, RunSetup
+from cpverify.runners.local import WorkloadPython, requested_python
+from cpverify.runners.local import workload_python as choose_python
+from cpverify.verdict import INCONCLUSIVE, ArmEvidence, Check, Thresholds, ab, decide
 
 STEPS = ("doctor", "image", "fetch", "compileall", "lint", "cp1", "cp2", "verdict")
 ALIASES = {"arms": ("cp1", "cp2"), "all": STEPS}
@@ -93,8 +116,6 @@ class Context:
     def redactor(self):
         """The run's redaction: credentials always; identity unless --no-redact, with placeholders
         (host-1, ip-1) that every step and every file of this run share (logs/placeholders.json)."""
-        from cpverify.redact import Pseudonyms, Redactor
-        from cpverify.runners._env import secret_values
 
         p = self.profile
         secrets = secret_values(p.env, [*p.train_args, *p.probe_args])
@@ -105,7 +126,6 @@ class Context:
     def credentials_only(self):
         """The run's credential rules without the identity ones: for what the run directory keeps
         for itself (state.json, plan.json, the deep lint's request), whose paths later steps read back."""
-        from cpverify.redact import Redactor
 
         return Redactor(self.redactor.literals, identity=False)
 
@@ -149,7 +169,6 @@ def _host_work_dir(ctx: Context) -> Path:
 def _revisions(ctx: Context):
     """(base, candidate or None) slime revisions from --slime-ref/--slime-ref-candidate/--slime-dir-candidate,
     or None when the run uses --slime-dir (or the image's slime) as it is. Refs are exported once per run."""
-    from cpverify.revisions import revisions
 
     a = ctx.args
     return revisions(slime_dir=a.slime_dir, slime_ref=getattr(a, "slime_ref", None),
@@ -184,7 +203,6 @@ def check_slime_checkouts(ctx: Context) -> None:
 
 
 def build_run_plan(ctx: Context):
-    from cpverify.plan import build_plan, parse_gpus
 
     gpus = None
     if ctx.args.gpus and ctx.args.gpus != "none":
@@ -194,7 +212,6 @@ def build_run_plan(ctx: Context):
     python = workload_python(ctx)
     python = python.path if python is not None else "python3"
     if revisions and revisions[1] is not None:
-        from cpverify.plan import build_ab_plan
 
         base, candidate = revisions
         candidate_dir = CONTAINER_SLIME_CANDIDATE if ctx.site.isolated else str(candidate.host_dir)
@@ -212,9 +229,6 @@ def workload_python(ctx: Context, *, refresh: bool = False):
     and the arm steps choose again, since a new attempt re-checks what could have changed."""
     if not ctx.arms_here:
         return None
-    from cpverify.runners._env import workload_env
-    from cpverify.runners.local import WorkloadPython, requested_python
-    from cpverify.runners.local import workload_python as choose
 
     needs = ("torch", "slime") if ctx.kind == "slime" else ("torch", "cpverify.probe.workload")
     explicit, chosen_by = requested_python(getattr(ctx.args, "python", None))
@@ -225,7 +239,7 @@ def workload_python(ctx: Context, *, refresh: bool = False):
     # asked the way the arms will run: from their directory, with their environment
     workdir = Path(_workload_paths(ctx)["slime_dir"]) if ctx.kind == "slime" else Path.cwd()
     env, _dropped = workload_env(ctx.profile.env, base=os.environ)
-    python = choose(explicit, chosen_by=chosen_by, needs=needs, cwd=workdir if workdir.is_dir() else None, env=env)
+    python = choose_python(explicit, chosen_by=chosen_by, needs=needs, cwd=workdir if workdir.is_dir() else None, env=env)
     ctx.record.workload_python = {**python.to_json(), "requested": explicit}
     ctx.rechecked.add("workload_python")
     ctx.save()
@@ -237,15 +251,12 @@ def workload_python(ctx: Context, *, refresh: bool = False):
 # -- steps ------------------------------------------------------------------------------------
 
 def step_doctor(ctx: Context) -> int:
-    from cpverify import doctor
 
     python = workload_python(ctx, refresh=True)
     if python is None:  # docker, ray: this host's torch is recorded for the report, not required
-        from cpverify.runners.local import requested_python
-        from cpverify.runners.local import workload_python as choose
 
         explicit, chosen_by = requested_python(getattr(ctx.args, "python", None))
-        python = choose(explicit, chosen_by=chosen_by)
+        python = choose_python(explicit, chosen_by=chosen_by)
     report = doctor.collect(cp=max(ctx.profile.cp_sizes), python=python, python_required=ctx.arms_here)
     ctx.record.doctor = report
     ctx.save()
@@ -290,7 +301,6 @@ def step_image(ctx: Context) -> int:
     if not ctx.site.isolated:
         ctx.say(f"image: not needed by the {ctx.runner} runner (the workload runs where cpverify runs)")
         return EXIT_OK
-    from cpverify import image
 
     if ctx.args.image and not ctx.args.build:
         ctx.record.image = image.inspect_image(ctx.args.image)
@@ -411,7 +421,6 @@ def step_compileall(ctx: Context) -> int:
 
 
 def step_lint(ctx: Context) -> int:
-    from cpverify.lint import format_findings, lint_plan
 
     plan = build_run_plan(ctx)
     findings = lint_plan(plan)
@@ -431,9 +440,6 @@ def step_lint(ctx: Context) -> int:
 
 def _deep_lint(ctx: Context, plan, static: list) -> list:
     """slime's own parse_args() on every arm, in the workload's Python (cpverify.lint.deep)."""
-    from cpverify.artifacts import atomic_write_json
-    from cpverify.lint import deep as deep_lint
-
     arch = deep_lint.arch_from_doctor(ctx.record.doctor, plan.gpus)
     request = deep_lint.request(plan, arch if arch is not None else deep_lint.ASSUMED_ARCH)
     host_path = _host_work_dir(ctx) / "deep-lint-request.json"
@@ -458,7 +464,6 @@ def error_classes(text: str) -> list[tuple[str, str]]:
     """(class, coarse class) of every error the log parser reads in `text`, the finest first: the
     line of slime_num_rollout_not_set also carries its coarse assertion_error. The deep lint's
     `classify`: slime's refusal of an argument gets the fix its line would get in a log."""
-    from cpverify.parse import parse_stream
 
     records = parse_stream(io.BytesIO(text.encode())).errors
     classes = [(r.cls, getattr(r, "coarse", "") or r.cls) for r in records]
@@ -466,8 +471,6 @@ def error_classes(text: str) -> list[tuple[str, str]]:
 
 
 def step_arms(ctx: Context, which: str) -> int:
-    from cpverify.locks import GpuLock
-    from cpverify.progress import ArmsDisplay
 
     if ctx.record.blocked:
         ctx.say(f"{which}: skipped, the run is blocked: {ctx.record.blocked.reason}")
@@ -519,7 +522,6 @@ def _record_arm(ctx: Context, result) -> None:
 def _arm_log(ctx: Context, recorded: ArmRecord):
     """The log the arm wrote, parsed once from bytes that are hashed as they are read: a verdict
     judges exactly what its own arms wrote, or nothing (exit 2 if the file changed since)."""
-    from cpverify.parse import ParsedLog, parse_stream
 
     path = ctx.run_dir.root / recorded.log
     if not recorded.log_sha256:  # the arm never got to write its log (a refused container, say)
@@ -541,9 +543,6 @@ def _arm_log(ctx: Context, recorded: ArmRecord):
 
 
 def step_verdict(ctx: Context) -> int:
-    from cpverify.parse import ParsedLog
-    from cpverify.plan import GRAD_NORM_LOAD
-    from cpverify.verdict import INCONCLUSIVE, ArmEvidence, Check, Thresholds, decide
 
     plan = build_run_plan(ctx)
     p = ctx.profile
@@ -579,8 +578,6 @@ def step_verdict(ctx: Context) -> int:
         run_checks.append(Check("interrupted", "fail", detail, "rerun when ready", effect=INCONCLUSIVE, brief=detail))
     verdict = decide(evidence, comparisons=list(plan.comparisons), thresholds=thresholds, workload=p.kind,
                      run_checks=run_checks)
-    from cpverify.plan import design as ab_design
-    from cpverify.verdict import ab
 
     design = ab_design(plan)
     if design is not None:  # two slime revisions: is the candidate's CP overhead smaller?
@@ -604,8 +601,7 @@ def write_blocked(ctx: Context, reason: str, fix: str) -> int:
 
 
 def _write(ctx: Context, plan, verdict) -> None:
-    from cpverify import report
-    from cpverify.runners._env import secret_values
+    from cpverify import report  # tabulate, matplotlib: the verdict step's alone, not `cpverify --help`'s
 
     env = {"cpverify_run": ctx.run_dir.run_id, "profile": dataclasses.asdict(ctx.profile),
            "runner": ctx.runner, "gpus": list(plan.gpus)}
@@ -723,11 +719,6 @@ def plan_definition(ctx: Context, plan) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     """`cpverify run`: the steps --only names, in one process, under one run-directory lock."""
-    from cpverify.artifacts import LATEST, RunDir, latest_run_id, point_latest
-    from cpverify.locks import RunDirLock
-    from cpverify.profiles import resolve_profile
-    from cpverify.record import check_plan
-
     if getattr(args, "seq_len", None):
         # judged on the profile before --seq-len becomes its seq_lens, whose own check names no option
         base = resolve_profile(args.profile, toml=args.config, assignments=list(args.assignments))
@@ -760,7 +751,6 @@ def run(args: argparse.Namespace) -> int:
         if steps != ["verdict"] or (previous and previous.step == "verdict"):
             # a new attempt: whatever blocked or interrupted an earlier one is history (checked again)
             ctx.record.blocked = ctx.record.interrupted = None
-        from cpverify.redact import redacted_terminal
 
         step = steps[0]
         with redacted_terminal(ctx.redactor):  # what the terminal shows uses the files' placeholders
@@ -780,7 +770,6 @@ def run(args: argparse.Namespace) -> int:
 def _verdict_after_interrupt(ctx: Context, step: str, exc: KeyboardInterrupt) -> None:
     """Ctrl-C or SIGTERM in any step: record what was interrupted and still leave a verdict that
     says so (it takes a moment; another Ctrl-C skips it); the caller exits 130."""
-    from cpverify.runners._watch import Terminated
 
     interrupted = ctx.record.interrupted
     if not isinstance(exc, ArmInterrupted) or interrupted is None:  # an arm records its own, with its result

@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cpverify import argv
+from cpverify._inputs import read_user_text
 from cpverify.errors import InputError
 from cpverify.model import Limits
+from cpverify.prompts import packaged_dataset_path
 
 KINDS = ("slime", "probe")
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -289,8 +292,6 @@ class Profile:
         path = Path(self.dataset)
         if path.is_absolute() or path.parent != Path("."):
             return path
-        from cpverify.prompts import packaged_dataset_path
-
         return packaged_dataset_path(self.dataset)
 
     @property
@@ -474,8 +475,6 @@ def parse_assignments(pairs: list[str] | tuple[str, ...]) -> dict[str, str]:
 
 def load_overrides(path: str | Path) -> dict[str, Any]:
     """Read a TOML file of field = value overrides (a `[profile]` table, or top level)."""
-    from cpverify._inputs import read_user_text
-
     try:
         import tomllib  # Python >= 3.11
     except ModuleNotFoundError:  # Python 3.10
@@ -520,8 +519,6 @@ def _convert(key: str, value: Any, current: Any) -> Any:
             return tuple((str(k), str(v)) for k, v in items)
         if isinstance(current, tuple):
             if isinstance(value, str):
-                import shlex
-
                 value = shlex.split(value) if key in ("train_args", "probe_args") else value.replace(",", " ").split()
             item_type = int if key in ("cp_sizes", "seq_lens") else str
             return tuple(item_type(v) for v in value)

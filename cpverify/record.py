@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cpverify.artifacts import atomic_write_json
 from cpverify.errors import InputError
 from cpverify.model import ArmResult
 
@@ -123,8 +124,6 @@ class RunRecord:
                              f"start a new run: --run-id {new_run_id}") from None
 
     def save(self, path: Path, *, scrub=lambda obj: obj) -> None:
-        from cpverify.artifacts import atomic_write_json
-
         atomic_write_json(path, scrub(self.to_json()))
 
 
@@ -141,8 +140,6 @@ def plan_document(definition: dict) -> dict:
 def check_plan(path: Path, definition: dict, *, run_id: str, new_run_id: str) -> bool:
     """Write plan.json if this is the run's first step (True); else refuse, naming what differs
     and a fresh run id, unless `definition` is the one recorded (False)."""
-    from cpverify.artifacts import atomic_write_json
-
     document = json.loads(json.dumps(plan_document(definition)))  # as it reads back: tuples are lists
     try:
         recorded = json.loads(path.read_text(encoding="utf-8"))

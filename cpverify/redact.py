@@ -35,6 +35,7 @@ import functools
 import getpass
 import ipaddress
 import itertools
+import json
 import os
 import re
 import socket
@@ -44,6 +45,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from cpverify.artifacts import atomic_write_json
 
 TOKEN = "<redacted:token>"
 SECRET = "<redacted:secret>"
@@ -509,8 +512,6 @@ class Pseudonyms:
         self._known_names: list[str] = []
         self._known: re.Pattern[str] | None = None
         if self.path is not None and self.path.is_file():
-            import json
-
             with contextlib.suppress(ValueError, OSError):
                 loaded = json.loads(self.path.read_text(encoding="utf-8"))
                 for kind in self._table:
@@ -550,8 +551,6 @@ class Pseudonyms:
     def _save(self) -> None:
         if self.path is None:
             return
-        from cpverify.artifacts import atomic_write_json
-
         atomic_write_json(self.path, {"about": "which placeholder in the shareable files stands for which host "
                                                "or address; keep it with the raw logs, do not share it",
                                       **self._table}, mode=0o600)

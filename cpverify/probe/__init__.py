@@ -78,7 +78,7 @@ def summarize(results: dict[str, dict], *, cp: int) -> dict:
     Each arm's log is read by cpverify's log parser, as `cpverify run --profile probe` reads it:
     its perf records, its cpverify-check and cpverify-busbw lines (as `cpverify parse --json` shows them).
     """
-    from cpverify.parse import parse_file
+    from cpverify.parse import parse_file  # not at the top: the workload's side imports this package
 
     arms, checks, busbw = {}, [], []
     for name, result in results.items():

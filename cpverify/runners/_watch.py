@@ -40,9 +40,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cpverify.artifacts import fix_for_write
 from cpverify.errors import ArtifactWriteError
 from cpverify.fixes import for_outcome
 from cpverify.model import ArmInterrupted, ArmResult, Limits, Outcome
+from cpverify.parse import LogParser
 from cpverify.progress import phase_of
 from cpverify.redact import LineScrubber
 
@@ -136,8 +138,6 @@ class LogWatcher:
         """`secrets`: values to scrub from every line (see runners._env.secret_values); everything
         cpverify.redact recognises as a credential, and this process's secret-named variables, always is."""
         if parser is None:
-            from cpverify.parse import LogParser
-
             parser = LogParser()
         self.log_path = Path(log_path)
         self.limits = limits
@@ -402,12 +402,10 @@ class LogWatcher:
             self._scan(parsed, self._clock())
 
     def _write_failure(self, exc: OSError) -> ArtifactWriteError:
-        from cpverify.artifacts import _fix_for
-
         return ArtifactWriteError(
             f"could not write the log {self.log_path}: {exc.strerror or exc}; the workload was stopped "
             f"({self._lines} lines are on disk)",
-            _fix_for(exc, self.log_path),
+            fix_for_write(exc, self.log_path),
         )
 
     def _result(self, trigger: _Trigger | None, exit_code: int | None) -> ArmResult:
