@@ -203,7 +203,6 @@ def check_slime_checkouts(ctx: Context) -> None:
 
 
 def build_run_plan(ctx: Context):
-
     gpus = None
     if ctx.args.gpus and ctx.args.gpus != "none":
         gpus = parse_gpus(ctx.args.gpus)
@@ -251,7 +250,6 @@ def workload_python(ctx: Context, *, refresh: bool = False):
 # -- steps ------------------------------------------------------------------------------------
 
 def step_doctor(ctx: Context) -> int:
-
     python = workload_python(ctx, refresh=True)
     if python is None:  # docker, ray: this host's torch is recorded for the report, not required
 
@@ -421,7 +419,6 @@ def step_compileall(ctx: Context) -> int:
 
 
 def step_lint(ctx: Context) -> int:
-
     plan = build_run_plan(ctx)
     findings = lint_plan(plan)
     if ctx.kind == "slime":
@@ -471,7 +468,6 @@ def error_classes(text: str) -> list[tuple[str, str]]:
 
 
 def step_arms(ctx: Context, which: str) -> int:
-
     if ctx.record.blocked:
         ctx.say(f"{which}: skipped, the run is blocked: {ctx.record.blocked.reason}")
         return EXIT_OK
@@ -543,11 +539,9 @@ def _arm_log(ctx: Context, recorded: ArmRecord):
 
 
 def step_verdict(ctx: Context) -> int:
-
     plan = build_run_plan(ctx)
     p = ctx.profile
-    thresholds = Thresholds(pass_ratio=p.pass_ratio, primary_metric=p.metric, min_counted_steps=p.min_counted_steps,
-                            warmup=p.warmup_steps, confidence=p.confidence)
+    thresholds = Thresholds.of(p)
     blocked, interrupted = ctx.record.blocked, ctx.record.interrupted
     evidence = []
     for arm in plan.arms:

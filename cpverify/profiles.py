@@ -21,7 +21,7 @@ import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from cpverify import argv
 from cpverify._inputs import read_user_text
@@ -29,7 +29,8 @@ from cpverify.errors import InputError
 from cpverify.model import Limits
 from cpverify.prompts import packaged_dataset_path
 
-KINDS = ("slime", "probe")
+Kind = Literal["slime", "probe"]  # slime's trainer, or the torch-only probe
+KINDS: tuple[str, ...] = get_args(Kind)
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Both arms run on one node (--actor-num-nodes 1, torchrun --standalone); no node has more GPUs.
 MAX_GPUS = 64
@@ -245,7 +246,7 @@ class Profile:
     """One verification. Every field can be overridden by name (CLI `--set k=v` or TOML)."""
 
     name: str
-    kind: str  # "slime" | "probe"
+    kind: Kind
     description: str
     model_repo: str = QWEN_REPO
     model_revision: str = QWEN_REVISION
@@ -259,6 +260,7 @@ class Profile:
     pass_ratio: float = 1.3  # PASS when candidate/baseline median of `metric` stays below this
     min_counted_steps: int = 3  # fewer steps per arm after warm-up -> INCONCLUSIVE
     confidence: float = 0.95  # level of the ratio's interval
+    deterministic: bool = False  # the arms run deterministically: first-step numerics gate the verdict
     deadline_s: float = 3600.0
     hang_s: float = 600.0  # no new log line for this long -> hang (NCCL's watchdog is 10 min)
     stall_s: float = 1200.0  # lines but no training step for this long -> stalled
@@ -509,26 +511,48 @@ def resolve_profile(name: str, *, toml: str | Path | None = None, assignments=()
     return profile
 
 
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
 def _convert(key: str, value: Any, current: Any) -> Any:
-    """Coerce an override to the field's type: "1.5" -> 1.5, "1,2" -> (1, 2), dict -> env pairs."""
+    """Coerce an override to the type the field is declared with: "1.5" -> 1.5 (float), "1,2" -> (1, 2)
+    (tuple[int, ...]), "--lr 1e-6" -> ("--lr", "1e-6") (tuple[str, ...]: shell words), "A=1,B=2" or a
+    TOML table -> env pairs, "yes" -> True (bool: one of true/false, yes/no, on/off, 1/0)."""
+    hint = _HINTS[key]
     try:
         if key == "env":
             if isinstance(value, str):
                 value = dict(item.split("=", 1) for item in value.split(",") if item)
             items = value.items() if isinstance(value, dict) else value
             return tuple((str(k), str(v)) for k, v in items)
-        if isinstance(current, tuple):
+        if get_origin(hint) is tuple:
+            item_type = get_args(hint)[0]
             if isinstance(value, str):
-                value = shlex.split(value) if key in ("train_args", "probe_args") else value.replace(",", " ").split()
-            item_type = int if key in ("cp_sizes", "seq_lens") else str
-            return tuple(item_type(v) for v in value)
-        if isinstance(current, bool):
-            return value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes")
-        if isinstance(current, (int, float)):
-            return type(current)(value)
-        return str(value)
+                value = shlex.split(value) if item_type is str else value.replace(",", " ").split()
+            return tuple(_scalar(item_type, v) for v in value)
+        if get_origin(hint) is Literal:
+            if value not in get_args(hint):
+                raise ValueError(f"not one of {', '.join(get_args(hint))}")
+            return value
+        return _scalar(hint, value)
     except (TypeError, ValueError) as exc:
         raise InputError(
             f"override {key}={value!r} does not fit the field (currently {current!r}): {exc}",
             f"give {key} a value like {current!r}",
         ) from None
+
+
+def _scalar(kind: type, value: Any) -> Any:
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        word = str(value).strip().lower()
+        if word not in _TRUE + _FALSE:
+            raise ValueError(f"not a yes or no ({'/'.join(_TRUE)} or {'/'.join(_FALSE)})")
+        return word in _TRUE
+    if kind is int and isinstance(value, float) and not value.is_integer():
+        raise ValueError("not a whole number")
+    return kind(value)
+
+
+_HINTS = get_type_hints(Profile)

@@ -113,6 +113,40 @@ def test_overrides_convert_cli_strings_and_validate():
         with_overrides(get_profile("smoke"), train_args=("--context-parallel-size", "2"))
 
 
+@pytest.mark.parametrize("profile, field, given, expected", [
+    ("train-only", "train_only", "yes", True), ("smoke", "train_only", "off", False),
+    ("smoke", "deterministic", "TRUE", True), ("smoke", "deadline_s", "60", 60.0), ("smoke", "gpus", 4.0, 4),
+    ("smoke", "model_args", "--num-layers 24", ("--num-layers", "24")),
+    ("probe", "seq_lens", "1024 2048", (1024, 2048)), ("probe", "kind", "probe", "probe"),
+])
+def test_an_override_is_read_as_the_type_the_field_declares(profile, field, given, expected):
+    changed = with_overrides(get_profile(profile), **{field: given})
+    assert getattr(changed, field) == expected and type(getattr(changed, field)) is type(expected)
+
+
+@pytest.mark.parametrize("field, given", [("train_only", "ture"), ("deterministic", "maybe"), ("kind", "slim"),
+                                          ("gpus", 2.5), ("cp_sizes", "1,two")])
+def test_an_override_that_does_not_fit_its_field_is_refused_not_guessed(field, given):
+    """A misspelt yes once read as no: `--set train_only=ture` planned an ordinary slime run."""
+    with pytest.raises(InputError, match=f"override {field}=") as err:
+        with_overrides(get_profile("smoke"), **{field: given})
+    assert field in err.value.fix
+
+
+def test_the_verdict_takes_every_threshold_from_the_profile():
+    """One mapping from a profile to the verdict's thresholds, so `--set deterministic=true` gates
+    numerics in `cpverify run` as `--deterministic` does in `cpverify verdict`."""
+    from cpverify.verdict import Thresholds, decision_rule
+
+    profile = resolve_profile("smoke", assignments=["deterministic=true", "pass_ratio=1.7", "warmup_steps=2",
+                                                    "min_counted_steps=5", "confidence=0.9", "metric=perf/step_time"])
+    t = Thresholds.of(profile)
+    assert (t.deterministic, t.pass_ratio, t.warmup, t.min_counted_steps, t.confidence, t.primary_metric) == (
+        True, 1.7, 2, 5, 0.9, "perf/step_time")
+    assert "(deterministic mode)" in decision_rule(t)
+    assert not Thresholds.of(get_profile("smoke")).deterministic
+
+
 def test_toml_overrides(tmp_path):
     toml = tmp_path / "o.toml"
     toml.write_text('[profile]\npass_ratio = 1.2\ncp_sizes = [1, 2]\n[profile.env]\nNCCL_DEBUG = "WARN"\n')

@@ -6,11 +6,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cpverify.errors import EXIT_BLOCKED, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK, InputError
 from cpverify.model import ArmResult
 from cpverify.parse import ParsedLog
 from cpverify.verdict import stats
+
+if TYPE_CHECKING:
+    from cpverify.profiles import Profile
 
 SCHEMA_VERSION = 1
 
@@ -71,6 +75,14 @@ class Thresholds:
         if problems:
             raise InputError("; ".join(problems),
                              "use e.g. --pass-ratio 1.3 --warmup 1 --min-steps 3 (confidence 0.95)")
+
+    @classmethod
+    def of(cls, profile: Profile) -> Thresholds:
+        """A profile's thresholds: the one place its fields become the verdict's (`cpverify verdict`
+        takes them from its options instead)."""
+        return cls(pass_ratio=profile.pass_ratio, primary_metric=profile.metric,
+                   min_counted_steps=profile.min_counted_steps, warmup=profile.warmup_steps,
+                   confidence=profile.confidence, deterministic=profile.deterministic)
 
     def to_json(self) -> dict:
         return {"pass_ratio": self.pass_ratio, "primary_metric": self.primary_metric,
