@@ -578,6 +578,18 @@ def test_layout_mismatch_keeps_the_first_layout():
     assert (mismatch.cls, mismatch.line, mismatch.detail["reported"]["cp"]) == ("layout_mismatch", 2, 1)
 
 
+@pytest.mark.parametrize("line", [
+    "cpverify-layout rank=0 world=2 tp=1 pp=1 cp=0 dp=2",
+    "cpverify-layout rank=0 world=2 tp=1 pp=1 cp=999999999999999999999 dp=2",
+    "cpverify-layout rank=0 world=2 tp=1 pp=1 cp=2 dp=2",
+    "cpverify-layout rank=0 world=4 tp=1 pp=-1 cp=2 dp=-2",
+])
+def test_an_impossible_layout_line_states_no_layout(line):
+    """An edited or garbled hook line once stated CP=10^21 (or 0) and `cpverify verdict` judged the
+    two logs at those CPs: PASS, "CP=999999999999999999999 0.66x CP=2"."""
+    assert parse_lines([line]).layout is None
+
+
 def test_no_layout_line_means_null():
     assert parse_lines([ACTOR + STEP3]).to_json()["layout"] is None
 
@@ -616,6 +628,7 @@ def test_only_megatrons_own_format_states_a_layout():
         "a size missing": without_cp,
         "a size not a number": megatron_args(**{**SIZES, "tensor_model_parallel_size": "None"}),  # type: ignore[arg-type]
         "a size of zero": megatron_args(**{**SIZES, "pipeline_model_parallel_size": 0}),
+        "sizes that do not make the world": megatron_args(**{**SIZES, "world_size": 4}),
     }
     for why, lines in cases.items():
         assert parse_lines(lines).layout is None, why

@@ -352,6 +352,13 @@ class _Fragment:
     pairs: list[tuple[str, float, int]] = field(default_factory=list)
 
 
+def _possible_layout(sizes: dict[str, Any], world: int | None) -> bool:
+    """Could a job run with these sizes? Each at least 1, and cp*dp*tp*pp the world size where it
+    is given (Megatron splits the world into exactly these groups)."""
+    dims = [sizes["cp"], sizes["dp"], sizes["tp"], sizes["pp"]]
+    return min(dims) >= 1 and (world is None or math.prod(dims) == world)
+
+
 class LogParser:
     """Feed physical lines in order; ask for the ParsedLog whenever you like."""
 
@@ -565,6 +572,8 @@ class LogParser:
         except (KeyError, ValueError):
             return False
         world, rank = integer(kv.get("world", "")), integer(kv.get("rank", ""))
+        if not _possible_layout(dims, world):
+            return False  # not a layout: an edited or garbled line cannot state (or orient) a CP
         current = self._log.layout
         if current is None:
             self._log.layout = Layout(**dims, world=world, ranks=[] if rank is None else [rank])
@@ -591,7 +600,7 @@ class LogParser:
     def _megatron_layout(self) -> Layout | None:
         """The layout of Megatron's argument dump, when it names every size."""
         args = self._megatron_args
-        if not {"cp", "dp", "tp", "pp"} <= args.keys() or min(args["cp"], args["dp"], args["tp"], args["pp"]) < 1:
+        if not {"cp", "dp", "tp", "pp"} <= args.keys() or not _possible_layout(args, args.get("world")):
             return None
         return Layout(args["cp"], args["dp"], args["tp"], args["pp"], args.get("world"), [0], "megatron-arguments")
 
