@@ -1,0 +1,132 @@
+"""Intervals that hold across runs: rounds (separate processes) of each arm, and when to stop.
+
+One process's steps describe that process, not the host: three identical CP=1 processes of real
+slime on one H100 gave medians 0.634, 0.613 and 0.898 s (benchmarks/slime-h100x1-aa-rounds/), far
+outside what any one round's step-to-step spread suggests. So an arm runs as several **rounds**,
+and the ratio's interval is built from the rounds, not from the steps:
+
+- Each round is summarised by one number (its statistic over the counted steps) and taken on the
+  log scale, where a CP cost is a difference and process-to-process noise is roughly symmetric.
+- The log ratio is the difference of the arms' mean log round statistics; its standard error uses
+  the **pooled between-round variance** of both arms (within-round noise is inside it: a round's
+  statistic carries its own sampling error).
+- Few rounds estimate a variance badly, so the variance is **moderated** as limma's moderated t
+  does (Smyth 2004, doi:10.2202/1544-6115.1027): the rounds' pooled variance is averaged with a
+  prior, weighted by degrees of freedom. The prior is what recorded A/A rounds of real slime show
+  (PRIOR_SD, PRIOR_DF below). With one round per arm the interval is the prior's alone, and says so.
+- Sequential looks (add rounds while undecided) spend the error rate: look k uses
+  alpha_k = alpha / (k (k + 1)), which sums to alpha over any number of looks, so the chance that
+  ANY look's interval misses the true ratio stays at most alpha however long the run goes on.
+
+Warm-up is found in the data (`warmup_end`), per round, instead of a fixed count of rollouts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+# The between-round standard deviation of log(round statistic) seen in recorded A/A rounds of real
+# slime (identical CP=1 processes, train-only, 1K responses; mean actor_train_time after the detected
+# warm-up): H100 x1 (two sessions of 3 rounds: 0.127, 0.214), H200 x1 (3 rounds: 0.035), 2x H200
+# (2 rounds: 0.032); pooled over the 7 degrees of freedom. `benchmarks/slime-h100x1-aa-rounds/`.
+PRIOR_SD = 0.135
+PRIOR_DF = 7
+DEFAULT_CONFIDENCE = 0.95
+
+
+def spent_alpha(alpha: float, look: int) -> float:
+    """The error rate look `look` (1, 2, ...) may spend: alpha / (k (k+1)), summing to alpha."""
+    if look < 1:
+        raise ValueError(f"looks are counted from 1, not {look}")
+    return alpha / (look * (look + 1))
+
+
+def warmup_end(values: Sequence[float], *, k: float = 3.0) -> int:
+    """How many leading steps of one round are warm-up: the leading run of steps above the round's
+    band (its median + k robust standard deviations from the median absolute deviation, and at least
+    1.25x the median), at most
+    half the round. The median and MAD ignore a few slow steps, so the warm-up does not widen its band.
+
+    Real slime's first rollout is 3-10x the steady step (compilation, allocator growth), and on
+    some hosts the second is still 2-8x (benchmarks/slime-h200x2); later steps are within the band.
+    A slow step after the first steady one is not warm-up: it is part of what the user pays.
+    """
+    x = np.asarray(values, dtype=float)
+    n = len(x)
+    if n < 4:
+        return 0
+    centre = float(np.median(x))
+    mad = float(np.median(np.abs(x - centre))) * 1.4826
+    # and at least 25% above the median: a step a little slower than an unusually even round is noise
+    band = max(centre + k * mad, 1.25 * centre)
+    cut = 0
+    while cut < n // 2 and x[cut] > band:
+        cut += 1
+    return cut
+
+
+@dataclass(frozen=True)
+class RoundsInterval:
+    """The ratio candidate/baseline across rounds and its interval at `confidence`."""
+
+    ratio: float
+    low: float
+    high: float
+    confidence: float
+    rounds: tuple[int, int]  # (baseline, candidate)
+    df: int  # of the moderated variance: PRIOR_DF + the rounds' own
+    between_sd: float | None  # measured pooled log-sd of the rounds; None with one round per arm
+    sd: float  # the moderated log-sd the interval used
+
+    @property
+    def measured(self) -> bool:
+        """Whether the rounds themselves showed their spread (at least one arm with two rounds)."""
+        return self.between_sd is not None
+
+    def clears(self, threshold: float) -> bool:
+        """The interval lies entirely on one side of the threshold: the data decide."""
+        return self.high <= threshold or self.low > threshold
+
+    def to_json(self) -> dict:
+        return {"ratio": self.ratio, "ci_low": self.low, "ci_high": self.high, "confidence": self.confidence,
+                "rounds": {"baseline": self.rounds[0], "candidate": self.rounds[1]}, "df": self.df,
+                "between_round_sd": self.between_sd, "sd_used": self.sd,
+                "prior": {"sd": PRIOR_SD, "df": PRIOR_DF}}
+
+
+def ratio_across_rounds(baseline: Sequence[float], candidate: Sequence[float], *,
+                        confidence: float = DEFAULT_CONFIDENCE) -> RoundsInterval:
+    """The ratio of the arms' geometric means of their round statistics (one positive number per
+    round), with a moderated-t interval (see the module's docstring)."""
+    from scipy import stats  # the t quantile; scipy is imported by the verdict step alone
+
+    if not baseline or not candidate:
+        raise ValueError("each arm needs at least one round")
+    raw_b, raw_c = np.asarray(baseline, dtype=float), np.asarray(candidate, dtype=float)
+    for raw in (raw_b, raw_c):
+        if not (np.all(np.isfinite(raw)) and np.all(raw > 0)):
+            raise ValueError("a round statistic must be a positive, finite number")
+    b, c = np.log(raw_b), np.log(raw_c)
+    own_df = len(b) + len(c) - 2
+    between = None
+    if own_df > 0:
+        pooled = (float(np.sum((b - b.mean()) ** 2)) + float(np.sum((c - c.mean()) ** 2))) / own_df
+        between = math.sqrt(pooled)
+    df = PRIOR_DF + own_df
+    variance = (PRIOR_DF * PRIOR_SD ** 2 + own_df * (between or 0.0) ** 2) / df
+    se = math.sqrt(variance * (1 / len(b) + 1 / len(c)))
+    half = float(stats.t.ppf(0.5 + confidence / 2, df)) * se
+    centre = float(c.mean() - b.mean())
+    return RoundsInterval(ratio=math.exp(centre), low=math.exp(centre - half), high=math.exp(centre + half),
+                          confidence=confidence, rounds=(len(b), len(c)), df=df, between_sd=between,
+                          sd=math.sqrt(variance))
+
+
+def sequential_interval(baseline: Sequence[float], candidate: Sequence[float], *, look: int,
+                        alpha: float = 1 - DEFAULT_CONFIDENCE) -> RoundsInterval:
+    """The interval at look `look` of a sequential design, at the confidence it may spend."""
+    return ratio_across_rounds(baseline, candidate, confidence=1 - spent_alpha(alpha, look))
