@@ -7,14 +7,18 @@ ArmsDisplay turns the reports into
     still to come say `waiting`, finished ones how they ended); what cpverify prints meanwhile
     goes above it, and leaving the `with` block (Ctrl-C included) stops it, cursor shown again;
   * elsewhere (CI, `nox ... 2>&1 | tee`, a compose service) plain lines, one per arm at most
-    every `every_s` seconds (CPVERIFY_PROGRESS_S, default 30) and whenever the arm enters a
-    phase it had not been in before (slime's timers recur every rollout: they add a line the
-    first time only), e.g.
+    every `every_s` seconds (CPVERIFY_PROGRESS_S, default 30) and when the arm enters a phase it
+    had not been in before (slime's timers recur every rollout: they add a line the first time
+    only), but never two lines of an arm within PHASE_GAP_S (slime passes through four timers in
+    a second at start-up: the line after the gap says where it is then), e.g.
 
         [cpverify RUN] cp1: step 6 of 16, 1m05s elapsed, ETA 1m40s, phase actor_train
 
-Both write to sys.stderr as it is when they write, so the run's terminal redaction
-(cpverify.redact.redacted_terminal) sees every line, as it sees everything else cpverify prints.
+Both write through the run's terminal stream (cpverify.redact.redacted_terminal), so every line
+is redacted and made inert (cpverify.terminal.inert) as everything else cpverify prints. The live
+display draws with rich's cursor sequences: it writes them through the stream's `with_controls()`
+view, after making the text it draws (the phase is a log's text) inert itself, and what is printed
+meanwhile is made inert before rich's proxy puts it above the display.
 
 `n` is what the plan starts every arm with (Profile.planned_rollouts: slime's --num-rollout, the
 probe's warm-up plus measured steps); `k` counts from the last rollout with a train-side perf
@@ -25,10 +29,12 @@ step seen: it is the time per step since then, times the steps left.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from cpverify.config import DEFAULT_PROGRESS_S
+from cpverify.terminal import inert
 
 if TYPE_CHECKING:
     from rich.progress import Progress as Bars
@@ -38,6 +44,7 @@ if TYPE_CHECKING:
     from cpverify.runners._watch import Progress
 
 QUIET_AFTER_S = 60.0  # an arm silent this long says so (the hang limit is minutes away, not here)
+PHASE_GAP_S = 5.0  # plain mode: a new phase adds a line, but not within this long of the arm's last one
 
 
 def phase_of(parsed: ParsedLog) -> str:
@@ -75,6 +82,7 @@ class _Arm:
     first: tuple[float, int] | None = None  # (elapsed, done) when a finished step was first seen
     last: tuple[float, int] | None = None  # (elapsed, done) when `done` last grew
     printed_at: float | None = None  # plain mode: the elapsed time of the last line
+    unsaid: bool = False  # plain mode: a new phase came within PHASE_GAP_S of the last line
     ended: str = ""  # how the arm ended, once it has
 
     def update(self, report: Progress) -> bool:
@@ -86,7 +94,7 @@ class _Arm:
             self.done = done
             self.last = (report.elapsed_s, done)
             self.first = self.first or self.last
-        self.phase = report.phase
+        self.phase = inert(report.phase)  # a log's text: it reaches the terminal
         new = report.phase not in self.phases
         self.phases.add(report.phase)
         return new
@@ -120,33 +128,53 @@ class ArmsDisplay:
     def __init__(self, arms: list[str], total: int | None, *, prefix: str = "", console=None,
                  every_s: float = DEFAULT_PROGRESS_S, auto_refresh: bool = True) -> None:
         """`total`: the steps each arm is planned to run, None when the plan does not say.
-        `console`: a rich Console (tests pass one that records); by default one on sys.stderr."""
+        `console`: a rich Console (tests pass one that records); by default one on sys.stderr's
+        terminal, drawing through its `with_controls()` view where it has one (the run's stream)."""
         from rich.console import Console
 
         self.total = total
         self.prefix = prefix
         self.every_s = every_s
-        self.console = console if console is not None else Console(stderr=True)
+        if console is None:
+            console = Console(stderr=True)
+            drawing = getattr(sys.stderr, "with_controls", None)
+            if console.is_terminal and drawing is not None:
+                console = Console(file=drawing())
+        self.console = console
         self.live = self.console.is_terminal
         self._arms = {name: _Arm(name) for name in arms}
         self._auto_refresh = auto_refresh
         self._bars: Bars | None = None
         self._tasks: dict[str, TaskID] = {}
+        self._streams: tuple = ()
 
     def __enter__(self) -> ArmsDisplay:
         if self.live:
+            from rich.file_proxy import FileProxy
             from rich.progress import BarColumn, Progress, TextColumn
 
+            # markup=False: `[` in a log's text is text, not rich markup
             self._bars = bars = Progress(
-                TextColumn("{task.fields[arm]}"), BarColumn(bar_width=24), TextColumn("{task.fields[text]}"),
+                TextColumn("{task.fields[arm]}", markup=False), BarColumn(bar_width=24),
+                TextColumn("{task.fields[text]}", markup=False),
                 console=self.console, auto_refresh=self._auto_refresh, transient=False,
+                redirect_stdout=False, redirect_stderr=False,
             )
             for name, arm in self._arms.items():
                 self._tasks[name] = bars.add_task("", total=self.total, arm=name, text=arm.text(self.total))
             bars.start()
+            # What is printed meanwhile goes above the display (rich's proxy), made inert before the
+            # proxy's ANSI decoder reads it (it would act on a log's \r and colours).
+            self._streams = (sys.stdout, sys.stderr)
+            sys.stdout, sys.stderr = (_Above(FileProxy(self.console, stream)) for stream in self._streams)
         return self
 
     def __exit__(self, *exc) -> None:
+        if self._streams:
+            for proxy in (sys.stdout, sys.stderr):
+                proxy.flush()
+            sys.stdout, sys.stderr = self._streams
+            self._streams = ()
         if self._bars is not None:
             self._bars.stop()  # on Ctrl-C too: the cursor comes back and the last frame stays
             self._bars = None
@@ -156,10 +184,12 @@ class ArmsDisplay:
         new_phase = arm.update(report)
         if self._bars is not None:
             self._show(arm)
-        elif not self.live and (new_phase or arm.printed_at is None
-                                or report.elapsed_s - arm.printed_at >= self.every_s):
-            arm.printed_at = report.elapsed_s
-            self._print(arm)
+        elif not self.live:
+            since = None if arm.printed_at is None else report.elapsed_s - arm.printed_at
+            arm.unsaid = arm.unsaid or new_phase
+            if since is None or since >= self.every_s or (arm.unsaid and since >= PHASE_GAP_S):
+                arm.printed_at, arm.unsaid = report.elapsed_s, False
+                self._print(arm)
 
     def finish(self, name: str, how: str) -> None:
         """The arm ended (`ok (exit 0)`, `failed (exit 1)`): its line says so from now on."""
@@ -187,3 +217,18 @@ class ArmsDisplay:
         out = self.console.file
         out.write(self.line(arm.name) + "\n")
         out.flush()
+
+
+class _Above:
+    """sys.stdout or sys.stderr while the live display runs: rich's proxy, which prints above the
+    display, fed inert text (inert() is safe on any piece of a line: it never joins two)."""
+
+    def __init__(self, proxy) -> None:
+        self._proxy = proxy
+
+    def write(self, text: str) -> int:
+        self._proxy.write(inert(text))
+        return len(text)
+
+    def __getattr__(self, name: str):  # flush, isatty, fileno, encoding: the proxy's
+        return getattr(self._proxy, name)

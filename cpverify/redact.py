@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from cpverify.artifacts import atomic_write_json
+from cpverify.terminal import inert
 
 TOKEN = "<redacted:token>"
 SECRET = "<redacted:secret>"
@@ -725,11 +726,19 @@ def redact_json(obj: Any, *, extra_secrets: Iterable[str] = (), identity: bool =
 
 
 class _RedactingStream:
-    """A text stream that passes whole lines through a redactor before the real stream sees them."""
+    """A text stream that passes whole lines through a redactor before the real stream sees them,
+    made inert first (cpverify.terminal.inert: no control character a log holds acts on the
+    terminal); `with_controls()` is the same without that, for a display that draws with them."""
 
-    def __init__(self, stream, redactor: Redactor) -> None:
+    def __init__(self, stream, redactor: Redactor, *, controls: bool = False) -> None:
         self._stream = stream
+        self._clean = (lambda text: text) if controls else inert
         self.use(redactor)
+
+    def with_controls(self) -> _RedactingStream:
+        """This stream's terminal and redactor, its control sequences kept: for rich's live display,
+        whose own text is made inert where it is built (cpverify.progress)."""
+        return _RedactingStream(self._stream, self.redactor, controls=True)
 
     def use(self, redactor: Redactor) -> None:
         self.redactor = redactor
@@ -740,7 +749,7 @@ class _RedactingStream:
         self._pending += text
         if "\n" in self._pending:
             *complete, self._pending = self._pending.split("\n")
-            self._stream.write("".join(self._line(line + "\n") for line in complete))
+            self._stream.write("".join(self._line(self._clean(line) + "\n") for line in complete))
         return len(text)
 
     def writelines(self, lines: Iterable[str]) -> None:
@@ -749,7 +758,7 @@ class _RedactingStream:
 
     def flush(self) -> None:
         if self._pending:  # a progress line redrawn with \r, or a prompt: it is shown now
-            self._stream.write(self._line(self._pending))
+            self._stream.write(self._line(self._clean(self._pending)))
             self._pending = ""
         self._stream.flush()
 

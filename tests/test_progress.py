@@ -19,7 +19,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
-from rich.file_proxy import FileProxy
 
 from cpverify.parse import LogParser
 from cpverify.progress import ArmsDisplay, duration, phase_of
@@ -100,7 +99,7 @@ def test_ctrl_c_stops_the_live_display_and_gives_the_terminal_back():
     with pytest.raises(KeyboardInterrupt):
         with ArmsDisplay(["cp1", "cp2"], 16, console=console, auto_refresh=True) as display:
             display.update(report(3.0, 0))
-            assert isinstance(sys.stdout, FileProxy)  # live: prints go above the display
+            assert sys.stdout is not stdout  # live: prints go above the display
             raise KeyboardInterrupt
     assert sys.stdout is stdout and sys.stderr is stderr
     assert console.file.getvalue().endswith("\x1b[?25h")  # the cursor is back
@@ -125,8 +124,8 @@ def test_without_a_planned_count_the_line_has_no_total_and_no_eta():
 # -- plain lines --------------------------------------------------------------------------------
 
 def test_plain_lines_come_every_n_seconds_and_at_a_new_phase_not_once_a_step():
-    """The issue's complaint: a line per step. Here steps come every second for 100 s; slime's
-    timers recur every step (they add a line the first time only)."""
+    """Steps come every second for 100 s; slime's timers recur every step (they add a line the
+    first time only), and four new ones within a second of start-up make one line, after the gap."""
     console = plain()
     with ArmsDisplay(["cp1"], 100, prefix="[cpverify r] ", console=console, every_s=30) as display:
         display.update(report(0.0, None, "starting"))
@@ -139,10 +138,10 @@ def test_plain_lines_come_every_n_seconds_and_at_a_new_phase_not_once_a_step():
                 display.update(report(t + 0.7, t - 1, "save_model"))  # new: a line at once
     lines = console.file.getvalue().splitlines()
     assert [line.split(", ")[1] for line in lines] == [
-        "0s elapsed", "0s elapsed", "1s elapsed", "1s elapsed",  # starting, ranks up, actor_train, train_wait
-        "31s elapsed", "50s elapsed", "1m21s elapsed"]  # >= 30 s after the last line, whatever its reason
-    assert lines[4] == "[cpverify r] cp1: step 31 of 100, 31s elapsed, ETA 1m09s, phase train_wait"
-    assert lines[5].endswith("phase save_model")
+        "0s elapsed", "5s elapsed",  # starting; then ranks up, actor_train, train_wait as one line, 5 s on
+        "35s elapsed", "50s elapsed", "1m21s elapsed"]  # >= 30 s after the last line, whatever its reason
+    assert lines[1] == "[cpverify r] cp1: step 5 of 100, 5s elapsed, ETA 1m35s, phase actor_train"
+    assert lines[3].endswith("phase save_model")
     assert all(line.startswith("[cpverify r] cp1: step ") and "\x1b" not in line for line in lines)
 
 
@@ -217,3 +216,32 @@ def test_slime_phases_are_its_timers_the_innermost_running_one():
 
 def test_probe_phases_come_from_its_layout_check_and_perf_lines():
     assert phases(PROBE_CP2) == ["starting", "ranks up (cp=2)", "warm-up steps", "timed steps"]
+
+
+@given(st.lists(st.tuples(st.floats(0.01, 3.0), st.sampled_from(["starting", "train_wait", "ref_log_probs", "log_probs",
+                                                                 "actor_train", "train", "save_model"])),
+                max_size=60))
+def test_no_two_plain_lines_of_an_arm_come_within_the_phase_gap(steps):
+    from cpverify.progress import PHASE_GAP_S
+
+    console, at = plain(), 0.0
+    with ArmsDisplay(["cp1"], 16, console=console, every_s=30) as display:
+        for gap, phase in steps:
+            at += gap
+            display.update(report(at, None, phase))
+    shown = _elapsed(console)  # whole seconds, rounded down
+    assert all(b - a >= PHASE_GAP_S - 1 for a, b in zip(shown, shown[1:]))
+
+
+def _elapsed(console: Console) -> list[int]:
+    """The elapsed seconds each plain line states."""
+    return [int(duration_s) for duration_s in re.findall(r", (\d+)s elapsed", console.file.getvalue())]
+
+
+def test_log_text_in_a_phase_cannot_act_on_the_terminal():
+    console = terminal()
+    with ArmsDisplay(["cp1"], 16, console=console, auto_refresh=False) as display:
+        display.update(report(3.0, 0, "actor_train\x1b]52;c;ZWNobyBwd25lZA==\x07\rPASS[bold]x[/bold]"))
+    raw = console.file.getvalue()
+    assert "\x1b]52" not in raw and "\x07" not in raw
+    assert "\\x1b]52;c;ZWNobyBwd25lZA==\\x07\\x0dPASS[bold]x[/bold]" in raw  # shown, markup as text

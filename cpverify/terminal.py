@@ -1,0 +1,52 @@
+"""What cpverify prints on a terminal: text a log wrote, made inert; and the terminal's width.
+
+A log is written by programs cpverify does not control (slime, Ray, NCCL, a user's script), and
+its text reaches the terminal in headlines, check details, phase names and error messages. A
+control character in it acts on the terminal instead of showing: OSC 52 writes the clipboard,
+backspaces or a carriage return make `FAIL` display as `PASS`, a CSI sequence moves the cursor
+over earlier lines. `inert()` is the one neutraliser; the terminal streams
+(cpverify.redact.redacted_terminal) apply it to every line cpverify prints, and the live
+progress display to the text it draws (the display's own cursor movements are the only control
+sequences that reach the terminal).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import textwrap
+
+# CSI sequences (colours, cursor movement, erasing) carry no text: removed. What remains of a
+# sequence that removal could join (ESC ESC[31m[2K) is escaped below, so nothing is re-formed.
+_CSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+# C0 controls but tab and newline, DEL, C1 controls (\x9b is a one-byte CSI), the bidirectional
+# overrides and isolates (they reorder what is shown) and the Unicode line separators.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def inert(text: str) -> str:
+    """`text` with no character that acts on a terminal: colour and cursor sequences removed, every
+    other control character shown as its escape (`\\x1b`, `\\r`, `\\u202e`). Tabs and newlines stay;
+    a carriage return before a newline (a Windows line end) goes. Idempotent."""
+    if text.isprintable():
+        return text
+    text = text.replace("\r\n", "\n")
+    return _CONTROL.sub(_visible, _CSI.sub("", text))
+
+
+def width(default: int = 100) -> int:
+    """The terminal's columns (COLUMNS wins, as rich and shutil read it); `default` off a terminal."""
+    return max(40, shutil.get_terminal_size((default, 24)).columns)
+
+
+def wrap(text: str, *, indent: str = "", first: str = "", columns: int | None = None) -> str:
+    """`text` wrapped to the terminal at word boundaries: a word longer than a line (a path, a URL)
+    stands on a line of its own rather than being cut mid-word."""
+    columns = columns or width()
+    return textwrap.fill(text, width=columns, initial_indent=first or indent, subsequent_indent=indent,
+                         break_long_words=False, break_on_hyphens=False)
