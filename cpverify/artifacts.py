@@ -218,9 +218,6 @@ class RunDir:
     def commands_sh(self) -> Path:
         return self.root / "commands.sh"
 
-    @property
-    def plot_png(self) -> Path:
-        return self.root / "plot.png"
 
 
 class HashingReader(io.RawIOBase):

@@ -31,6 +31,7 @@ import dataclasses
 import functools
 import io
 import os
+import shlex
 import sys
 import time
 from dataclasses import dataclass, field
@@ -53,7 +54,7 @@ from cpverify.errors import EXIT_BLOCKED, EXIT_FAIL, EXIT_OK, CpverifyError, Env
 from cpverify.lint import deep as deep_lint
 from cpverify.lint import format_findings, lint_plan
 from cpverify.locks import GpuLock, RunDirLock
-from cpverify.model import Arm, ArmInterrupted, ArmResult, Mount, Outcome
+from cpverify.model import BASE, Arm, ArmInterrupted, ArmResult, Mount, Outcome
 from cpverify.parse import ParsedLog, parse_stream
 from cpverify.plan import GRAD_NORM_LOAD, build_ab_plan, build_plan, parse_gpus
 from cpverify.plan import design as ab_design
@@ -61,7 +62,7 @@ from cpverify.profiles import Profile, resolve_profile
 from cpverify.progress import ArmsDisplay
 from cpverify.record import ArmRecord, Blocked, Interrupted, RunRecord, check_plan
 from cpverify.redact import Pseudonyms, Redactor, redacted_terminal
-from cpverify.revisions import revisions
+from cpverify.revisions import checkout, revisions
 from cpverify.runners import make_runner, runner_class
 from cpverify.runners._env import secret_values, workload_env
 from cpverify.runners._watch import Terminated
@@ -605,10 +606,24 @@ def _write(ctx: Context, plan, verdict) -> None:
     # Secret flag values (--wandb-key V) sit in env.json's copy of the profile as plain list items.
     secrets = {value for arm in plan.arms for value in secret_values(arm.env, arm.argv)}
     ctx.redactor.add_secrets(secrets)
-    report.write_report(ctx.run_dir, verdict, env=env, commands_sh=plan.commands_sh(), redactor=ctx.redactor,
-                        plan_arms=plan.arms)
+    env["sources"] = _sources(ctx)
+    written = report.write_report(ctx.run_dir, verdict, env=env, commands_sh=plan.commands_sh(),
+                                  redactor=ctx.redactor, plan_arms=plan.arms,
+                                  command=shlex.join(["cpverify", *sys.argv[1:]]))
     print(report.render_summary(verdict))
     ctx.say(f"verdict: {verdict.status} -> {ctx.run_dir.verdict_md}")
+    print(report.share_lines(written), file=sys.stderr)
+
+
+def _sources(ctx: Context) -> dict:
+    """The slime commit the arms ran, where this machine can tell (an exported ref, a git checkout
+    here); the image records its own slime and Megatron-LM commits (env.json's image)."""
+    revs = _revisions(ctx)
+    if revs:
+        return {"slime": revs[0].commit, "slime_candidate": revs[1].commit if revs[1] else None}
+    if ctx.args.slime_dir and not ctx.site.remote:
+        return {"slime": checkout(ctx.args.slime_dir, BASE, must_exist=False).commit}
+    return {}
 
 
 def _fresh_log(ctx: Context, arm: str) -> Path:

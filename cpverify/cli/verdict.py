@@ -126,17 +126,38 @@ def run_verdict_command(args: argparse.Namespace) -> int:
                 "# Reproduce this verdict from the logs in this bundle (run it from this directory).\n"
                 "# The slime commands behind the logs were not recorded: the logs were given to cpverify.\n"
                 "set -euo pipefail\n" + shlex.join(reproduce) + "\n")
-    written = report.write_report(run_dir, verdict, env=_basic_env(inputs), commands_sh=commands, redactor=scrub)
+    logs_state = {"baseline": _stated(parsed[b_role]), "candidate": _stated(parsed[c_role])}
+    written = report.write_report(run_dir, verdict, env=_basic_env(inputs, logs_state), commands_sh=commands,
+                                  redactor=scrub, command=shlex.join(["cpverify", "verdict", *sys.argv[2:]])
+                                  if sys.argv[1:2] == ["verdict"] else shlex.join(reproduce[:-2]))
 
     if args.json:
         print(json.dumps(json.loads(written["verdict.json"].read_text(encoding="utf-8")), indent=2))
     else:
         print(report.render_summary(verdict))
     print(f"artifacts: {run_dir.root}", file=sys.stderr)
+    print(report.share_lines(written), file=sys.stderr)
     return verdict.exit_code
 
 
-def _basic_env(inputs: dict) -> dict:
-    """What can be said about the environment from here: cpverify itself and the inputs' fingerprints."""
-    return {"source": "cpverify verdict (existing logs)", "cpverify": __version__,
-            "python": platform.python_version(), "platform": platform.platform(), "inputs": inputs}
+# Megatron-LM's argument dump, for the setup line: what each run was started with.
+_STATED_ARGUMENTS = {"response_length": "rollout_max_response_len", "num_rollout": "num_rollout",
+                     "seq_length": "seq_length", "world_size": "world_size"}
+
+
+def _stated(log) -> dict:
+    """What a log itself says about the run: NCCL (and the CUDA it was built for), the layout, a few
+    of Megatron-LM's arguments. The rest of the GPU host is unknown to `cpverify verdict`."""
+    state = {"nccl": log.nccl.version, "cuda": log.nccl.cuda,
+             "layout": None if log.layout is None else {"cp": log.layout.cp, "dp": log.layout.dp, "tp": log.layout.tp,
+                                                        "pp": log.layout.pp, "world": log.layout.world}}
+    state.update({key: log.arguments.get(name) for key, name in _STATED_ARGUMENTS.items()})
+    return {key: value for key, value in state.items() if value is not None}
+
+
+def _basic_env(inputs: dict, logs_state: dict) -> dict:
+    """What can be said about the run from here: what its logs state, and the inputs' fingerprints. The
+    machine that computed the verdict is named as such: it is not the GPU host the logs came from."""
+    return {"source": "cpverify verdict (existing logs)", "cpverify": __version__, "logs_state": logs_state,
+            "inputs": inputs, "verdict_computed_on": {"python": platform.python_version(),
+                                                      "platform": platform.platform()}}

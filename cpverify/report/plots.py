@@ -1,8 +1,12 @@
-"""Plots written next to verdict.md and linked from it (PNG):
+"""Plots written next to verdict.md (PNG). A pasted comment cannot show a local file, so verdict.md
+names them and the terminal says which to attach: ratio.png is the one made for that.
 
-  plot.png     the primary metric per counted rollout, one line per arm, dashed at each median
+  ratio.png    the question at a glance: per phase, the larger CP's time over the smaller's with its
+               interval as whiskers, the threshold and the ideal 1.0 drawn, each row labelled with
+               both medians (a sweep: one row per comparison, the primary metric)
   steps.png    the primary metric and perf/step_time per counted rollout, one line per arm
-  phases.png   median log_probs / ref_log_probs / actor_train per arm, IQR as error bars
+  phases.png   per phase (log_probs / ref_log_probs / actor_train), the arms' medians side by side,
+               IQR as error bars: CP=1 against CP=2 within a phase
   cp.png       sweeps: median time vs CP, one line per sequence length (and revision), each
                with its ideal t(smallest CP) x smallest CP / CP: perfect splitting of the work
   seq.png      sweeps: median time vs sequence length, one line per CP
@@ -132,33 +136,85 @@ def step_times(verdict: Verdict):
 
 
 def phase_medians(verdict: Verdict, infos: dict[str, ArmInfo]):
-    """Grouped bars: per arm, the median of each phase (log_probs, ref_log_probs, actor_train)."""
+    """Grouped bars: per phase (log_probs, ref_log_probs, actor_train), each arm's median side by
+    side, so CP=1 and CP=2 are compared within a phase."""
     phases = [p for p in PHASES if any(p in a.metrics for a in verdict.arms)]
     arms = [a for a in verdict.arms if any(p in a.metrics for p in phases)]
     if not phases or not arms:
         return None
-    fig, (ax,) = _new_figure(max(6.0, 0.9 * len(arms) * len(phases) + 2), 4.0)
-    width = 0.8 / len(phases)
+    fig, (ax,) = _new_figure(max(6.0, 0.5 * len(arms) * len(phases) + 2), 4.0)
+    width = 0.8 / len(arms)
     medians: list[float] = []
-    for i, phase in enumerate(phases):
+    for j, arm in enumerate(arms):
         xs, heights, low, high = [], [], [], []
-        for j, arm in enumerate(arms):
+        for i, phase in enumerate(phases):
             s = arm.metrics.get(phase)
             if s is None:
                 continue
-            xs.append(j + (i - (len(phases) - 1) / 2) * width)
+            xs.append(i + (j - (len(arms) - 1) / 2) * width)
             heights.append(s.median)
             low.append(s.median - s.q1)
             high.append(s.q3 - s.median)
-        ax.bar(xs, heights, width, yerr=[low, high], capsize=2, label=_short(phase))
+        ax.bar(xs, heights, width, yerr=[low, high], capsize=2, label=_label(verdict, arm.name))
         medians.extend(heights)
-    ax.set_xticks(range(len(arms)), [f"{a.name}\nCP={infos[a.name].cp}" for a in arms], fontsize=7)
-    ax.set_xlabel("arm")
+    ax.set_xticks(range(len(phases)), [_short(p) for p in phases])
+    ax.set_xlabel("phase")
     ax.set_ylabel("median per rollout [s] (bars: IQR)")
-    ax.set_title("per-phase medians by arm", fontsize=10)
+    ax.set_title("per-phase medians: the arms side by side", fontsize=10)
     _y_scale(ax, medians)
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=8)
+    _legend(ax, len(arms))
+    fig.tight_layout()
+    return fig
+
+
+def phase_ratios(verdict: Verdict):
+    """The chart to attach: per phase of the deciding comparison (a sweep: per comparison, the primary
+    metric), the ratio as a dot, its interval as whiskers, the threshold and 1.0 as vertical lines."""
+    from cpverify.report import story
+
+    t = verdict.thresholds
+    status = max((c.status for c in verdict.comparisons), key=lambda s: ("PASS", "INCONCLUSIVE", "BLOCKED",
+                                                                          "FAIL").index(s))
+    deciding = next(c for c in verdict.comparisons if c.status == status)
+    labels = verdict.labels
+    rows = []  # (label, estimate, note)
+    if len(verdict.comparisons) == 1:
+        for metric, base, cand, est in story.phase_rows(verdict, deciding):
+            if est is None or est.ratio is None:
+                continue
+            b, c = base.metrics.get(metric), cand.metrics.get(metric)
+            note = f"{story.seconds(b.median) if b else '–'} → {story.seconds(c.median) if c else '–'}"
+            rows.append((_short(metric), est, note))
+    else:
+        for comp in verdict.comparisons:
+            est = comp.metrics.get(t.primary_metric)
+            if est is not None and est.ratio is not None:
+                rows.append((f"{comp.candidate} / {comp.baseline}", est, ""))
+    if not rows:
+        return None
+    fig, (ax,) = _new_figure(7.2, 0.55 * len(rows) + 1.6)
+    ys = list(range(len(rows)))[::-1]
+    for y, (_, est, note) in zip(ys, rows, strict=True):
+        colour = ("tab:green" if est.ci and est.ci[1] <= t.pass_ratio else
+                  "tab:red" if est.ci and est.ci[0] > t.pass_ratio else "tab:orange")
+        if est.ci:
+            ax.plot(est.ci, [y, y], color=colour, linewidth=2.5, solid_capstyle="butt")
+        ax.plot([est.ratio], [y], "o", color=colour, markersize=7)
+        text = f"{est.ratio:.2f}×" + (f" ({est.ci[0]:.2f}–{est.ci[1]:.2f})" if est.ci else " (no interval)")
+        ax.annotate(f"{text}  {note}".rstrip(), (max(est.ci[1] if est.ci else est.ratio, est.ratio), y),
+                    xytext=(6, 0), textcoords="offset points", va="center", fontsize=8)
+    ax.axvline(1.0, color="grey", linewidth=1, linestyle=":")
+    ax.axvline(t.pass_ratio, color="black", linewidth=1, linestyle="--")
+    ax.set_yticks(ys, [label for label, _, _ in rows])
+    high = max(max(est.ci[1] if est.ci else est.ratio, est.ratio) for _, est, _ in rows)
+    ax.set_xlim(0, max(high * 1.45, t.pass_ratio * 1.3))
+    pair = f"{labels.get(deciding.candidate, deciding.candidate)} / {labels.get(deciding.baseline, deciding.baseline)}"
+    ax.set_xlabel(f"ratio of medians ({t.confidence:.0%} interval); dashed: threshold {t.pass_ratio:.2f}, "
+                  "dotted: 1.0")
+    ax.set_title(f"{verdict.status}: {pair if len(verdict.comparisons) == 1 else 'each CP against the baseline'}"
+                 f" — {_short(t.primary_metric)} decides", fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     return fig
 
@@ -247,8 +303,9 @@ def figures(verdict: Verdict, plan_arms: Sequence | None = None) -> list[Plot]:
     """Every plot that has data, as matplotlib Figures. Raises ImportError without matplotlib."""
     infos = arm_infos(verdict, plan_arms)
     candidates = [
+        ("ratio.png", "per-phase ratio with its interval", phase_ratios(verdict)),
         ("steps.png", "step times per rollout", step_times(verdict)),
-        ("phases.png", "per-phase medians by arm", phase_medians(verdict, infos)),
+        ("phases.png", "per-phase medians, the arms side by side", phase_medians(verdict, infos)),
         ("cp.png", "time vs CP with the ideal 1/CP", time_vs_cp(verdict, infos)),
         ("seq.png", "time vs sequence length", time_vs_seq_len(verdict, infos)),
     ]
@@ -286,39 +343,3 @@ def render(verdict: Verdict, plan_arms: Sequence | None = None,
             scrub_texts(plot.figure, scrub)
             plot.title = scrub(plot.title)
     return [(plot, png(plot.figure)) for plot in plots], ""
-
-
-def render_plot(verdict: Verdict, scrub: Callable[[str], str] | None = None) -> bytes | None:
-    """PNG of the primary metric per counted rollout, one line per arm; None without matplotlib or data.
-    `scrub` redacts every text in the image (title, labels, legend)."""
-    try:
-        # The object API, not pyplot: no global backend to pick, works headless, safe inside other programs.
-        from matplotlib.figure import Figure
-    except ImportError:  # matplotlib is the optional `plot` extra
-        return None
-    metric = verdict.thresholds.primary_metric
-    fig = Figure(figsize=(7, 3.6), dpi=120)
-    ax = fig.add_subplot()
-    plotted = False
-    for arm in verdict.arms:
-        values = arm.values.get(metric) or []
-        if not values:
-            continue
-        label = verdict.labels.get(arm.name, arm.name)
-        (line,) = ax.plot(arm.counted_rollouts, values, marker="o", label=f"{label} ({arm.name})")
-        ax.axhline(arm.metrics[metric].median, color=line.get_color(), linestyle="--", linewidth=1, alpha=0.6)
-        plotted = True
-    if not plotted:
-        return None
-    ax.set_xlabel(f"rollout (counted: >= {verdict.thresholds.warmup}; dashed: median)")
-    ax.set_ylabel(f"{short_metric(metric)} [s]")
-    ax.set_title(f"{verdict.status}: {short_metric(metric)} per rollout", fontsize=10)
-    ax.set_ylim(bottom=0)  # from zero, so the gap between the lines reads as the ratio it is
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    if scrub is not None:
-        scrub_texts(fig, scrub)
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
-    return buffer.getvalue()

@@ -1,34 +1,69 @@
 """What `cpverify verdict` and `cpverify run` print in a terminal: the headline, the ratios, the rule in
-one line, the problems and their fixes."""
+one line, the problems and their fixes (each said once, not once per arm), wrapped at word boundaries
+to the terminal's width; and the last lines: what to paste and what to attach."""
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+
 from tabulate import tabulate
 
+from cpverify.report import story
+from cpverify.terminal import width as terminal_width
+from cpverify.terminal import wrap
 from cpverify.verdict import Verdict, short_metric, short_rule, timing_metrics
 
 
-def render_summary(verdict: Verdict) -> str:
-    """What `cpverify verdict` prints in a terminal: the headline, the ratios, the problems and their fixes."""
-    lines = [verdict.headline, ""]
+def render_summary(verdict: Verdict, *, columns: int | None = None) -> str:
+    """The headline, the ratios, the rule and the problems with their fixes, `columns` wide (default:
+    the terminal's). The text is plain: the terminal stream makes it inert (cpverify.terminal)."""
+    columns = columns or terminal_width()
+    lines = [wrap(verdict.headline, columns=columns), ""]
     rows = []
     for comp in verdict.comparisons:
         for metric in timing_metrics(verdict.thresholds):
             est = comp.metrics.get(metric)
             if est is not None and est.ratio is not None:
+                mark, words = story.meaning(metric, est, verdict)
                 ci = f"{est.ci[0]:.2f}–{est.ci[1]:.2f}" if est.ci else "–"
                 rows.append([f"{comp.candidate}/{comp.baseline}", short_metric(metric), f"{est.ratio:.2f}", ci,
-                             f"{est.n_baseline}/{est.n_candidate}"])
+                             f"{est.n_baseline}/{est.n_candidate}", words.split(":")[0].split(" (")[0]])
     if rows:
-        lines += [tabulate(rows, headers=["comparison", "metric", "ratio", "CI", "n"], tablefmt="simple",
+        lines += [tabulate(rows, headers=["comparison", "metric", "ratio", "CI", "n", "means"], tablefmt="simple",
                            disable_numparse=True), ""]
     if verdict.ab:
-        lines += [f"A/B: candidate CP overhead {verdict.ab['conclusion']} — {verdict.ab['summary']}", ""]
-    lines += [f"rule: {short_rule(verdict.thresholds)}", ""]
-    for check in verdict.checks:
-        if check.status in ("fail", "warn"):  # the row names the status it forces (or that it only warns)
-            where = f" [{check.arm}]" if check.arm else ""
-            lines.append(f"{check.meaning.upper()} {check.name}{where}: {check.detail}")
-            if check.fix:
-                lines.append(f"    fix: {check.fix}")
+        lines += [wrap(f"A/B: candidate CP overhead {verdict.ab['conclusion']} — {verdict.ab['summary']}",
+                       columns=columns), ""]
+    for cause in story.root_causes(verdict):
+        where = ", ".join(f"{arm} line {line}" if line else f"{arm} (end of log)" for arm, line in cause.where)
+        if cause.cls:
+            lines.append(wrap(f"root cause: {cause.cls} in {where}: {' '.join(cause.text.split())[:300]}",
+                              indent="    ", columns=columns))
+    lines += [wrap(f"rule: {short_rule(verdict.thresholds)}", indent="    ", columns=columns), ""]
+    for said in story.problems(verdict):
+        check = said.check
+        where = f" [{said.where()}]" if said.arms else ""
+        detail = check.detail.replace(check.arm, "{arm}") if check.arm and len(said.arms) > 1 else check.detail
+        lines.append(wrap(f"{check.meaning.upper()} {check.name}{where}: {detail}", indent="    ", columns=columns))
+        if check.fix:
+            lines.append(wrap(check.fix, first="    fix: ", indent="         ", columns=columns))
     return "\n".join(lines).rstrip() + "\n"
+
+
+def share_lines(written: Mapping[str, Path], *, columns: int | None = None) -> str:
+    """The last lines a run prints: the file to paste as the comment and the ones to attach; the `gh`
+    command when gh is installed (it posts the text; attachments are dragged into the comment)."""
+    columns = columns or terminal_width()
+    comment = written.get("verdict.md")
+    if comment is None:
+        return ""
+    attach = [str(written[name]) for name in ("archive", "ratio.png") if name in written]
+    lines = [wrap(f"share: paste {comment} as the issue comment"
+                  + (f", and attach {' and '.join(attach)} (drag them into the comment box)" if attach else ""),
+                  indent="    ", columns=columns)]
+    if shutil.which("gh"):
+        lines.append(wrap(f"gh issue comment <issue> --repo THUDM/slime --body-file {comment}", first="  with gh: ",
+                          indent="    ", columns=columns))
+    return "\n".join(lines)

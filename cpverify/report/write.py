@@ -1,28 +1,40 @@
-"""Writing the bundle: verdict.md, verdict.json, commands.sh, env.json and the plots, each atomically
-and redacted (the only part of the report that touches files)."""
+"""Writing the bundle: verdict.md, verdict.json, commands.sh, env.json, the plots and one archive to
+attach to an issue, each atomically and redacted (the only part of the report that touches files)."""
 
 from __future__ import annotations
 
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from cpverify.artifacts import RunDir, atomic_write_bytes, atomic_write_json, atomic_write_text
+from cpverify.artifacts import RunDir, atomic_write_bytes, atomic_write_json, atomic_write_text, atomic_writer
 from cpverify.redact import Redactor
 from cpverify.report import plots as plotting
 from cpverify.report.data import finite, render_json
 from cpverify.report.markdown import failure_lines, render_markdown
 from cpverify.verdict import Verdict
 
+ARCHIVE_LOG_BYTES = 64 << 20  # a log's copy in the archive stops here (and says so): an issue takes 25 MB
+# Never in the archive: which placeholder is which host (logs/placeholders.json), the run's own
+# bookkeeping (state.json, .lock), the workload's scratch (work/), temporaries.
+_NOT_SHARED = ("placeholders.json",)
+
+
+def archive_name(run_dir: RunDir) -> str:
+    return f"cpverify-{run_dir.run_id}.zip"
+
 
 def write_report(run_dir: RunDir | str | Path, verdict: Verdict, *, env: dict | None, commands_sh: str | None,
                  redact: bool = True, extra_secrets: tuple[str, ...] = (), plot: bool = True,
-                 plan_arms: Sequence | None = None, redactor: Redactor | None = None) -> dict[str, Path]:
-    """Write verdict.md, verdict.json, commands.sh, env.json (and plot.png plus the cpverify.report.plots
-    PNGs when matplotlib is there) atomically, every one redacted; returns file name -> path.
+                 plan_arms: Sequence | None = None, redactor: Redactor | None = None,
+                 command: str | None = None) -> dict[str, Path]:
+    """Write verdict.md, verdict.json, commands.sh, env.json, the cpverify.report.plots PNGs (when
+    matplotlib is there) and `cpverify-<run-id>.zip` (the bundle with its logs, for attaching)
+    atomically, every one redacted; returns file name -> path ("archive" for the zip).
     `redactor`: the run's (its placeholders are the terminal's and the other steps'); else one is
     made from `redact` (False: --no-redact keeps host names, paths and IPs; credentials go always)
     and `extra_secrets`. `plan_arms` (the plan's Arm objects) tell the plots each arm's sequence
-    length and revision."""
+    length and revision. `command`: the command line that made the verdict, shown in verdict.md."""
     run_dir = run_dir if isinstance(run_dir, RunDir) else RunDir(Path(run_dir))
     scrub = redactor or Redactor(extra_secrets, identity=redact)
     commands = commands_sh or "#!/usr/bin/env bash\n# No commands were recorded for this verdict.\n"
@@ -30,20 +42,46 @@ def write_report(run_dir: RunDir | str | Path, verdict: Verdict, *, env: dict | 
     commands = scrub(commands)
     rendered, plot_note = plotting.render(verdict, plan_arms, scrub=scrub) if plot else ([], "")
     evidence = {arm.name: lines for arm in verdict.arms if (lines := failure_lines(arm))}
+    archive = archive_name(run_dir)
     markdown = render_markdown(verdict, env=env, commands=commands, scrub=scrub,
                                plots=[(p.title, p.file) for p, _ in rendered], plot_note=plot_note,
-                               evidence=evidence)
+                               evidence=evidence, command=command, bundle=archive)
     data = scrub.json(render_json(verdict))
     # env and commands first: verdict.md is the file users look for, written once the rest exists.
     written = {
         "env.json": atomic_write_json(run_dir.env_json, finite(env)),
         "commands.sh": atomic_write_text(run_dir.commands_sh, commands, mode=0o755),
     }
-    png = plotting.render_plot(verdict, scrub) if plot else None
-    if png:
-        written["plot.png"] = atomic_write_bytes(run_dir.plot_png, png)
     for figure, image in rendered:
         written[figure.file] = atomic_write_bytes(run_dir.root / figure.file, image)
     written["verdict.json"] = atomic_write_json(run_dir.verdict_json, data)
     written["verdict.md"] = atomic_write_text(run_dir.verdict_md, markdown)
+    written["archive"] = write_archive(run_dir, written, scrub)
     return written
+
+
+def write_archive(run_dir: RunDir, written: dict[str, Path], scrub: Redactor) -> Path:
+    """`cpverify-<run-id>.zip`: the bundle's files as written (redacted already) and the run's logs
+    and plan.json redacted like the bundle (host names, IPs, user names, home paths replaced; the
+    raw logs on disk keep them, as the evidence), each log capped at ARCHIVE_LOG_BYTES."""
+    path = run_dir.root / archive_name(run_dir)
+    with atomic_writer(path, binary=True) as handle, zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, file in written.items():
+            zf.write(file, name)
+        logs = sorted(run_dir.logs_dir.glob("*.log")) if run_dir.logs_dir.is_dir() else []
+        extra = [run_dir.plan_json] if run_dir.plan_json.is_file() else []
+        for file in [*extra, *logs]:
+            if file.name in _NOT_SHARED:
+                continue
+            arcname = str(file.relative_to(run_dir.root))
+            with zf.open(arcname, "w", force_zip64=True) as out, file.open("rb") as src:
+                line, sent = scrub.lines(), 0
+                for raw in src:
+                    if sent + len(raw) > ARCHIVE_LOG_BYTES:
+                        out.write(f"[cpverify: the copy stops after {ARCHIVE_LOG_BYTES >> 20} MiB; the whole log is "
+                                  "on the machine that ran it]\n".encode())
+                        break
+                    text = line(raw.decode("utf-8", "replace").rstrip("\n"))
+                    out.write((text + "\n").encode())
+                    sent += len(raw)
+    return path

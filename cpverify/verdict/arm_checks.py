@@ -37,6 +37,7 @@ from cpverify.verdict.model import (
     FAIL,
     INCONCLUSIVE,
     OUTCOME_EFFECTS,
+    WRAPPER_ERRORS,
     ArmEvidence,
     ArmSummary,
     Check,
@@ -71,7 +72,8 @@ def runner(arm: ArmFacts) -> Iterator[Check]:
 def errors(arm: ArmFacts) -> Iterator[Check]:
     """The error signatures: one row per class, naming its first occurrence."""
     parsed, name = arm.parsed, arm.ev.name
-    for cls, found in errors_by_class(parsed.errors).items():
+    # The root cause first (the headline tells the first failed row): a wrapper after what it wraps.
+    for cls, found in sorted(errors_by_class(parsed.errors).items(), key=lambda kv: kv[0] in WRAPPER_ERRORS):
         first = found[0]
         coarse = getattr(first, "coarse", "") or cls
         more = f" ({len(found)} occurrences)" if len(found) > 1 else ""
@@ -254,7 +256,8 @@ def failure(arm: ArmFacts, checks: list[Check]) -> dict | None:
                     else c.detail for c in failed)
     firsts = [found[0] for cls, found in errors_by_class(arm.parsed.errors).items()
               if ERROR_EFFECTS.get(cls, FAIL) == FAIL]
-    fatal = min(firsts, key=lambda e: e.line, default=None)
+    # The root cause: the innermost error, not the wrapper that reports it (WRAPPER_ERRORS).
+    fatal = min(firsts, key=lambda e: (e.cls in WRAPPER_ERRORS, e.line), default=None)
     if fatal is None:
         return {"line": None, "class": None, "text": None, "why": why}
     return {"line": fatal.line, "class": fatal.cls, "text": fatal.text, "why": why}

@@ -43,6 +43,13 @@ ERROR_EFFECTS: dict[str, str | None] = {
     "run_restarted": INCONCLUSIVE,  # two runs in one log: the timings mix, nothing failed for sure
 }
 
+# Errors that report another process's or task's failure, whose cause the log prints elsewhere (Ray's
+# driver-side RayTaskError(OutOfMemoryError) before the worker's own traceback; torchrun's
+# ChildFailedError after the rank's). The root cause of a failed arm is its first other fatal error.
+WRAPPER_ERRORS = frozenset({"ray_task_error", "ray_actor_died", "ray_actor_unavailable", "ray_node_died",
+                            "ray_job_failed", "launcher_failed", "subprocess_failed", "sglang_child_process_failed",
+                            "python_traceback", "python_fatal_error"})
+
 # Runner outcomes (cpverify.runners.base) and the verdict status each forces.
 OUTCOME_EFFECTS = {"ok": None, "blocked": BLOCKED, "interrupted": INCONCLUSIVE, "failed": FAIL, "fatal": FAIL,
                    "hang": FAIL, "stalled": FAIL, "deadline": FAIL}
