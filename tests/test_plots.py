@@ -59,7 +59,7 @@ def medians(verdict):
 def test_sweep_figures_show_time_vs_cp_with_the_ideal_line(sweep):
     verdict, plan = sweep
     figures = {p.file: p for p in plots.figures(verdict, plan.arms)}
-    assert set(figures) == {"steps.png", "phases.png", "cp.png", "seq.png"}
+    assert set(figures) == {"ratio.png", "steps.png", "phases.png", "cp.png", "seq.png"}
 
     (ax,) = figures["cp.png"].figure.axes
     assert ax.get_xlabel() == "context-parallel size (CP)" and ax.get_ylabel() == "median actor_train [s]"
@@ -92,8 +92,8 @@ def test_step_and_phase_figures(sweep):
     first = next(line for line in primary.get_lines() if line.get_label() == "cp1-s8k")
     assert list(first.get_xdata()) == list(range(3, 15))  # the counted steps: warm-up excluded
     (bars,) = figures["phases.png"].figure.axes
-    assert [t.get_text() for t in bars.get_legend().get_texts()] == ["actor_train"]  # the probe has one phase
-    assert len(bars.patches) == 9
+    assert [t.get_text() for t in bars.get_xticklabels()] == ["actor_train"]  # the probe has one phase
+    assert len(bars.patches) == 9  # one bar per arm within it
     heights = sorted(round(p.get_height(), 9) for p in bars.patches)
     assert heights == sorted(round(m, 9) for m in medians(verdict).values())
 
@@ -106,10 +106,21 @@ def test_slime_phases_and_no_sweep_plots_for_a_plain_cp1_cp2_run(tmp_path):
                 for cp, t in ((1, 1.0), (2, 1.1))]
     verdict = decide(evidence, comparisons=[("cp1", "cp2")])
     figures = {p.file: p for p in plots.figures(verdict)}
-    assert set(figures) == {"steps.png", "phases.png"}  # two points make no curve: the tables say it
+    assert set(figures) == {"ratio.png", "steps.png", "phases.png"}  # two points make no curve
     (ax,) = figures["phases.png"].figure.axes
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["log_probs", "ref_log_probs", "actor_train"]
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["cp1\nCP=1", "cp2\nCP=2"]
+    # grouped by phase: CP=1 and CP=2 side by side within each
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["log_probs", "ref_log_probs", "actor_train"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["CP=1 (cp1)", "CP=2 (cp2)"]
+    cp1_bars, cp2_bars = ax.patches[:3], ax.patches[3:]
+    assert all(a.get_x() < b.get_x() < a.get_x() + 1 for a, b in zip(cp1_bars, cp2_bars, strict=True))
+    (ax,) = figures["ratio.png"].figure.axes  # the chart to attach: one row per phase, whiskers, threshold
+    rows = [t.get_text() for t in ax.get_yticklabels()]
+    assert rows == ["actor_train", "log_probs", "ref_log_probs", "train", "step time"]
+    comp = verdict.primary.metrics["perf/actor_train_time"]
+    whiskers = [list(line.get_xdata()) for line in ax.get_lines() if len(line.get_xdata()) == 2
+                and line.get_ydata()[0] == line.get_ydata()[1]]
+    assert list(comp.ci) in whiskers
+    assert any(list(line.get_xdata()) == [1.3, 1.3] for line in ax.get_lines())  # the threshold
 
 
 def test_arm_info_falls_back_to_the_names_of_recorded_probe_logs():
@@ -124,19 +135,19 @@ def test_arm_info_falls_back_to_the_names_of_recorded_probe_logs():
     assert "cp.png" not in figures
 
 
-def test_report_writes_pngs_next_to_verdict_md_and_links_them(sweep, tmp_path):
+def test_report_writes_pngs_next_to_verdict_md_and_names_them(sweep, tmp_path):
     verdict, plan = sweep
     run_dir = RunDir.create(tmp_path / "run")
     written = report.write_report(run_dir, verdict, env={}, commands_sh=None, plan_arms=plan.arms)
     md = written["verdict.md"].read_text()
-    for name in ("steps.png", "phases.png", "cp.png", "seq.png"):
+    for name in ("ratio.png", "steps.png", "phases.png", "cp.png", "seq.png"):
         path = written[name]
         assert path.parent == run_dir.root and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         image = imread(path)
         assert image.ndim == 3 and 300 < image.shape[0] < 2000 and 500 < image.shape[1] < 4000
         assert image.std() > 0.05  # something is drawn
-        assert f"]({name})" in md
-    assert "![time vs CP with the ideal 1/CP](cp.png)" in md
+        assert f"`{name}`" in md
+    assert "](" not in md and "![" not in md  # a pasted comment cannot show a local file: named, not linked
 
 
 def test_missing_matplotlib_skips_plots_with_a_note(sweep, tmp_path, monkeypatch):
@@ -146,7 +157,7 @@ def test_missing_matplotlib_skips_plots_with_a_note(sweep, tmp_path, monkeypatch
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` now raises ImportError
     assert plots.render(verdict, plan.arms) == ([], plots.MISSING_NOTE)
     written = report.write_report(tmp_path, verdict, env={}, commands_sh=None, plan_arms=plan.arms)
-    assert set(written) == {"verdict.md", "verdict.json", "commands.sh", "env.json"}
+    assert set(written) == {"verdict.md", "verdict.json", "commands.sh", "env.json", "archive"}
     assert "Plots skipped: matplotlib is not installed" in written["verdict.md"].read_text()
 
 

@@ -33,10 +33,10 @@ _BACKTICKS = re.compile(r"`+")
 # letter and a digit), emoji names (:tada:).
 _LIVE_WORD = re.compile(r"@|#\d|\bGH-\d|://|\bwww\.|:[\w+-]+:|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,}\b",
                         re.IGNORECASE)
-# Punctuation markdown (and GitHub's math) would read as syntax; `|` is the table's to escape.
-_SYNTAX = re.compile(r"([\\`*_\[\]<>!&~$])")
-_LEADING = re.compile(r"^(?:[#+=-]|\d+(?=[.)]))")  # what opens a heading or a list at a line's start
-_SPAN = re.compile(r"`([^`\n]+)`")
+# Punctuation markdown (and GitHub's math) would read as syntax; `|` is the table's to escape. An
+# underscore between two letters or digits opens no emphasis in GFM, so actor_train stays as it is.
+_SYNTAX = re.compile(r"([\\`*\[\]<>!&~$])|(?<![^\W_])_|_(?![^\W_])")
+_UNIT = re.compile(r"`[^`\n]+`|[^\s`]+|`+")  # a `span` (spaces and all), a run of other text, stray backticks
 
 
 def _one_line(text: str) -> str:
@@ -50,7 +50,8 @@ def code(text: str) -> str:
     if not text:
         return ""
     fence = "`" * (1 + max((len(run) for run in _BACKTICKS.findall(text)), default=0))
-    pad = " " if text[0] in "` " or text[-1] in "` " else ""
+    # CommonMark strips one space from both ends of a span that is not all spaces
+    pad = " " if text.strip(" ") and (text[0] in "` " or text[-1] in "` ") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
@@ -58,29 +59,41 @@ def fenced(text: str, lang: str = "text") -> str:
     """A code block whose fence is longer than any backtick run inside it."""
     text = inert(text).rstrip()
     fence = "`" * max(3, 1 + max((len(run) for run in _BACKTICKS.findall(text)), default=0))
-    return f"{fence}{lang}\n{text}\n{fence}"
+    return f"{fence}{lang}\n{text}\n{fence}" if text else f"{fence}{lang}\n{fence}"
 
 
-def _word(word: str) -> str:
-    return code(word) if _LIVE_WORD.search(word) else _SYNTAX.sub(r"\\\1", word)
+def _is_span(unit: str) -> bool:
+    return len(unit) > 2 and unit[0] == unit[-1] == "`" and "`" not in unit[1:-1]
+
+
+def _group(units: list[str]) -> str:
+    """Units with no space between them. A `span` is a code span of its inside, other text escaped;
+    but a group with text GitHub would act on, a stray backtick, or two spans side by side (their
+    fences would merge) is one code span of the whole."""
+    spans = [_is_span(u) for u in units]
+    if any(u.startswith("`") and not s for u, s in zip(units, spans)) or \
+            any(a and b for a, b in zip(spans, spans[1:])) or \
+            any(_LIVE_WORD.search(u) for u, s in zip(units, spans) if not s):
+        return code("".join(units))
+    return "".join(code(u[1:-1]) if s else _SYNTAX.sub(lambda m: "\\" + m.group(), u) for u, s in zip(units, spans))
 
 
 def prose(text: str) -> str:
     """`text` as inert, readable inline markdown (one line)."""
     text = _one_line(text)
-    out, end = [], 0
-    for span in _SPAN.finditer(text):
-        out.append(_words(text[end:span.start()]))
-        out.append(code(span.group(1)))
-        end = span.end()
-    out.append(_words(text[end:]))
-    joined = "".join(out)
-    return _LEADING.sub(lambda m: "\\" + m.group() if not m.group().isdigit() else m.group() + "\\", joined, count=1) \
-        if not joined.startswith("`") else joined
-
-
-def _words(text: str) -> str:
-    return " ".join(_word(word) if word else "" for word in text.split(" "))
+    out, units, end = [], [], 0
+    for unit in _UNIT.finditer(text):
+        if units and unit.start() > end:  # a space: the group before it is complete
+            out.append(_group(units))
+            units = []
+        units.append(unit.group())
+        end = unit.end()
+    if units:
+        out.append(_group(units))
+    joined = " ".join(out)
+    if joined[:1] in ("#", "+", "=", "-"):  # would open a heading or a list at a line's start
+        return "\\" + joined
+    return re.sub(r"^(\d+)([.)])", r"\1\\\2", joined)
 
 
 def details(summary: str, body: str) -> str:
@@ -92,7 +105,7 @@ def details(summary: str, body: str) -> str:
 def cell(text: str) -> str:
     """A table cell from markdown: one line, its pipes escaped (GFM reads `\\|` as a pipe, in code
     spans too)."""
-    return " ".join(text.split()).replace("|", "\\|")
+    return text.replace("\r", " ").replace("\n", " ").replace("|", "\\|")
 
 
 def table(rows: Sequence[Sequence[str]], headers: Sequence[str], align: str = "") -> str:
@@ -100,5 +113,5 @@ def table(rows: Sequence[Sequence[str]], headers: Sequence[str], align: str = ""
     Cells are markdown already (prose() or code()); `align`: one letter per column, l or r."""
     rule = [("---:" if a == "r" else "---") for a in align.ljust(len(headers), "l")]
     lines = ["| " + " | ".join(cell(h) for h in headers) + " |", "|" + "|".join(rule) + "|"]
-    lines += ["| " + " | ".join(cell(c) or " " for c in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
