@@ -45,8 +45,9 @@ def width(default: int = 100) -> int:
 
 
 def wrap(text: str, *, indent: str = "", first: str = "", columns: int | None = None) -> str:
-    """`text` wrapped to the terminal at word boundaries: a word longer than a line (a path, a URL)
-    stands on a line of its own rather than being cut mid-word."""
+    """`text` made inert and wrapped to the terminal at word boundaries (measured as it will show: an
+    escaped control character is four columns); a word longer than a line (a path, a URL) stands on
+    a line of its own rather than being cut mid-word."""
     columns = columns or width()
-    return textwrap.fill(text, width=columns, initial_indent=first or indent, subsequent_indent=indent,
+    return textwrap.fill(inert(text), width=columns, initial_indent=first or indent, subsequent_indent=indent,
                          break_long_words=False, break_on_hyphens=False)

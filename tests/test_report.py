@@ -10,6 +10,7 @@ import os
 import re
 import shlex
 import stat
+import sys
 import zipfile
 from pathlib import Path
 
@@ -563,3 +564,63 @@ def test_fit_drops_blocks_least_needed_first_and_says_where_they_went():
     assert fit(blocks, "X.zip", budget=100) == "first screen\n\n_env: see X.zip_\n\n_passed_"
     cut = fit([Block("a" * 80), Block("b" * 300)], budget=300)
     assert cut.startswith("a" * 80 + "\n\n_The rest is cut") and "bb" not in cut and report.size(cut) <= 300
+
+
+def test_a_secondary_phase_whose_interval_straddles_the_threshold_is_not_a_pass():
+    cp1 = synthetic_arm(cp=1, actor_train_time=1.0, secondary=1.0, jitter=0.3, seed=3).expected()
+    cp2 = synthetic_arm(cp=2, actor_train_time=1.0, secondary=1.3, jitter=0.3, seed=4).expected()
+    verdict = v.decide([v.ArmEvidence("cp1", 1, cp1), v.ArmEvidence("cp2", 2, cp2)], comparisons=[("cp1", "cp2")])
+    est = verdict.primary.metrics["perf/log_probs_time"]
+    assert est.ci[0] <= 1.3 < est.ci[1]  # the case at hand: the interval straddles the threshold
+    check = next(c for c in verdict.checks if c.name == "speed:log_probs:cp2 vs cp1")
+    assert (check.status, check.meaning) == ("skip", "not judged") and "undecided" in check.detail
+
+
+# -- log text is inert on the terminal -----------------------------------------------------------
+
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=6)
+                | st.sampled_from(["\x1b[2K", "\x1b[1A", "\x1b]52;c;ZWNobw==\x07", "\b", "\r", "\x9b", "\u202e",
+                                   "\x1b[31m", "\x1b"]), max_size=20).map("".join))
+def test_inert_text_holds_no_control_character_and_keeps_printable_text(text):
+    from cpverify.terminal import inert
+
+    shown = inert(text)
+    assert not _CONTROLS.search(shown)
+    assert inert(shown) == shown  # idempotent: every sink may apply it
+    if text.isprintable():
+        assert shown == text
+
+
+def test_everything_printed_is_made_inert_at_the_terminal_sink(capsys):
+    from cpverify.redact import Redactor, redacted_terminal
+
+    with redacted_terminal(Redactor()):
+        print("FAIL\b\b\b\bPASS \x1b]52;c;ZWNobw==\x07 \x1b[1A\x1b[2Kgone? \rover")
+        print("partial line, flushed", end="", file=sys.stderr, flush=True)
+    out, err = capsys.readouterr()
+    assert not _CONTROLS.search(out + err)
+    assert "FAIL\\x08\\x08\\x08\\x08PASS" in out and "\\x1b]52;c;ZWNobw==\\x07" in out and "gone? \\x0dover" in out
+
+
+@pytest.mark.parametrize("columns", ["80", "100"])
+def test_cpverify_verdict_on_hostile_logs_prints_inert_lines_that_fit(tmp_path, capsys, monkeypatch, columns):
+    from cpverify.cli import main
+
+    hostile = "\x1b]52;c;cHduZWQ=\x07FAIL\b\b\b\bPASS\r\x1b[2K"
+    logs = {}
+    for cp in (1, 2):
+        text = (REAL / "kit-check-12rollouts" / f"slime-cp{cp}.log").read_text()
+        logs[cp] = tmp_path / f"cp{cp}.log"
+        logs[cp].write_text(text + f"Traceback (most recent call last):\nRuntimeError: NCCL error {hostile}\n")
+    monkeypatch.setenv("COLUMNS", columns)
+    main(["verdict", "--baseline", str(logs[1]), "--candidate", str(logs[2]), "--out", str(tmp_path / "out")])
+    out, err = capsys.readouterr()
+    assert not _CONTROLS.search(out + err)
+    for line in (out + err).splitlines():
+        assert len(line) <= int(columns) or len(line.split()) <= 2, line
+    last = " ".join(err.split("artifacts:")[-1].split())  # the last lines: what to paste and attach
+    assert f"share: paste {tmp_path / 'out' / 'verdict.md'} as the issue comment" in last

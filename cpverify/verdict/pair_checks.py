@@ -185,6 +185,8 @@ def secondary_speed(pair: PairFacts) -> Iterator[Check]:
             slow_too = primary is not None and primary.ci is not None and primary.ci[0] > pair.t.pass_ratio
             yield Check(name, "warn", shown, f"as for {short_metric(pair.t.primary_metric)} (its speed row)"
                         if slow_too else pair.slow_cp_fix())
+        elif est.ci[1] > pair.t.pass_ratio:  # straddles: neither within the threshold nor above it
+            yield Check(name, "skip", f"{shown}; undecided: the interval straddles the threshold")
         else:
             yield Check(name, "pass", shown)
 
