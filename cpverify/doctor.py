@@ -25,6 +25,8 @@ from cpverify import _probes
 from cpverify._probes import Fact, Host
 from cpverify._versions import parse_version
 from cpverify.errors import EXIT_BLOCKED, EXIT_OK, InputError
+from cpverify.terminal import fill_cells
+from cpverify.terminal import width as terminal_width
 
 if TYPE_CHECKING:
     from cpverify.runners.local import WorkloadPython
@@ -330,7 +332,8 @@ def _fact_rows(facts: dict, notes: _Notes) -> list[tuple[str, str]]:
     return [row for row in rows if row is not None]
 
 
-WIDTH = 120  # the terminal the tables must fit: long texts wrap, collection errors become notes
+# The tables fit the terminal (cpverify.terminal.width(): COLUMNS, else the terminal, else 100):
+# long texts wrap, collection errors become notes.
 
 
 class _Notes:
@@ -352,12 +355,12 @@ class _Notes:
                 text = text.replace(error, self.cite(error))
         return text
 
-    def render(self) -> list[str]:
-        return [_wrap(reason, f"[{n}] ") for reason, n in self.texts.items()]
+    def render(self, width: int) -> list[str]:
+        return [_wrap(reason, f"[{n}] ", width) for reason, n in self.texts.items()]
 
 
-def _wrap(text: str, lead: str) -> str:
-    return textwrap.fill(text, width=WIDTH, initial_indent=lead, subsequent_indent=" " * len(lead),
+def _wrap(text: str, lead: str, width: int) -> str:
+    return textwrap.fill(text, width=width, initial_indent=lead, subsequent_indent=" " * len(lead),
                          break_on_hyphens=False)
 
 
@@ -365,29 +368,32 @@ def _table(rows: list, headers: list[str], widths: list[int]) -> str:
     """A GitHub-style table whose cells wrap at `widths` (github format: 3 characters per column + 1)."""
     from tabulate import tabulate
 
-    return tabulate(rows, headers=headers, tablefmt="github", maxcolwidths=widths, disable_numparse=True)
+    return tabulate(fill_cells(rows, widths), headers=headers, tablefmt="github", disable_numparse=True)
 
 
-def render(report: dict) -> str:
+def render(report: dict, columns: int | None = None) -> str:
+    """The report as the terminal shows it, `columns` wide (default: the terminal's)."""
+    width = columns or terminal_width()
     notes = _Notes()
     errors = sorted({f["error"] for f in report["facts"].values() if f["error"]}, key=len, reverse=True)
     fact_rows = _fact_rows(report["facts"], notes)
     name_w = max(len(name) for name, _ in fact_rows)
-    facts = _table(fact_rows, ["fact", "value"], [name_w, WIDTH - 7 - name_w])
+    facts = _table(fact_rows, ["fact", "value"], [name_w, width - 7 - name_w])
     checks = report["checks"]
     rows = [[c["name"], c["status"].upper() if c["status"] == "fail" else c["status"], notes.in_text(c["value"], errors),
              c["need"]] for c in checks]
     # tabulate makes a column at least its header + 2 wide ("status" -> 8)
-    name_w, status_w, value_w = max(len(c["name"]) for c in checks), len("status") + 2, 36
+    name_w, status_w = max(len(c["name"]) for c in checks), len("status") + 2
+    value_w = (width - 13 - name_w - status_w) * 2 // 5  # the rest is the need's, the longer text
     table = _table(rows, ["check", "status", "value", "needs"],
-                   [name_w, status_w, value_w, WIDTH - 13 - name_w - status_w - value_w])
-    fixes = [_wrap(notes.in_text(_why_fix(c), errors), f"  {c['name']}: ") for c in checks
+                   [name_w, status_w, value_w, width - 13 - name_w - status_w - value_w])
+    fixes = [_wrap(notes.in_text(_why_fix(c), errors), f"  {c['name']}: ", width) for c in checks
              if c["status"] != "pass" and c["fix"]]
     verdict = ("BLOCKED: a required check failed" if report["status"] == "blocked"
                else "ok: no required check failed")
     parts = [facts, "", table]
     if notes.texts:
-        parts += ["", *notes.render()]
+        parts += ["", *notes.render(width)]
     if fixes:
         parts += ["", "to fix:", *fixes]
     return "\n".join([*parts, "", f"{verdict} (CP={report['cp']})"])

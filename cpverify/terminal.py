@@ -44,10 +44,19 @@ def width(default: int = 100) -> int:
     return max(40, shutil.get_terminal_size((default, 24)).columns)
 
 
-def wrap(text: str, *, indent: str = "", first: str = "", columns: int | None = None) -> str:
+def wrap(text: str, *, indent: str = "", first: str | None = None, columns: int | None = None) -> str:
     """`text` made inert and wrapped to the terminal at word boundaries (measured as it will show: an
     escaped control character is four columns); a word longer than a line (a path, a URL) stands on
     a line of its own rather than being cut mid-word."""
     columns = columns or width()
-    return textwrap.fill(inert(text), width=columns, initial_indent=first or indent, subsequent_indent=indent,
+    return textwrap.fill(inert(text), width=columns, initial_indent=indent if first is None else first, subsequent_indent=indent,
                          break_long_words=False, break_on_hyphens=False)
+
+
+def fill_cells(rows: list[list], widths: list[int | None]) -> list[list[str]]:
+    """Table cells wrapped to their column's width at word boundaries, for tabulate (whose own
+    wrapping cuts at hyphens: `--context-` / `parallel-size`); only a word longer than its column
+    is cut. Cells are made inert: a table often shows a log's or a pasted command's text."""
+    return [[inert(str(cell)) if width is None else
+             "\n".join(textwrap.wrap(inert(str(cell)), width=width, break_on_hyphens=False)) or ""
+             for cell, width in zip(row, widths)] for row in rows]

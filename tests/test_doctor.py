@@ -372,19 +372,24 @@ DOCKER_DOWN = ("docker-py: Error while fetching server API version: ('Connection
                "FileNotFoundError(2, 'No such file or directory')); docker: command not found")
 
 
-def test_render_fits_120_columns_and_cites_each_collection_error_once(tmp_path):
+@pytest.mark.parametrize("columns", [80, 100, 120])
+def test_render_fits_the_terminal_and_cites_each_collection_error_once(tmp_path, columns):
     host = fake_nvidia_host(tmp_path, {})
     report = doctor.collect(cp=2, host=host)
     report["facts"]["docker"]["error"] = f"could not collect: {DOCKER_DOWN}"
     report["checks"] = [{**c, "value": report["facts"]["docker"]["error"]} if c["name"] == "docker_nvidia_runtime"
                         else c for c in report["checks"]]
-    text = doctor.render(report)
-    assert max(map(len, text.splitlines())) <= doctor.WIDTH, text
+    text = doctor.render(report, columns)
+    assert max(map(len, text.splitlines())) <= columns, text
     assert text.count("Error while fetching server API version") == 1  # one note, cited twice
     note = next(line for line in text.splitlines() if "Error while fetching" in line)
     number = note.split("]")[0] + "]"
     assert f"| docker     | could not collect {number}" in text
-    assert f"could not collect {number}" in next(line for line in text.splitlines() if "docker_nvidia_runtime" in line)
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| docker_nvidia_runtime"))
+    end = next(i for i in range(start + 1, len(lines)) if not lines[i].startswith("|  "))
+    value = " ".join(line.split("|")[3].strip() for line in lines[start:end])  # the row's value, its lines joined
+    assert f"could not collect {number}" in value
     # every check that does not pass still names its fix, below the table
     fixes = text.split("to fix:\n", 1)[1]
     assert "docker_nvidia_runtime: install the NVIDIA Container Toolkit" in " ".join(fixes.split())
@@ -401,14 +406,15 @@ def gpu_less_report(tmp_path_factory):
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(error=_texts, value=_texts, need=_texts, fix=_texts, word=st.text("abc/-_:", min_size=150, max_size=300))
-def test_render_fits_120_columns_whatever_the_texts(gpu_less_report, error, value, need, fix, word):
+@pytest.mark.parametrize("columns", [80, 100])
+def test_render_fits_the_terminal_whatever_the_texts(gpu_less_report, error, value, need, fix, word, columns):
     """Any error, value, requirement or fix text -- including one unbreakable 300-character word --
     wraps or becomes a note: no line is wider than the terminal."""
     report = copy.deepcopy(gpu_less_report)
     report["facts"]["docker"]["error"] = f"could not collect: {error} {word}"
     report["checks"] = [{**c, "value": f"{value} {word}", "need": need, "fix": f"{fix} {word}", "status": "warn"}
                         for c in report["checks"]]
-    assert max(map(len, doctor.render(report).splitlines())) <= doctor.WIDTH
+    assert max(map(len, doctor.render(report, columns).splitlines())) <= columns
 
 
 # ------------------------------------------------------------------------------ on this machine

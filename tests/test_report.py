@@ -624,3 +624,15 @@ def test_cpverify_verdict_on_hostile_logs_prints_inert_lines_that_fit(tmp_path, 
         assert len(line) <= int(columns) or len(line.split()) <= 2, line
     last = " ".join(err.split("artifacts:")[-1].split())  # the last lines: what to paste and attach
     assert f"share: paste {tmp_path / 'out' / 'verdict.md'} as the issue comment" in last
+
+
+@pytest.mark.parametrize("columns", [80, 100, 120, 166])
+def test_the_lint_findings_fit_the_terminal_without_cutting_a_word(columns):
+    from cpverify.lint import format_findings, lint_argv
+
+    findings = lint_argv(["python3", "train.py", "--context_parallel_size", "2", "--rollout-num", "8",
+                          "--tensor-model-parallel-size", "3", "--wandb-key", "x" * 60], gpus=2)
+    assert findings
+    text = format_findings(findings, columns)
+    assert max(map(len, text.splitlines())) <= columns, text
+    assert "--context-parallel-size" in text and "--context_parallel_size" in text  # flags whole
