@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import shutil
 import textwrap
+from collections.abc import Sequence
 
 # CSI sequences (colours, cursor movement, erasing) carry no text: removed. What remains of a
 # sequence that removal could join (ESC ESC[31m[2K) is escaped below, so nothing is re-formed.
@@ -53,10 +54,10 @@ def wrap(text: str, *, indent: str = "", first: str | None = None, columns: int 
                          break_long_words=False, break_on_hyphens=False)
 
 
-def fill_cells(rows: list[list], widths: list[int | None]) -> list[list[str]]:
+def fill_cells(rows: Sequence[Sequence], widths: Sequence[int | None]) -> list[list[str]]:
     """Table cells wrapped to their column's width at word boundaries, for tabulate (whose own
     wrapping cuts at hyphens: `--context-` / `parallel-size`); only a word longer than its column
     is cut. Cells are made inert: a table often shows a log's or a pasted command's text."""
     return [[inert(str(cell)) if width is None else
              "\n".join(textwrap.wrap(inert(str(cell)), width=width, break_on_hyphens=False)) or ""
-             for cell, width in zip(row, widths)] for row in rows]
+             for cell, width in zip(row, widths, strict=True)] for row in rows]

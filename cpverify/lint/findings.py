@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cpverify.terminal import fill_cells
+from cpverify.terminal import fill_cells, wrap
 from cpverify.terminal import width as terminal_width
-from cpverify.terminal import wrap
 
 ERROR = "error"
 WARNING = "warning"

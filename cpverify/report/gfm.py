@@ -71,17 +71,19 @@ def _group(units: list[str]) -> str:
     but a group with text GitHub would act on, a stray backtick, or two spans side by side (their
     fences would merge) is one code span of the whole."""
     spans = [_is_span(u) for u in units]
-    if any(u.startswith("`") and not s for u, s in zip(units, spans)) or \
-            any(a and b for a, b in zip(spans, spans[1:])) or \
-            any(_LIVE_WORD.search(u) for u, s in zip(units, spans) if not s):
+    if any(u.startswith("`") and not s for u, s in zip(units, spans, strict=True)) or \
+            any(a and b for a, b in zip(spans, spans[1:], strict=False)) or \
+            any(_LIVE_WORD.search(u) for u, s in zip(units, spans, strict=True) if not s):
         return code("".join(units))
-    return "".join(code(u[1:-1]) if s else _SYNTAX.sub(lambda m: "\\" + m.group(), u) for u, s in zip(units, spans))
+    return "".join(code(u[1:-1]) if s else _SYNTAX.sub(lambda m: "\\" + m.group(), u) for u, s in zip(units, spans, strict=True))
 
 
 def prose(text: str) -> str:
     """`text` as inert, readable inline markdown (one line)."""
     text = _one_line(text)
-    out, units, end = [], [], 0
+    out: list[str] = []
+    units: list[str] = []
+    end = 0
     for unit in _UNIT.finditer(text):
         if units and unit.start() > end:  # a space: the group before it is complete
             out.append(_group(units))

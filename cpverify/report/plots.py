@@ -178,7 +178,7 @@ def phase_ratios(verdict: Verdict):
                                                                           "FAIL").index(s))
     deciding = next(c for c in verdict.comparisons if c.status == status)
     labels = verdict.labels
-    rows = []  # (label, estimate, note)
+    rows: list[tuple[str, Any, str]] = []  # (label, estimate with a ratio, note)
     if len(verdict.comparisons) == 1:
         for metric, base, cand, est in story.phase_rows(verdict, deciding):
             if est is None or est.ratio is None:
