@@ -17,6 +17,10 @@ FIX_COLLECT = "collect more detail: rerun with NCCL_DEBUG=INFO TORCH_DISTRIBUTED
 FIX_TRANSPORT = ("look for 'via NET/Socket' in NCCL_DEBUG=INFO output (TCP fallback): check NCCL_P2P_DISABLE, "
                  "NCCL_SHM_DISABLE and NCCL_IB_DISABLE are unset, that /dev/infiniband is passed into the "
                  "container, and that --ipc=host --shm-size=16g are set; compare with NCCL_P2P_DISABLE=1")
+# When the logs already show the sockets: what to change, not what to look for.
+FIX_SOCKETS_SEEN = ("NCCL took TCP sockets (`via NET/Socket`) between the GPUs: unset NCCL_P2P_DISABLE, "
+                    "NCCL_SHM_DISABLE and NCCL_IB_DISABLE, pass /dev/infiniband into the container and set "
+                    "--ipc=host --shm-size=16g, then rerun: over sockets the ratio measures the transport as much as CP")
 FIX_OLD_STACK = ("use driver >= 550, CUDA >= 12.1 and NCCL >= 2.18 with the same driver on every GPU "
                  "(the pinned image has NCCL 2.28.9)")
 
@@ -155,9 +159,13 @@ def fix_slow_cp(workload: str, *, transports: tuple[str, ...] = (), slow_path: b
     """What to try when CP>1 costs too much, leaving out what the arms' logs already rule out:
     `transports` the NCCL transports both logs show, `slow_path` whether either took a slow one
     (TCP sockets, shared memory only), `old_nccl` whether either NCCL is older than 2.18; None: the
-    logs do not say, so the advice covers it."""
+    logs do not say, so the advice covers it. A slow path a log shows is named, with what to change
+    (not 'look for' what is already seen)."""
+    sockets = any(t.startswith("NET/Socket") for t in transports)
     steps = []
-    if slow_path is not False:
+    if slow_path:  # a log shows it: fix it first
+        steps.append(FIX_SOCKETS_SEEN if sockets else FIX_P2P_OFF)
+    elif slow_path is None:  # the logs do not say: look
         steps.append(FIX_TRANSPORT)
     if old_nccl is not False:
         steps.append(FIX_OLD_STACK)

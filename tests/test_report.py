@@ -636,3 +636,18 @@ def test_the_lint_findings_fit_the_terminal_without_cutting_a_word(columns):
     text = format_findings(findings, columns)
     assert max(map(len, text.splitlines())) <= columns, text
     assert "--context-parallel-size" in text and "--context_parallel_size" in text  # flags whole
+
+
+def test_when_both_arms_show_sockets_the_advice_names_them_once_and_says_what_to_change():
+    arms = [v.ArmEvidence(f"cp{cp}", cp, synthetic_arm(cp=cp, actor_train_time=t, seed=cp,
+                                                       transport="NET/Socket/0").expected())
+            for cp, t in ((1, 1.0), (2, 2.2))]
+    verdict = v.decide(arms, comparisons=[("cp1", "cp2")])
+    speed = next(c for c in verdict.checks if c.name == "speed:cp2 vs cp1")
+    rows = [c for c in verdict.checks if c.name == "nccl_transport"]
+    assert speed.effect == "FAIL" and len(rows) == 2 and all(c.status == "warn" for c in rows)
+    for check in (speed, *rows):
+        assert "look for 'via NET/Socket'" not in check.fix and "unset NCCL_P2P_DISABLE" in check.fix
+    md = report.render_markdown(verdict)
+    assert md.count("`nccl_transport` (cp1 and cp2)") == 1  # one item for both arms
+    assert "over TCP sockets in cp1 and cp2" in md  # the reading says what the sockets mean for the ratio

@@ -20,7 +20,7 @@ import pytest
 
 from cpverify import verdict as v
 from cpverify.errors import EXIT_BLOCKED, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE, InputError
-from cpverify.fixes import FIX_COLLECT, FIX_OLD_STACK, FIX_TRANSPORT, fix_slow_cp
+from cpverify.fixes import FIX_COLLECT, FIX_OLD_STACK, FIX_SOCKETS_SEEN, FIX_TRANSPORT, fix_slow_cp
 from cpverify.model import ArmResult
 from cpverify.parse import ErrorRecord, ParsedLog, parse_file
 from helpers.slime_log import ERROR_LINES, SlimeLog, synthetic_arm
@@ -658,8 +658,8 @@ def test_an_inconclusive_speed_row_says_inconclusive(make_arm, tmp_path):
     verdict = decide(make_arm("cp1", 1, 1.0, seed=1, jitter=0.2), make_arm("cp2", 2, 1.3, seed=2, jitter=0.2))
     assert verdict.status == v.INCONCLUSIVE
     md = report.render_markdown(verdict)
-    row = next(line for line in md.splitlines() if "| speed:cp2 vs cp1 " in line)
-    assert row.startswith("| ❔ INCONCLUSIVE") and "❌" not in md
+    row = next(line for line in md.splitlines() if "`speed:cp2 vs cp1`" in line)
+    assert row.startswith("- ❔ ") and "❌" not in md
     assert "INCONCLUSIVE speed:cp2 vs cp1: " in report.render_summary(verdict)
 
 
@@ -721,13 +721,13 @@ def test_a_failed_arm_shows_the_lines_before_its_error_redacted(tmp_path):
                      v.ArmEvidence("cp2", 2, parse_file(path), result))
     assert verdict.arms[1].failure["line"] == line and verdict.arms[1].failure["class"] == "nccl_timeout"
     md = report.write_report(tmp_path / "out", verdict, env={}, commands_sh=None, plot=False)["verdict.md"].read_text()
-    block = md[md.index(f"<details><summary>Evidence: cp2 failed at line {line} (nccl_timeout)</summary>"):]
-    block = block[:block.index("</details>")]
-    assert "Watchdog caught collective operation timeout" in block
-    assert f"The 30 lines before line {line} (from line {line - 30})" in block
-    assert "Timer actor_train end" in block and "a line after the error" not in block
+    assert f"**Root cause:** `nccl_timeout` in cp2 line {line}: " in md
+    block = md[md.index(f"cp2, lines {line - 29}–{line} (▶ the root cause):"):]
+    block = block[:block.index("\n```\n")]
+    assert re.search(rf"^▶ +{line} \| .*Watchdog caught collective operation timeout", block, re.M)
+    assert "Timer actor_train end" in block and "a line after the error" not in md
     assert "alice" not in md and "hf_a1B2" not in md and "~/ckpt" in block and "<redacted:token>" in block
-    assert "Evidence: cp1" not in md  # a clean arm has none
+    assert md.count("Root cause") == 1  # a clean arm has none
 
 
 def test_an_arm_that_failed_without_an_error_line_shows_the_end_of_its_log(tmp_path):
@@ -742,8 +742,8 @@ def test_an_arm_that_failed_without_an_error_line_shows_the_end_of_its_log(tmp_p
                      v.ArmEvidence("cp2", 2, parse_file(path), result), workload="probe")
     assert verdict.status == v.FAIL
     md = report.write_report(tmp_path / "out", verdict, env={}, commands_sh=None, plot=False)["verdict.md"].read_text()
-    assert "<details><summary>Evidence: cp2 failed</summary>" in md
-    assert "The 30 lines at the end of the log (from line 22)" in md
+    assert "**Why it failed:** runner outcome 'failed'" in md
+    assert "cp2, the last 30 lines of its log (from line 22):" in md
     assert "No module named torch" in md and "launcher line 21\n" in md and "launcher line 20\n" not in md
     assert "--num-rollout" not in md and "--custom-megatron-init-path" not in md
 
@@ -949,7 +949,9 @@ def test_a_slow_cp_over_nvlink_with_a_recent_nccl_is_not_sent_to_check_the_trans
 def test_a_slow_cp_over_sockets_or_an_old_nccl_is_sent_there_first(make_arm):
     sockets = decide(make_arm("cp1", 1, 1.0, seed=1), make_arm("cp2", 2, 2.0, seed=2, transport="NET/Socket/0"))
     fix = check(sockets, "speed:cp2 vs cp1").fix
-    assert FIX_TRANSPORT in fix and fix.index(FIX_TRANSPORT) < fix.index("per-phase rows")  # the transport first
+    # the transport first, named as the log shows it (not 'look for' what is already seen)
+    assert FIX_SOCKETS_SEEN in fix and fix.index(FIX_SOCKETS_SEEN) < fix.index("per-phase rows")
+    assert FIX_TRANSPORT not in fix
     old = decide(make_arm("cp1", 1, 1.0, seed=1, nccl_version="2.17.1"),
                  make_arm("cp2", 2, 2.0, seed=2, nccl_version="2.17.1"))
     fix = check(old, "speed:cp2 vs cp1").fix

@@ -210,8 +210,9 @@ class _Renderer:
                 first, text = shown
                 numbered = "\n".join(f"{'▶' if first + i == cause.where[0][1] else ' '} {first + i:>6} | {line}"
                                      for i, line in enumerate(text))
-                lines += [f"{first_arm}, lines {first}–{first + len(text) - 1} (▶ the root cause):",
-                          fenced(self.scrub(inert(numbered)))]
+                said = (f"{first_arm}, lines {first}–{first + len(text) - 1} (▶ the root cause):" if cause.where[0][1]
+                        else f"{first_arm}, the last {len(text)} lines of its log (from line {first}):")
+                lines += [said, fenced(self.scrub(inert(numbered)))]
             blocks.append(Block("\n\n".join(lines[:1 + bool(fix)]), None))
             if len(lines) > 1 + bool(fix):
                 blocks.append(Block("\n\n".join(lines[1 + bool(fix):]), 3,

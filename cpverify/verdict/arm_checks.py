@@ -15,7 +15,7 @@ from cpverify.fixes import (
     FIX_INCOMPLETE,
     FIX_OLD_STACK,
     FIX_P2P_OFF,
-    FIX_TRANSPORT,
+    FIX_SOCKETS_SEEN,
     NO_LAYOUT,
     fix_more_steps,
     for_error,
@@ -192,7 +192,7 @@ def nccl(arm: ArmFacts) -> Iterator[Check]:
     transports = list(parsed.nccl.transports)
     slow_path = parsed.nccl_transport_warning()
     if slow_path:
-        fix = FIX_TRANSPORT if parsed.tcp_fallback else FIX_P2P_OFF
+        fix = FIX_SOCKETS_SEEN if parsed.tcp_fallback else FIX_P2P_OFF
         yield Check("nccl_transport", "warn", f"{slow_path} (transports: {', '.join(transports)})", fix, name)
     elif transports:
         yield Check("nccl_transport", "pass", ", ".join(transports), arm=name)
