@@ -286,7 +286,7 @@ def test_ab_of_two_refs_end_to_end(slime_repo, tmp_path, monkeypatch):
     assert primary["ratio_of_ratios"]["ci"][1] < 1
     assert section["base"]["label"].startswith("base@") and section["candidate"]["label"].startswith("HEAD@")
     md = (run_dir / "verdict.md").read_text()
-    assert "### A/B of slime revisions" in md and "![per-phase medians by arm](phases.png)" in md
+    assert "**A/B of slime revisions:**" in md and "`phases.png`" in md
     assert (run_dir / "phases.png").read_bytes().startswith(b"\x89PNG")
     exports = sorted((run_dir / "slime").iterdir())
     commands = (run_dir / "commands.sh").read_text()

@@ -115,7 +115,8 @@ def test_arms_that_exit_0_inside_a_step_are_not_clean(workspace):
         planned = PROFILE.planned_rollouts
         assert f"plan asked for {planned} rollouts" in complete["detail"]
         assert f"(rollouts 5-{planned - 1})" in complete["detail"]
-    assert "<details><summary>Evidence: cp2 failed</summary>" in (run_dir / "verdict.md").read_text()
+    md = (run_dir / "verdict.md").read_text()
+    assert "**Why it failed:**" in md and "cp2, the last " in md  # each arm's end of log, on the first screen
 
 
 def test_a_baseline_that_is_not_the_smallest_cp_is_refused_before_anything_runs(workspace):

@@ -243,8 +243,9 @@ class _Renderer:
         if echoes:
             items.append(f"- also matched, reporting the root cause: {', '.join(code(e) for e in echoes)}")
         failed = sum(1 for s in said if s.check.effect)
-        title = (f"**What else failed** ({failed}), and warnings ({len(said) - failed}):" if told and failed else
-                 f"**What failed** ({failed}), and warnings ({len(said) - failed}):" if failed else "**Warnings:**")
+        warned = f", and warnings ({len(said) - failed})" if len(said) > failed else ""
+        title = (f"**What else failed** ({failed}){warned}:" if told and failed else
+                 f"**What failed** ({failed}){warned}:" if failed else "**Warnings:**")
         return [Block(title + "\n\n" + "\n".join(items), 4,
                       "_The list of failed checks is left out to keep this comment under GitHub's limit: see "
                       "verdict.json in {pointer}._")]
