@@ -725,6 +725,12 @@ def redact_json(obj: Any, *, extra_secrets: Iterable[str] = (), identity: bool =
 # -- the terminal -----------------------------------------------------------------------------------
 
 
+def _inert_but_redraw(text: str) -> str:
+    """inert(), but one carriage return that opens the text stays: it is how a progress bar (tqdm,
+    huggingface_hub's downloads) redraws its own line; anywhere else it would hide what came before."""
+    return "\r" + inert(text[1:]) if text.startswith("\r") else inert(text)
+
+
 class _RedactingStream:
     """A text stream that passes whole lines through a redactor before the real stream sees them,
     made inert first (cpverify.terminal.inert: no control character a log holds acts on the
@@ -732,7 +738,7 @@ class _RedactingStream:
 
     def __init__(self, stream, redactor: Redactor, *, controls: bool = False) -> None:
         self._stream = stream
-        self._clean = (lambda text: text) if controls else inert
+        self._clean = (lambda text: text) if controls else _inert_but_redraw
         self.use(redactor)
 
     def with_controls(self) -> _RedactingStream:

@@ -156,9 +156,9 @@ def test_ab_table_in_verdict_md_and_summary(tmp_path):
 
     verdict = _ab_verdict(tmp_path, 1.8, 1.2)
     md = report.render_markdown(verdict)
-    section = md.split("### A/B of slime revisions", 1)[1].split("\n### ", 1)[0]
+    section = md.split("**A/B of slime revisions:**", 1)[1].split("\n\n_Overhead", 1)[0]
     assert "candidate `pr-1102@2222` vs base `main@1111`" in section
-    assert "**Candidate CP overhead: smaller**" in section
+    assert "candidate CP overhead: **smaller**" in section
     row = next(line for line in section.splitlines() if "**actor_train**" in line)
     cells = [c.strip() for c in row.strip("|").split("|")]
     primary = next(r for r in verdict.ab["rows"] if r["metric"] == "perf/actor_train_time")

@@ -448,10 +448,10 @@ def test_the_terminal_is_redacted_line_by_line_and_restored(monkeypatch):
     with redacted_terminal(Redactor()):
         print(f"fetching with {HF} from", end=" ")
         print("https://u:pw-123456@mirror.corp.example.com/x")
-        sys.stdout.write("progress 3/8\r")
+        sys.stdout.write("\rprogress 3/8")  # a progress bar redraws its line: that \r stays
         sys.stdout.flush()
         with redacted_terminal(Redactor(identity=False)):  # a run's own rules, --no-redact
             print("peer gpu-node-17.corp.example.com token=abcdef123456")
     assert sys.stdout is out
-    assert out.getvalue() == ("fetching with <redacted:token> from https://<redacted:secret>@host-1/x\nprogress 3/8\r"
+    assert out.getvalue() == ("fetching with <redacted:token> from https://<redacted:secret>@host-1/x\n\rprogress 3/8"
                               "peer gpu-node-17.corp.example.com token=<redacted:secret>\n")

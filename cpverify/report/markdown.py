@@ -29,7 +29,6 @@ from cpverify.report.gfm import code, details, fenced, prose, table
 from cpverify.report.plots import arm_infos
 from cpverify.terminal import inert
 from cpverify.verdict import ArmSummary, Comparison, Verdict, short_metric, timing_metrics, worst
-from cpverify.verdict.model import WRAPPER_ERRORS
 
 EVIDENCE_LINES = 30  # lines of a failed arm's log shown up to its root cause
 LIMIT = 65_536  # GitHub's longest comment, in UTF-16 code units (what its textarea counts)
@@ -223,12 +222,8 @@ class _Renderer:
     # -- what failed, what passed ----------------------------------------------------------------
 
     def problems(self) -> list[Block]:
-        said, echoes = story.problems(self.v), []
-        told = {cause.cls for cause in story.root_causes(self.v) if cause.cls}
-        if told:  # the root cause is told above with its fix; what wraps or restates it, named once
-            echoes = [s.name.removeprefix("error:") for s in said if s.name.startswith("error:")
-                      and s.name.removeprefix("error:") not in told and s.name.removeprefix("error:") in WRAPPER_ERRORS]
-            said = [s for s in said if s.name.removeprefix("error:") not in told | set(echoes)]
+        said, echoes = story.problems(self.v)  # the root cause is told above with its fix
+        told = any(cause.cls for cause in story.root_causes(self.v))
         if not said and not echoes:
             return []
         items = []

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from cpverify import __version__
 from cpverify.verdict import SECONDARY_GATED, ArmSummary, Check, Comparison, Verdict, short_metric, timing_metrics
+from cpverify.verdict.model import WRAPPER_ERRORS
 from cpverify.verdict.stats import RatioEstimate
 
 # Phases in the order a step runs them; train and step are context (they include the others).
@@ -87,7 +88,7 @@ def reading(verdict: Verdict, comp: Comparison) -> list[str]:
                     f"({seconds(b)} → {seconds(c)}).")
         forward = [(short_metric(m), e.ratio) for m in SECONDARY_GATED
                    if (e := comp.metrics.get(m)) is not None and e.ratio is not None]
-        if forward and primary.ratio > 1.05:
+        if forward and primary.ratio > 1.1:  # below, run-to-run noise: no story to tell
             listed = ", ".join(f"{name} {r:.2f}×" for name, r in forward)
             if min(r for _, r in forward) >= 0.9 * primary.ratio:
                 said.append(f"The forward-only passes grow as much ({listed}): the cost is in CP's per-micro-batch "
@@ -192,10 +193,18 @@ ORDER = {"FAIL": 0, "BLOCKED": 1, "INCONCLUSIVE": 2, "warning": 3, "pass": 4, "n
 MARK = {"FAIL": "❌", "INCONCLUSIVE": "❔", "BLOCKED": "⛔", "warning": "⚠️", "pass": "✅", "not judged": "➖"}
 
 
-def problems(verdict: Verdict) -> list[Said]:
-    """The checks that force a status or warn, what decided first, each said once."""
+def problems(verdict: Verdict) -> tuple[list[Said], list[str]]:
+    """The checks that force a status or warn, what decided first, each said once; and the error
+    classes left out because they restate a root cause told on its own (root_causes()): its own
+    row, and the wrappers (Ray's RayTaskError, a Python traceback) that report it."""
     shown = sorted((c for c in verdict.checks if c.status in ("fail", "warn")), key=lambda c: ORDER[c.meaning])
-    return grouped(shown)
+    said = grouped(shown)
+    told = {cause.cls for cause in root_causes(verdict) if cause.cls}
+    if not told:
+        return said, []
+    classes = [s.name.removeprefix("error:") for s in said if s.name.startswith("error:")]
+    echoes = [cls for cls in classes if cls not in told and cls in WRAPPER_ERRORS]
+    return [s for s in said if s.name.removeprefix("error:") not in told | set(echoes)], echoes
 
 
 def setup_line(verdict: Verdict, env: dict | None) -> str:

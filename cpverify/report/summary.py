@@ -41,8 +41,17 @@ def render_summary(verdict: Verdict, *, columns: int | None = None) -> str:
         if cause.cls:
             lines.append(wrap(f"root cause: {cause.cls} in {where}: {' '.join(cause.text.split())[:300]}",
                               indent="    ", columns=columns))
+            fix = next((c.fix for c in verdict.checks if c.name == f"error:{cause.cls}" and c.fix), "")
+            if fix:
+                lines.append(wrap(fix, first="    fix: ", indent="         ", columns=columns))
+    said_all, echoes = story.problems(verdict)
+    if echoes:
+        lines.append(wrap(f"also matched, reporting the root cause: {', '.join(echoes)}", indent="    ",
+                          columns=columns))
+    if lines[-1]:
+        lines.append("")
     lines += [wrap(f"rule: {short_rule(verdict.thresholds)}", indent="    ", columns=columns), ""]
-    for said in story.problems(verdict):
+    for said in said_all:
         check = said.check
         where = f" [{said.where()}]" if said.arms else ""
         detail = check.detail.replace(check.arm, "{arm}") if check.arm and len(said.arms) > 1 else check.detail
