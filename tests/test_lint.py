@@ -255,7 +255,7 @@ def test_dynamic_batch_needs_max_tokens():
 
 
 def test_layout_is_computed_like_megatron():
-    assert parallel_layout(parse_command(good_args())) == {"world": 2, "tp": 1, "pp": 1, "cp": 2, "dp": 1}
+    assert parallel_layout(parse_command(good_args())) == {"world": 2, "tp": 1, "pp": 1, "cp": 2, "dp": 1, "ep": 1, "etp": 1}
     assert parallel_layout(parse_command(good_args(context_parallel_size="1")))["dp"] == 2
     assert parallel_layout(parse_command(good_args(context_parallel_size="$CP"))) is None
 
@@ -364,7 +364,8 @@ def test_generator_lists_exactly_what_slimes_parsers_define():
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[1] == "# slime abc123; Megatron-LM def456; SGLang 0.0."
-    flags = [line for line in lines if not line.startswith("#")]
+    specs = {flag: (nargs, kind) for flag, nargs, kind in (line.split() for line in lines if not line.startswith("#"))}
+    flags = [line.split()[0] for line in lines if not line.startswith("#")]
     assert flags == sorted(flags) and len(flags) == len(set(flags))
     sys.path.insert(0, str(root / "tests" / "fake_slime"))
     try:
@@ -376,6 +377,11 @@ def test_generator_lists_exactly_what_slimes_parsers_define():
         "--train-backend", "--debug-rollout-only", "--debug-train-only", "--load-debug-rollout-data",  # pre-parser
         "--rollout-num-gpus-per-engine", "--sglang-mem-fraction-static", "--sglang-api-key"}  # SGLang's parser
     assert set(flags) == expected
+    # how many words each flag takes, and the type its parser converts them with
+    for flag, kwargs in fake._MAIN_FLAGS:
+        switch = kwargs.get("action") in ("store_true", "store_false")
+        kind = "-" if switch else {int: "int", float: "float"}.get(kwargs.get("type"), "str")
+        assert specs[flag] == ("0" if switch else "1", kind), flag
 
 
 def test_known_flags_come_from_the_real_parsers():

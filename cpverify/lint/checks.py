@@ -15,6 +15,7 @@ from cpverify.lint.flags import (
     DASHED,
     PASS_THROUGH_PREFIXES,
     closest_flag,
+    flag_specs,
     known_flags,
     misdashed,
     unlisted_pass_through,
@@ -49,14 +50,49 @@ _ALIASES = {  # flag -> canonical flag; using the alias silently keeps the defau
     "--pp": "--pipeline-model-parallel-size",
     "--pp-size": "--pipeline-model-parallel-size",
 }
-_REMOVED = {
+_REMOVED = {  # flag -> (severity, why, fix); {tp} in a fix: the SGLang engine's TP (--rollout-num-gpus-per-engine)
     "--megatron-to-hf-mode": (
         WARNING,
         "removed from slime; it is now silently ignored",
         "delete it: slime loads the HF directory given to --hf-checkpoint / --ref-load directly",
     ),
 }
+# SGLang's deprecated arguments (its server-arguments docs) are gone from SGLang 0.5.15.post1: slime's
+# SGLang parser drops them silently, and what they switched on stays off.
+_SGLANG_REMOVED = {
+    "--sglang-enable-ep-moe": ("expert parallelism (SGLang: `set --ep-size to the same value as --tp-size`; "
+                               "slime gives each engine --rollout-num-gpus-per-engine GPUs as its TP)",
+                               "--sglang-ep-size {tp}"),
+    "--sglang-enable-deepep-moe": ("DeepEP all-to-all", "--sglang-moe-a2a-backend deepep"),
+    "--sglang-enable-flashinfer-cutlass-moe": ("the FlashInfer CUTLASS MoE kernels",
+                                               "--sglang-moe-runner-backend flashinfer_cutlass"),
+    "--sglang-enable-flashinfer-cutedsl-moe": ("the FlashInfer CuTe DSL MoE kernels",
+                                               "--sglang-moe-runner-backend flashinfer_cutedsl"),
+    "--sglang-enable-flashinfer-trtllm-moe": ("the FlashInfer TRT-LLM MoE kernels",
+                                              "--sglang-moe-runner-backend flashinfer_trtllm"),
+    "--sglang-enable-triton-kernel-moe": ("the Triton MoE kernels", "--sglang-moe-runner-backend triton_kernel"),
+    "--sglang-enable-flashinfer-mxfp4-moe": ("the FlashInfer MXFP4 MoE kernels",
+                                             "--sglang-moe-runner-backend flashinfer_mxfp4"),
+}
+_REMOVED.update({flag: (ERROR, f"removed from SGLang (deprecated, then dropped before 0.5.15.post1): slime's SGLang "
+                              f"parser ignores it silently, so {what} stays off", fix)
+                 for flag, (what, fix) in _SGLANG_REMOVED.items()})
 _FUNCTION_PATH = re.compile(r"^--(custom-[a-z0-9-]+-path|[a-z0-9-]*function-path|rollout-sample-hook-path)$")
+
+
+def meant(flag: str) -> str | None:
+    """The known flag that `flag`, which slime's parsers do not read, stands for: an alias
+    (--cp), a mis-dashed (—cp-size) or underscored (--context_parallel_size) spelling, a typo
+    (--context-paralel-size); None for a flag they read, or one too far from any."""
+    if flag in known_flags() or flag in _REMOVED:
+        return None
+    if flag in _ALIASES:
+        return _ALIASES[flag]
+    dashed = misdashed(flag) or flag
+    for candidate in (dashed, dashed.replace("_", "-")):
+        if candidate != flag and candidate in known_flags():
+            return candidate
+    return closest_flag(flag)
 
 
 def _check_flags(cmd: ParsedCommand) -> list[Finding]:
@@ -87,7 +123,7 @@ def _check_flags(cmd: ParsedCommand) -> list[Finding]:
             found.append(Finding(ERROR, flag, why, f"{canonical} {' '.join(values)}".strip()))
         elif flag in _REMOVED:
             severity, why, fix = _REMOVED[flag]
-            found.append(Finding(severity, flag, why, fix))
+            found.append(Finding(severity, flag, why, fix.format(tp=cmd.value("--rollout-num-gpus-per-engine") or "N")))
         elif flag in known or flag.startswith(unlisted_pass_through()):
             continue
         elif "_" in flag and (flag.replace("_", "-") in known or flag.replace("_", "-").startswith(PASS_THROUGH_PREFIXES)):
@@ -135,10 +171,11 @@ def _check_required(cmd: ParsedCommand) -> list[Finding]:
     hidden = f" (unless it is inside {', '.join(cmd.opaque)}, which lint cannot see)" if cmd.opaque else ""
     found = []
 
+    given = {meant(flag) or flag for flag, _ in cmd.options}
+
     def need(flags: tuple[str, ...], why: str, fix: str) -> None:
-        # a misspelling of the flag (--rollout-num) is reported once, by _check_flags
-        misspelled = any(cmd.has(alias) for alias, canonical in _ALIASES.items() if canonical in flags)
-        if not misspelled and not any(cmd.has(f) for f in flags):
+        # a misspelling of the flag (--rollout-num, --rollout-batch-sise) is reported once, by _check_flags
+        if not given.intersection(flags):
             found.append(Finding(severity, " or ".join(flags), why + hidden, fix))
 
     need(("--hf-checkpoint",), "missing: SGLang and the tokenizer load the model from it", "--hf-checkpoint /path/to/hf/model")
@@ -151,9 +188,13 @@ def _check_required(cmd: ParsedCommand) -> list[Finding]:
     if not (train_only or custom_rollout):
         need(("--rollout-max-response-len",), "missing: generation fails with a TypeError on max_new_tokens=None",
              "--rollout-max-response-len 1024")
+    # slime scores a sample with the rule-based reward only when its reward is still empty
+    # (sglang_rollout.generate_and_rm): a custom generate function may have set it.
+    if not (train_only or custom_rollout or cmd.has("--custom-generate-function-path")):
         need(("--rm-type", "--custom-rm-path"),
              "missing: rewards fail with `NotImplementedError: Rule-based RM type is not specified.`",
-             "--rm-type <type> for labelled data, or --custom-rm-path module.function")
+             "--rm-type <type> for labelled data (or an rm_type in every prompt's metadata), or --custom-rm-path "
+             "module.function")
     need(("--num-layers",),
          "missing MODEL_ARGS: Megatron cannot read the HF config, and slime fails with `hf_validate_args failed`",
          "source slime's scripts/models/<model>.sh and pass ${MODEL_ARGS[@]} (e.g. qwen2.5-0.5B.sh)")
@@ -223,17 +264,28 @@ def _check_batches(cmd: ParsedCommand, dp: int | None) -> list[Finding]:
 
 
 def parallel_layout(cmd: ParsedCommand) -> dict[str, int] | None:
-    """{"world", "tp", "pp", "cp", "dp"} as Megatron would compute them; None when not computable."""
+    """{"world", "tp", "pp", "cp", "dp", "ep", "etp"} as Megatron would compute them (dp 0 where TP x PP x
+    CP does not divide the world); None when not computable."""
     nodes = cmd.number("--actor-num-nodes", 1)
     per_node = cmd.number("--actor-num-gpus-per-node", SLIME_DEFAULT_GPUS_PER_NODE)
     tp = cmd.number("--tensor-model-parallel-size", 1)
     pp = cmd.number("--pipeline-model-parallel-size", 1)
     cp = cmd.number("--context-parallel-size", 1)
-    if None in (nodes, per_node, tp, pp, cp) or min(nodes, per_node, tp, pp, cp) < 1:
+    ep = cmd.number("--expert-model-parallel-size", 1)
+    etp = cmd.number("--expert-tensor-parallel-size", tp)  # Megatron: None means the TP size
+    sizes = (nodes, per_node, tp, pp, cp, ep, etp)
+    if None in sizes or min(sizes) < 1:
         return None
     world = nodes * per_node
     dp = world // (tp * pp * cp) if world % (tp * pp * cp) == 0 else 0
-    return {"world": world, "tp": tp, "pp": pp, "cp": cp, "dp": dp}
+    return {"world": world, "tp": tp, "pp": pp, "cp": cp, "dp": dp, "ep": ep, "etp": etp}
+
+
+def _divisor_fix(world: int, product: int, flag: str, value: int) -> str:
+    """The largest value of `flag` (now `value`, a factor of `product`) that makes the product divide `world`."""
+    rest = product // value
+    fits = [v for v in range(value, 0, -1) if world % (rest * v) == 0]
+    return f"{flag} {fits[0]}" if fits else f"a {flag} whose product with the others divides {world}"
 
 
 def _check_layout(cmd: ParsedCommand, layout: dict[str, int] | None, gpus: int | None) -> list[Finding]:
@@ -254,7 +306,26 @@ def _check_layout(cmd: ParsedCommand, layout: dict[str, int] | None, gpus: int |
             ERROR, "--context-parallel-size",
             f"Megatron asserts `world size ({world}) is not divisible by total_model_size ({tp * pp * cp})` "
             f"(world = --actor-num-nodes x --actor-num-gpus-per-node; model = TP {tp} x PP {pp} x CP {cp})",
-            f"a TP x PP x CP that divides {world}, e.g. --context-parallel-size {math.gcd(world, cp)}",
+            f"a TP x PP x CP that divides {world}, e.g. {_divisor_fix(world, tp * pp * cp, '--context-parallel-size', cp)}",
+        ))
+    ep, etp = layout["ep"], layout["etp"]
+    if world % (ep * etp * pp):
+        etp_said = "--expert-tensor-parallel-size" if cmd.has("--expert-tensor-parallel-size") else "TP, its default"
+        found.append(Finding(
+            ERROR, "--expert-model-parallel-size",
+            f"Megatron stops with `world_size ({world}) is not divisible by expert_tensor_model_pipeline_parallel "
+            f"size ({ep * etp * pp})` (experts are laid out as EP {ep} x ETP {etp} ({etp_said}) x PP {pp} over the "
+            f"{world} training GPUs)",
+            f"{_divisor_fix(world, ep * etp * pp, '--expert-model-parallel-size', ep)}, or more training GPUs "
+            f"(a multiple of {ep * etp * pp})",
+        ))
+    experts = cmd.number("--num-experts")
+    if ep > 1 and experts is not None and experts % ep:
+        found.append(Finding(
+            ERROR, "--expert-model-parallel-size",
+            f"Megatron asserts `Number of experts should be a multiple of expert model parallel_size.` "
+            f"({experts} experts, EP {ep})",
+            f"{_divisor_fix(experts, ep, '--expert-model-parallel-size', ep)}",
         ))
     if gpus is not None:
         nodes = cmd.number("--actor-num-nodes", 1) or 1
@@ -298,6 +369,65 @@ def _check_layout(cmd: ParsedCommand, layout: dict[str, int] | None, gpus: int |
     return found
 
 
+# --- values -----------------------------------------------------------------------------------
+
+# Integer flags that count something there must be at least one of: parallel group sizes, batch
+# sizes, GPUs, nodes, samples. Megatron divides the world by the group sizes (0: ZeroDivisionError),
+# slime's scheduler the samples by the batch sizes; a negative size makes no layout at all.
+_POSITIVE = re.compile(r"-(?:parallel|tp|dp|ep|pp|cp|dcp|attn-cp|moe-dp)-size$|-batch-size$"
+                       r"|^--(?:actor|critic)-num-(?:nodes|gpus-per-node)$|^--rollout-num-gpus-per-engine$"
+                       r"|^--n-samples-per(?:-eval)?-prompt$")
+_CONVERT = {"int": int, "float": float}
+_BOOLEAN_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "0", "1"})
+
+
+def _check_values(cmd: ParsedCommand) -> list[Finding]:
+    """Values as slime's parsers read them: each through the type argparse converts it with (a word
+    that is none stops train.py), sizes of at least one, and words no parser takes."""
+    found: list[Finding] = []
+    specs = flag_specs()
+    for flag, values in cmd.options:
+        spec = specs.get(flag)
+        convert = _CONVERT.get(spec.kind) if spec else None
+        if convert is None:
+            continue
+        for value in values:
+            if "$" in value:
+                continue  # a shell variable lint cannot expand
+            try:
+                number = convert(value)
+            except ValueError:
+                found.append(Finding(
+                    ERROR, flag,
+                    f"{value!r} is not {'an integer' if convert is int else 'a number'}: train.py stops at once with "
+                    f"`error: argument {flag}: invalid {spec.kind} value: {value!r}`",  # type: ignore[union-attr]
+                    f"{flag} <{'integer' if convert is int else 'number'}>"))
+                continue
+            if convert is int and number < 1 and _POSITIVE.search(flag):
+                found.append(Finding(
+                    ERROR, flag,
+                    f"{flag} {value}: a size or count must be at least 1 (Megatron and slime divide by it: "
+                    f"ZeroDivisionError for 0; a negative size makes no layout)",
+                    f"{flag} 1 or more"))
+    for word, after in cmd.stray:
+        spec = specs.get(after)
+        if after and spec is not None and spec.most == 0:
+            taken = f"{after} is a switch and takes no value"
+            fix = (f"drop `{word}`: {after} alone switches it on; leave {after} out to keep it off"
+                   if word.lower() in _BOOLEAN_WORDS else f"drop `{word}`, or give it the flag it belongs to")
+        elif after:
+            taken = f"{after} takes {spec.most if spec else '?'} value{'s' if spec and spec.most != 1 else ''}"
+            fix = f"drop `{word}`, or give it the flag it belongs to"
+        else:
+            taken, fix = "it comes before any flag", f"drop `{word}`, or give it the flag it belongs to"
+        found.append(Finding(
+            ERROR, word,
+            f"a word no parser takes ({taken}): slime's parsers leave it over and drop it silently, so what it "
+            f"says does not happen",
+            fix))
+    return found
+
+
 # --- environment and other cross-flag rules --------------------------------------------------
 
 
@@ -336,6 +466,7 @@ def lint_argv(argv: str | Sequence[str], *, env: dict[str, str] | None = None, g
     layout = parallel_layout(cmd)
     found = [
         *_check_flags(cmd),
+        *_check_values(cmd),
         *_check_required(cmd),
         *_check_batches(cmd, layout["dp"] if layout else None),
         *_check_layout(cmd, layout, gpus),

@@ -1,5 +1,6 @@
-"""What slime's parsers take for a flag: the flags they know (slime + Megatron-LM + SGLang), the one
-a misspelled flag most likely meant, and a `--` that a chat app turned into a dash."""
+"""What slime's parsers take for a flag: the flags they know (slime + Megatron-LM + SGLang), how
+many words each takes and whether they must be integers, the one a misspelled flag most likely
+meant, and a `--` that a chat app turned into a dash."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import difflib
 import functools
 import math
 import re
+from dataclasses import dataclass
 from importlib import resources
 
 PASS_THROUGH_PREFIXES = ("--sglang-", "--router-")  # SGLang server/router flags, forwarded as-is
@@ -37,11 +39,37 @@ def is_option(word: str) -> bool:
     return word[:1] in DASH_STARTS and misdashed(word) is not None
 
 
+@dataclass(frozen=True)
+class FlagSpec:
+    """How slime's parsers read a flag: between `least` and `most` words (most None: no limit), as
+    `kind` ("int", "float", "str"; "-" for a switch)."""
+
+    least: int
+    most: int | None
+    kind: str
+
+
+_NARGS = {"?": (0, 1), "*": (0, None), "+": (1, None)}
+
+
+@functools.lru_cache(maxsize=1)
+def flag_specs() -> dict[str, FlagSpec]:
+    """Every long option of slime's real parsers (slime + Megatron-LM + SGLang) and how they read
+    it: cpverify/data/known_flags.txt, written by tools/gen_known_flags.py from the parsers themselves."""
+    text = (resources.files("cpverify") / "data" / "known_flags.txt").read_text(encoding="utf-8")
+    specs = {}
+    for line in text.splitlines():
+        if line.startswith("--"):
+            flag, nargs, kind = line.split()
+            least, most = _NARGS.get(nargs, (int(nargs), int(nargs)) if nargs.isdigit() else (0, None))
+            specs[flag] = FlagSpec(least, most, kind)
+    return specs
+
+
 @functools.lru_cache(maxsize=1)
 def known_flags() -> frozenset[str]:
     """Long options of slime's real parsers: slime + Megatron-LM + SGLang (tools/gen_known_flags.py)."""
-    text = (resources.files("cpverify") / "data" / "known_flags.txt").read_text(encoding="utf-8")
-    return frozenset(line.strip() for line in text.splitlines() if line.startswith("--"))
+    return frozenset(flag_specs())
 
 
 def _chars(text: str) -> frozenset[int]:

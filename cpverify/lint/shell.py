@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from cpverify.errors import InputError
-from cpverify.lint.flags import is_option
+from cpverify.lint.flags import flag_specs, is_option
 
 TRAIN_SCRIPTS = ("train.py", "train_async.py")
 
@@ -22,6 +22,7 @@ class ParsedCommand:
     options: list[tuple[str, list[str]]] = field(default_factory=list)  # (--flag, values) in order
     opaque: list[str] = field(default_factory=list)  # ${ARRAY[@]} and the like: lint cannot see inside
     cut_off: list[list[str]] = field(default_factory=list)  # --flag lines after a missing backslash
+    stray: list[tuple[str, str]] = field(default_factory=list)  # (word, the flag before it or "") no parser takes
     env_unknown: str = ""  # where the environment comes from when lint cannot read it
 
     def has(self, flag: str) -> bool:
@@ -57,6 +58,7 @@ _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]
 # word) and costs microseconds per character.
 _LEXEME = re.compile(r"""
     (?P<space>(?:[ \t\r]|\\\n)+)   # a backslash-newline continues the line
+  | (?P<redirect>\d*(?:&>>?|>>?|<)(?:&(?:\d+|-))?)  # 2>&1, >log, &>>log: the file is no argument
   | (?P<separator>[;&|\n]+)
   | (?P<comment>\#[^\n]*)
   | (?P<word>(?:[^ \t\r\n;&|'"\\]+ | '[^']*' | "[^"\\]*(?:\\.[^"\\]*)*" | \\[^\n])+)
@@ -85,12 +87,18 @@ def _commands(command: str | Sequence[str]) -> list[list[str]]:
     text = command if isinstance(command, str) else command[0]
     text = text.replace("\r\n", "\n")  # a script saved on Windows
     commands: list[list[str]] = [[]]
+    target = False  # the next word is the file of a redirection
     for lexeme in _LEXEME.finditer(text):
         kind = lexeme.lastgroup
         if kind == "separator":
             commands.append([])
+            target = False
+        elif kind == "redirect":
+            target = "&" not in lexeme.group().lstrip("0123456789&")  # `2>&1` names no file
         elif kind == "word":
-            commands[-1].append(_unquote(lexeme.group()))
+            if not target:
+                commands[-1].append(_unquote(lexeme.group()))
+            target = False
         elif kind == "unclosed":
             where = text.count("\n", 0, lexeme.start()) + 1
             what = "a trailing backslash" if lexeme.group() == "\\" else f"an unclosed {lexeme.group()} quote"
@@ -176,20 +184,32 @@ def parse_command(command: str | Sequence[str], *, env: dict[str, str] | None = 
         start = next((i for i, w in enumerate(words) if is_option(w)), len(words))
     parsed = ParsedCommand(env={**(env or {}), **scope.exported})
     _read_launcher(words[:start], scope, parsed)
+    unseen = False  # after an opaque ${ARRAY[@]}: its last flag, which lint cannot see, may take the words
     for word in scope.expand_arrays(words[start:]):
         if word.startswith("$") and _OPAQUE.match(word) and scope.expand(word) == word:
             parsed.opaque.append(word)
+            unseen = True
         elif is_option(word):  # a mistyped dash too: its value must not pass for the previous flag's
             flag, eq, value = word.partition("=")
             parsed.options.append((flag, [scope.expand(value)] if eq else []))
-        elif parsed.options:
-            parsed.options[-1][1].append(scope.expand(word))
+            unseen = False
+        elif parsed.options and _takes_another(*parsed.options[-1]) or unseen:
+            if parsed.options and not unseen:
+                parsed.options[-1][1].append(scope.expand(word))
+        else:  # argparse leaves it over, and slime's parse_known_args drops it without a word
+            parsed.stray.append((scope.expand(word), parsed.options[-1][0] if parsed.options else ""))
     # `--flag ...` lines right after train.py's command: the shell ran them as commands of their own
     for words in commands[index + 1:]:
         if not (is_option(words[0]) or _OPAQUE.match(words[0])):
             break
         parsed.cut_off.append(words)
     return parsed
+
+
+def _takes_another(flag: str, values: list[str]) -> bool:
+    """Whether the parsers read one more word as the flag's value (a flag they do not know: any number)."""
+    spec = flag_specs().get(flag)
+    return spec is None or spec.most is None or len(values) < spec.most
 
 
 def _read_launcher(prefix: list[str], scope: _ShellScope, parsed: ParsedCommand) -> None:
