@@ -563,3 +563,229 @@ def test_splitting_quotes_escapes_comments_and_continuations(text, words):
 def test_an_unclosed_quote_is_bad_input(text):
     with pytest.raises(InputError, match="cannot split the command line"):
         shell._commands(text)
+
+
+# --- values as slime's parsers read them ------------------------------------------------------------
+
+_INT_FLAGS = sorted(flag for flag, spec in lint.flag_specs().items() if spec.kind == "int")
+
+
+@settings(max_examples=200, deadline=None)
+@given(flag=st.sampled_from(_INT_FLAGS), word=st.sampled_from(["two", "2.5", "1e3", "0x10", "eight", "4,"]))
+def test_a_word_that_is_not_an_integer_for_an_integer_flag_is_an_error(flag, word):
+    """argparse converts the value with int() and stops train.py with `invalid int value` otherwise."""
+    findings = by_flag(lint_argv(good_args() + [flag, word], env=SMOKE_ENV), flag)
+    assert [f.severity for f in findings if f.fix == f"{flag} <integer>"] == [ERROR]
+
+
+@pytest.mark.parametrize("flag", ["--context-parallel-size", "--tensor-model-parallel-size",
+                                  "--pipeline-model-parallel-size", "--expert-model-parallel-size",
+                                  "--expert-tensor-parallel-size", "--micro-batch-size", "--global-batch-size",
+                                  "--rollout-batch-size", "--n-samples-per-prompt", "--actor-num-gpus-per-node",
+                                  "--rollout-num-gpus-per-engine", "--sglang-dp-size", "--sglang-ep-size"])
+@pytest.mark.parametrize("value", ["0", "-2", "two"])
+def test_a_size_below_one_or_not_a_number_is_an_error(flag, value):
+    base = good_args()
+    argv = good_args(**{flag[2:]: value}) if flag in base else base + [flag, value]
+    findings = lint_argv(argv, env=SMOKE_ENV)
+    assert [(f.flag, f.severity) for f in findings if f.fix in (f"{flag} 1 or more", f"{flag} <integer>")] == [
+        (flag, ERROR)]
+    assert not parse_command(argv).stray
+
+
+def test_sizes_of_one_or_more_and_switches_without_values_are_clean():
+    argv = good_args() + ["--expert-tensor-parallel-size", "1", "--sglang-dp-size", "1", "--sglang-cuda-graph-bs",
+                          "1", "2", "4", "--sglang-chunked-prefill-size", "-1"]  # -1: SGLang's "no chunking"
+    assert lint_argv(argv, env=SMOKE_ENV, gpus=2) == []
+
+
+@pytest.mark.parametrize(("tail", "word", "after"), [
+    (["--colocate", "false"], "false", "--colocate"),        # a switch takes no value: it stays on
+    (["--num-rollout", "3", "4"], "4", "--num-rollout"),    # one value, the second is left over
+    (["--use-dynamic-batch-size", "yes"], "yes", "--use-dynamic-batch-size"),
+])
+def test_a_word_no_parser_takes_is_an_error(tail, word, after):
+    findings = by_flag(lint_argv(good_args() + tail, env=SMOKE_ENV), word)
+    assert [f.severity for f in findings] == [ERROR]
+    assert parse_command(good_args() + tail).stray == [(word, after)]
+
+
+def test_a_word_before_the_first_flag_is_stray_and_a_redirection_is_not():
+    flags = shlex.join(good_args()[2:])  # good_args() starts with `python3 train.py`
+    text = "python3 train.py stray " + flags + " 2>&1 | tee train.log"
+    cmd = parse_command(text)
+    assert cmd.stray == [("stray", "")]
+    assert by_flag(lint_argv(text, env=SMOKE_ENV), "stray")[0].severity == ERROR
+    quiet = "python3 train.py " + flags + " > train.log 2> err.log"
+    assert parse_command(quiet).stray == [] and lint_argv(quiet, env=SMOKE_ENV, gpus=2) == []
+
+
+def test_words_after_an_array_lint_cannot_see_are_not_called_stray():
+    cmd = parse_command("python3 train.py ${EXTRA[@]} 4 " + shlex.join(good_args()[2:]))
+    assert cmd.stray == [] and cmd.opaque == ["${EXTRA[@]}"]
+
+
+# --- expert parallelism -------------------------------------------------------------------------------
+
+
+def _sizes(tp: int, pp: int, cp: int, ep: int, etp: int | None, gpus: int) -> list[str]:
+    sizes = {"tensor_model_parallel_size": str(tp), "context_parallel_size": str(cp), "actor_num_gpus_per_node": str(gpus)}
+    argv = good_args(**sizes) + ["--pipeline-model-parallel-size", str(pp), "--expert-model-parallel-size", str(ep),
+                                 "--num-experts", "64"]
+    return argv + (["--expert-tensor-parallel-size", str(etp)] if etp is not None else [])
+
+
+@settings(max_examples=300, deadline=None)
+@given(tp=st.sampled_from([1, 2, 4]), pp=st.sampled_from([1, 2, 4]), cp=st.sampled_from([1, 2]),
+       ep=st.sampled_from([1, 2, 4, 8]), etp=st.sampled_from([None, 1, 2]), gpus=st.sampled_from([1, 2, 4, 8, 16]))
+def test_each_parallel_product_must_divide_the_training_world(tp, pp, cp, ep, etp, gpus):
+    """Megatron (1dcf0daf) stops unless TP x PP x CP and EP x ETP x PP divide the world; ETP, when not
+    given, is the TP size (arguments.py, parallel_state.initialize_model_parallel)."""
+    findings = lint_argv(_sizes(tp, pp, cp, ep, etp, gpus), env=SMOKE_ENV)
+    flagged = {f.flag for f in findings if f.severity == ERROR}
+    assert ("--context-parallel-size" in flagged) == (gpus % (tp * pp * cp) != 0)
+    assert ("--expert-model-parallel-size" in flagged) == (gpus % (ep * (etp or tp) * pp) != 0)
+
+
+def test_slimes_glm47_script_on_eight_gpus_names_the_expert_size_that_fits():
+    """slime#1818: scripts/run-glm4.7-30B-A3B.sh at 624b824a runs EP 8 x ETP 1 x PP 2 on 8 GPUs."""
+    (command,) = _launch_scripts()["scripts/run-glm4.7-30B-A3B.sh"]["commands"]
+    (finding,) = by_flag(lint_argv(command["argv"], env=command["env"]), "--expert-model-parallel-size")
+    assert finding.severity == ERROR and finding.fix.startswith("--expert-model-parallel-size 4,")  # slime PR #2077
+    assert "world_size (8) is not divisible by expert_tensor_model_pipeline_parallel size (16)" in finding.why
+
+
+def test_the_experts_must_split_evenly_over_expert_parallel_ranks():
+    argv = _sizes(1, 1, 2, 4, None, 8)
+    argv[argv.index("--num-experts") + 1] = "6"
+    (finding,) = by_flag(lint_argv(argv, env=SMOKE_ENV), "--expert-model-parallel-size")
+    assert finding.severity == ERROR and finding.fix == "--expert-model-parallel-size 3"
+
+
+# --- one finding per mistake --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("flag", "typo"), [
+    ("--rollout-batch-size", "--rollout-batch-sise"), ("--hf-checkpoint", "--hf_checkpoint"),
+    ("--num-rollout", "--num-rollouts"), ("--prompt-data", "\u2014prompt-data"), ("--num-layers", "--num-layer"),
+])
+def test_a_misspelt_required_flag_is_reported_once_not_also_as_missing(flag, typo):
+    argv = [typo if word == flag else word for word in good_args()]
+    findings = lint_argv(argv, env=SMOKE_ENV, gpus=2)
+    assert [(f.flag, f.severity) for f in findings] == [(typo, ERROR)]
+
+
+@pytest.mark.parametrize(("removed", "replacement"), [
+    ("--sglang-enable-ep-moe", "--sglang-ep-size 2"),  # the engine's TP: --rollout-num-gpus-per-engine
+    ("--sglang-enable-deepep-moe", "--sglang-moe-a2a-backend deepep"),
+    ("--sglang-enable-flashinfer-cutlass-moe", "--sglang-moe-runner-backend flashinfer_cutlass"),
+])
+def test_sglangs_removed_moe_flags_name_sglangs_replacement(removed, replacement):
+    argv = good_args(rollout_num_gpus_per_engine="2") + [removed]
+    assert [(f.flag, f.severity, f.fix) for f in lint_argv(argv, env=SMOKE_ENV, gpus=2)] == [
+        (removed, ERROR, replacement)]
+
+
+# --- rewards ---------------------------------------------------------------------------------------
+
+
+def test_a_custom_generate_function_may_set_the_reward_itself():
+    """slime calls the rule-based reward only for samples whose reward is still None after generation
+    (sglang_rollout.generate_and_rm at 624b824a): with a custom generate function that may be none."""
+    (command,) = _launch_scripts()["examples/tau-bench/run_qwen3_4B.sh"]["commands"]
+    assert not parse_command(command["argv"]).has("--rm-type")
+    assert lint_argv(command["argv"], env=command["env"]) == []
+    argv = good_args(custom_rm_path=None)
+    assert by_flag(lint_argv(argv, env=SMOKE_ENV), "--rm-type or --custom-rm-path")[0].severity == ERROR
+    custom = argv + ["--custom-generate-function-path", "my.generate"]
+    assert lint_argv(custom, env=SMOKE_ENV, gpus=2) == []
+
+
+# --- slime's own launch scripts ---------------------------------------------------------------------
+
+LAUNCH_SCRIPTS = DATA / "slime-launch-scripts.json"
+
+# What lint rightly says of slime's own scripts at the pinned commit. Anything else is a lint bug,
+# or a new bug of slime's: then add it here with its reason (and tell slime).
+_DISPATCHER = ("scripts/models/*.sh sets --moe-token-dispatcher-type alltoall; the script sets flex for DeepEP "
+               "after it, and the warning says the last one wins, which is what the script means")
+_SP_TP1 = "--sequence-parallel with TP=1 does nothing (Megatron switches it off): true of the script as written"
+_KIMI_CUT = ("a missing backslash after `--update-weight-buffer-size $((...))` (line 173) ends the train.py command: "
+             "bash runs `${MODEL_ARGS[@]} ...` as a command of its own (`--disable-bias-linear: command not found`), "
+             "so train.py gets none of the script's arrays")
+EXPECTED_FINDINGS: dict[str, dict[tuple[str, str], str]] = {
+    "scripts/run-glm4.7-30B-A3B.sh": {
+        (ERROR, "--expert-model-parallel-size"): "slime#1818: EP 8 x ETP 1 x PP 2 = 16 on 8 GPUs (PR #2077: EP 4)"},
+    "scripts/run-kimi-k2-Instruct.sh": {(ERROR, flag): _KIMI_CUT for flag in (
+        "--hf-checkpoint", "--rollout-batch-size", "--num-rollout or --num-epoch", "--prompt-data",
+        "--rollout-max-response-len", "--rm-type or --custom-rm-path", "--num-layers")},
+    **{script: {(WARNING, "--moe-token-dispatcher-type"): _DISPATCHER} for script in (
+        "scripts/low_precision/run-moonlight-16B-A3B-int4.sh", "scripts/run-deepseek-r1.sh",
+        "scripts/run-glm4.7-355B-A32B.sh", "scripts/run-moonlight-16B-A3B.sh", "scripts/run-qwen3-next-80B-A3B.sh",
+        "scripts/run-qwen3.5-35B-A3B-sft.sh", "examples/coding_agent_rl/run_qwen36_35b_a3b_swe_8nodes.sh")},
+    "scripts/low_precision/run-qwen3-30b-a3b-fp8.sh": {(WARNING, "--moe-token-dispatcher-type"): _DISPATCHER,
+                                                       (WARNING, "--sequence-parallel"): _SP_TP1},
+    **{script: {(WARNING, "--sequence-parallel"): _SP_TP1} for script in (
+        "scripts/run-qwen2.5-0.5B-reproducibility.sh", "scripts/run-qwen3-4B-base-sft.sh",
+        "examples/fully_async/run-qwen2.5-0.5B-fully_async.sh")},
+    "examples/retool/retool_qwen3_4b_rl.sh": {
+        (WARNING, "--rotary-base"): "scripts/models/qwen3-4B.sh sets 1000000, the script 5000000 after it"},
+    "examples/retool/retool_qwen3_4b_sft.sh": {
+        (WARNING, "--rotary-base"): "scripts/models/qwen3-4B.sh sets 1000000, the script 5000000 after it",
+        (WARNING, "--sequence-parallel"): _SP_TP1},
+}
+
+
+def _launch_scripts() -> dict[str, dict]:
+    return {entry["script"]: entry for entry in json.loads(LAUNCH_SCRIPTS.read_text(encoding="utf-8"))["scripts"]}
+
+
+def test_the_launch_script_corpus_is_of_the_pinned_slime():
+    corpus = json.loads(LAUNCH_SCRIPTS.read_text(encoding="utf-8"))
+    header = (resources.files("cpverify") / "data" / "known_flags.txt").read_text().splitlines()[1]
+    assert f"slime {corpus['slime_commit']};" in header  # tools/gen_launch_corpus.py again when the pin moves
+    scripts = _launch_scripts()
+    assert len(scripts) >= 40 and all(len(entry["commands"]) == 1 for entry in scripts.values())
+    assert set(EXPECTED_FINDINGS) <= set(scripts)
+
+
+@pytest.mark.parametrize("script", sorted(_launch_scripts()))
+def test_slimes_own_launch_script_lints_as_expected(script):
+    """Each launch script of slime, expanded by bash (tools/gen_launch_corpus.py): no error but the ones
+    listed, no warning but the ones listed with their reason."""
+    findings = {(f.severity, f.flag) for command in _launch_scripts()[script]["commands"]
+                for f in lint_argv(command["argv"], env=command["env"])}
+    assert findings == set(EXPECTED_FINDINGS.get(script, {}))
+
+
+def test_the_corpus_generator_runs_a_script_as_bash_does(tmp_path):
+    """tools/gen_launch_corpus.py on a small git repository shaped like slime: the model file is
+    sourced, arrays and arithmetic expanded, ray and nvidia-smi stubbed, secret values masked."""
+    import subprocess
+    import sys
+
+    repo = tmp_path / "slime"
+    (repo / "scripts" / "models").mkdir(parents=True)
+    (repo / "examples").mkdir()
+    (repo / "scripts" / "models" / "tiny.sh").write_text("MODEL_ARGS=(\n  --num-layers 2\n  --swiglu\n)\n")
+    (repo / "scripts" / "run-tiny.sh").write_text(
+        'set -ex\nSCRIPT_DIR="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" &>/dev/null && pwd)"\n'
+        'source "${SCRIPT_DIR}/models/tiny.sh"\nexport WANDB_API_KEY=not-a-real-key\n'
+        'GPUS=$(nvidia-smi -L | wc -l)\npkill -9 ray\n'
+        'ray job submit --address="http://127.0.0.1:8265" -- python3 train.py \\\n'
+        '   --actor-num-gpus-per-node ${GPUS} --max-tokens-per-gpu $((4 * 1024)) ${MODEL_ARGS[@]}\n')
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "tiny"], check=True)
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, str(root / "tools" / "gen_launch_corpus.py"), "--slime", str(repo),
+                           "--commit", "HEAD"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    (entry,) = json.loads(proc.stdout)["scripts"]
+    assert (entry["script"], entry["exit_code"]) == ("scripts/run-tiny.sh", 0)
+    (command,) = entry["commands"]
+    assert command["argv"] == ["ray", "job", "submit", "--address=http://127.0.0.1:8265", "--", "python3", "train.py",
+                               "--actor-num-gpus-per-node", "8", "--max-tokens-per-gpu", "4096", "--num-layers", "2",
+                               "--swiglu"]
+    assert command["env"]["WANDB_API_KEY"] == "<masked>"

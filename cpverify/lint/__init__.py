@@ -11,7 +11,8 @@ lines, `python train.py`, `ray job submit ... -- python3 train.py`) or an argv l
 The checks follow slime 624b824a and Megatron-LM 1dcf0daf (see cpverify/data/known_flags.txt).
 
   shell.py     the shell-paste interpreter: a pasted command -> its environment and options
-  flags.py     the flags slime's parsers know; what a misspelled or mis-dashed flag meant
+  flags.py     the flags slime's parsers know, how many words each takes and of what type; what a
+               misspelled or mis-dashed flag meant
   checks.py    the checks, and the entry points lint_argv (one command line) and lint_plan
   findings.py  what the lint reports, and the table of it
   deep.py      the deep lint, the host side: slime's own parser's verdict on every arm, as findings
@@ -19,10 +20,10 @@ The checks follow slime 624b824a and Megatron-LM 1dcf0daf (see cpverify/data/kno
 
 from cpverify.lint.checks import lint_argv, lint_plan, parallel_layout
 from cpverify.lint.findings import ERROR, WARNING, Finding, format_findings, has_errors
-from cpverify.lint.flags import PASS_THROUGH_PREFIXES, known_flags, misdashed
+from cpverify.lint.flags import PASS_THROUGH_PREFIXES, flag_specs, known_flags, misdashed
 from cpverify.lint.shell import TRAIN_SCRIPTS, ParsedCommand, parse_command
 
 __all__ = [
     "ERROR", "PASS_THROUGH_PREFIXES", "TRAIN_SCRIPTS", "WARNING", "Finding", "ParsedCommand", "format_findings",
-    "has_errors", "known_flags", "lint_argv", "lint_plan", "misdashed", "parallel_layout", "parse_command",
+    "flag_specs", "has_errors", "known_flags", "lint_argv", "lint_plan", "misdashed", "parallel_layout", "parse_command",
 ]

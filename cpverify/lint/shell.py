@@ -57,11 +57,11 @@ _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]
 # the text keeps lint linear: shlex grows each token a character at a time (quadratic on a long
 # word) and costs microseconds per character.
 _LEXEME = re.compile(r"""
-    (?P<space>(?:[ \t\r]|\\\n)+)   # a backslash-newline continues the line
+    (?P<space>(?:[ \t\r]|\\\r?\n)+)   # a backslash-newline continues the line (CRLF: a script saved on Windows)
   | (?P<redirect>\d*(?:&>>?|>>?|<)(?:&(?:\d+|-))?)  # 2>&1, >log, &>>log: the file is no argument
   | (?P<separator>[;&|\n]+)
   | (?P<comment>\#[^\n]*)
-  | (?P<word>(?:[^ \t\r\n;&|'"\\]+ | '[^']*' | "[^"\\]*(?:\\.[^"\\]*)*" | \\[^\n])+)
+  | (?P<word>(?:[^ \t\r\n;&|'"\\]+ | '[^']*' | "[^"\\]*(?:\\.[^"\\]*)*" | \\(?!\r?\n).)+)
   | (?P<unclosed>['"\\])
 """, re.VERBOSE | re.DOTALL)
 _WORD_PART = re.compile(r"""'([^']*)'|"([^"\\]*(?:\\.[^"\\]*)*)"|\\(.)|([^'"\\]+)""", re.DOTALL)
@@ -85,7 +85,6 @@ def _commands(command: str | Sequence[str]) -> list[list[str]]:
         # an argv; drop the continuation backslashes a whitespace-split paste leaves as words
         return [[t for t in (str(t) for t in command) if t.strip() not in ("", "\\")]]
     text = command if isinstance(command, str) else command[0]
-    text = text.replace("\r\n", "\n")  # a script saved on Windows
     commands: list[list[str]] = [[]]
     target = False  # the next word is the file of a redirection
     for lexeme in _LEXEME.finditer(text):
