@@ -78,7 +78,7 @@ def _nargs(actions: list[argparse.Action]) -> str:
         if nargs in _WIDTH:
             lo, hi = _WIDTH[nargs]
         else:
-            lo = hi = 1 if nargs is None else int(nargs)  # type: ignore[arg-type]
+            lo = hi = 1 if nargs is None else int(nargs)
         low = lo if low is None else min(low, lo)
         high = None if high is None or hi is None else max(high, hi)
     if high is None:
