@@ -56,7 +56,25 @@ ERROR_FIXES: dict[str, str] = {
     "nccl_shm_failure": "give the container more shared memory: --ipc=host --shm-size=16g (Docker's default is 64 MB)",
     "sglang_not_enough_memory": "raise --sglang-mem-fraction-static or free the GPUs (colocated training holds memory)",
     "megatron_cuda_device_max_connections": "export CUDA_DEVICE_MAX_CONNECTIONS=1 (Megatron requires it for CP>1)",
-    "megatron_world_size_not_divisible": "make the GPU count a multiple of tp x pp x cp (--actor-num-gpus-per-node)",
+    "megatron_world_size_not_divisible": ("make the training GPUs (--actor-num-nodes x --actor-num-gpus-per-node) a "
+                                          "multiple of TP x PP x CP and of EP x ETP x PP (ETP defaults to TP); "
+                                          "`cpverify lint` names the size to change"),
+    "cuda_error": ("a CUDA call failed (the excerpt names it): rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel; "
+                   "check that the driver supports the image's CUDA and the image was built for this GPU"),
+    "cuda_device_assert": ("a kernel's own assert failed, usually an index out of range (a token id beyond the "
+                           "vocabulary, a bad label): rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel"),
+    "cudnn_error": ("cuDNN refused the operation (`No execution plans support the graph`: a shape, dtype or mask its "
+                    "fused attention lacks on this GPU): try --attention-backend flash, or NVTE_FUSED_ATTN=0 to take "
+                    "TransformerEngine off cuDNN; CUDNN_LOGERR_DBG=1 CUDNN_LOGDEST_DBG=stderr says why"),
+    "cublas_error": ("a cuBLAS call failed (EXECUTION_FAILED usually follows a bad memory access earlier, "
+                     "NOT_SUPPORTED a dtype or shape this GPU lacks): rerun with CUDA_LAUNCH_BLOCKING=1"),
+    "native_check_failed": ("a check inside a native library failed (TransformerEngine's NVTE_CHECK, a torch internal "
+                            "assert): the excerpt names the condition; compare the versions of torch, "
+                            "TransformerEngine and Megatron-LM with the pinned image's"),
+    "native_crash": ("the process died in native code (an uncaught C++ exception, a segfault): the `what():` line or "
+                     "the error just before it names the cause; rerun with NCCL_DEBUG=INFO and "
+                     "TORCH_SHOW_CPP_STACKTRACES=1 for more"),
+    "nccl_invalid_argument": "NCCL refused an argument: rerun with NCCL_DEBUG=WARN to see which; " + FIX_OLD_STACK,
     "megatron_seq_length_multiple": "make --seq-length a multiple of 2 x --context-parallel-size",
     "slime_num_rollouts_lt_global_batch": ("rollout-batch-size x n-samples-per-prompt must be >= global-batch-size: "
                                            "use --n-samples-per-prompt 4 or a smaller --global-batch-size"),

@@ -274,7 +274,7 @@ ERROR_LINES = [
     (
         "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:317, "
         "unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5",
-        {"nccl_error"},
+        {"nccl_cuda_failure", "nccl_error"},  # ncclGetErrorString(ncclUnhandledCudaError)
     ),
     (
         "RuntimeError: NCCL error: invalid usage (run with NCCL_DEBUG=WARN for details)",
@@ -461,7 +461,67 @@ ERROR_LINES = [
         {"launcher_failed"},
     ),
     ("actor train:   0%|          | 0/16 [15:00<?, ?it/s]", {"hang"}),
-    ("update weights:  6%|▋         | 1/16 [11:01<2:45:20, 661.36s/it]", {"hang"}),
+    # Native libraries, in their own words (each one's error macro; real lines from the issues named)
+    # torch_memory_saver (slime's colocated mode), csrc/utils.h CUDA_ERROR_CHECK / CURESULT_CHECK
+    ("[torch_memory_saver.cpp] cudaError error: 2 (out of memory)  file=csrc/core.cpp func=resume line=172",
+     {"cuda_oom"}),  # torch_memory_saver#99
+    ("[torch_memory_saver.cpp] CUresult error  result=2 file=csrc/torch_memory_saver.cpp func=cu_mem_create "
+     "line=103 (5)", {"cuda_oom"}),  # torch_memory_saver#4: CUresult 2 is CUDA_ERROR_OUT_OF_MEMORY
+    ("[torch_memory_saver.cpp] CUresult error  result=1 file=csrc/torch_memory_saver.cpp func=resume line=214",
+     {"cuda_error"}),  # torch_memory_saver#35
+    ("[torch_memory_saver.cpp] CUresult error: 700 (an illegal memory access was encountered)  file=csrc/core.cpp "
+     "func=pause line=190", {"cuda_illegal_memory_access"}),
+    ("[torch_memory_saver.cpp] hipError_t error  result=2 file=csrc/torch_memory_saver_hip.cpp func=cu_mem_create "
+     "line=103", {"cuda_oom"}),  # torch_memory_saver#9 (ROCm)
+    # TransformerEngine, common/util/logging.h NVTE_ERROR: `<file>:<line> in function <f>: <what>`
+    ("RuntimeError: /workspace/TransformerEngine/transformer_engine/common/fused_attn/fused_attn_f16_arbitrary_seqlen"
+     ".cu:227 in function operator(): cuDNN Error: [cudnn_frontend] Error: No execution plans built successfully.. "
+     "For more information, enable cuDNN error logging by setting CUDNN_LOGERR_DBG=1 and CUDNN_LOGDEST_DBG=stderr in "
+     "the environment.", {"cudnn_error", "cuda_error"}),  # TransformerEngine#651
+    ("RuntimeError: /workspace/TransformerEngine/transformer_engine/common/gemm/cublaslt_gemm.cu:300 in function "
+     "cublas_gemm: CUDA Error: an illegal memory access was encountered", {"cuda_illegal_memory_access"}),
+    ("RuntimeError: /workspace/TransformerEngine/transformer_engine/common/gemm/cublaslt_gemm.cu:452 in function "
+     "cublas_gemm: cuBLAS Error: the requested functionality is not supported", {"cublas_error", "cuda_error"}),
+    ("RuntimeError: /workspace/TransformerEngine/transformer_engine/pytorch/csrc/extensions/attention.cpp:85 in "
+     "function fused_attn_fwd: Assertion failed: cu_seqlens_q.dtype() == torch::kInt32. cu_seqlens_q must be int32.",
+     {"native_check_failed", "assertion_error"}),
+    ("RuntimeError: /workspace/TransformerEngine/transformer_engine/common/comm_gemm_overlap/userbuffers/"
+     "userbuffers.cu:2100 in function f: NCCL Error: unhandled system error (run with NCCL_DEBUG=INFO for details)",
+     {"nccl_unhandled_system_error", "nccl_error"}),
+    # flashinfer, include/flashinfer/utils.cuh FLASHINFER_CUDA_CALL
+    ("CUDA Error: misaligned address (716) /flashinfer/include/flashinfer/attention/prefill.cuh: line 2155 at "
+     "function cudaLaunchKernel(...)", {"cuda_error"}),
+    # sgl-kernel's CHECK_CUDA_SUCCESS raises the bare cudaGetErrorString
+    ("RuntimeError: an illegal memory access was encountered", {"cuda_illegal_memory_access"}),
+    ("RuntimeError: out of memory", {"cuda_oom"}),
+    # torch (c10): cuBLAS/cuDNN statuses, the enum named in its hint, internal asserts, a kernel's assert()
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmEx( handle, opa, opb, m, n, "
+     "k, &falpha, a, CUDA_R_16BF, lda, b, CUDA_R_16BF, ldb, &fbeta, c, CUDA_R_16BF, ldc, compute_type, "
+     "CUBLAS_GEMM_DEFAULT_TENSOR_OP)`", {"cublas_error", "cuda_error"}),
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_NOT_SUPPORTED. This error may appear if you passed in a "
+     "non-contiguous input.", {"cudnn_error", "cuda_error"}),
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_ALLOC_FAILED", {"cuda_oom"}),
+    ("Search for `cudaErrorLaunchFailure' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html "
+     "for more information.", {"cuda_error"}),
+    ("RuntimeError: CUDA driver error: device not ready", {"cuda_error"}),  # torch-max-mem#45
+    ("RuntimeError: !handles_.at(i) INTERNAL ASSERT FAILED at \"/pytorch/c10/cuda/CUDACachingAllocator.cpp\":430, "
+     "please report a bug to PyTorch.", {"native_check_failed", "assertion_error"}),  # torch-max-mem#45
+    ("/pytorch/aten/src/ATen/native/cuda/Indexing.cu:1289: indexSelectLargeIndex: block: [0,0,0], thread: [0,0,0] "
+     "Assertion `srcIndex < srcSelectDimSize` failed.", {"cuda_device_assert", "cuda_error"}),
+    # NCCL: its CUDACHECK's words, its allocator's, and a CUDA error inside a WARN
+    ("Cuda failure 'out of memory'", {"nccl_cuda_failure", "nccl_error", "cuda_oom"}),
+    ("[rank0]: Failed to CUDA calloc async 4 bytes", {"cuda_oom"}),
+    ("transport/nvls.cc:287 NCCL WARN Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152 : CUDA "
+     "error 401 'the operation cannot be performed in the present state'.", {"cuda_error", "nccl_warn"}),
+    ("torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:77, "
+     "invalid argument (run with NCCL_DEBUG=WARN for details), NCCL version 2.21.5",
+     {"nccl_invalid_argument", "nccl_error"}),
+    # the process died in native code
+    ("terminate called after throwing an instance of 'gloo::EnforceNotMet'", {"native_crash", "crash"}),
+    ("terminate called after throwing an instance of 'c10::Error'", {"native_crash", "crash"}),
+    ("*** SIGSEGV received at time=1718000000 on cpu 12 ***", {"native_crash", "crash"}),
+    ("Segmentation fault (core dumped)", {"native_crash", "crash"}),
+    ("python3: /src/csrc/x.cpp:10: void f(int): Assertion `n > 0' failed.", {"native_check_failed", "assertion_error"}),
 ]
 
 
@@ -486,6 +546,14 @@ def test_error_signatures(line, expected):
         "[2026-08-21 10:00:00] data_source.py:147 - Checkpoint /ckpt/rollout does not exist.",
         ACTOR + "[2026-08-21 10:00:00] memory_utils.py:41 - [Rank 0] Memory-Usage before offload: {'gpu': '0'}",
         ACTOR + "[2026-08-21 10:00:00] timer.py:32 - Timer train end (elapsed: 2.8s)",
+        # torch_memory_saver's notice that the allocator will free its cache and retry (torch_memory_saver#99)
+        "[torch_memory_saver.cpp] cuMemCreate CUDA_ERROR_OUT_OF_MEMORY (may not be an issue e.g. torch allocator "
+        "will free cache and retry)",
+        "[torch_memory_saver.cpp] hipMemCreate hipErrorOutOfMemory (may not be an issue e.g. torch allocator will "
+        "free cache and retry)",
+        # TransformerEngine's NVTE_WARN shares NVTE_ERROR's format
+        "/te/transformer_engine/pytorch/csrc/extensions/x.cpp:12 in function f: Falling back to unfused attention",
+        "update weights: 100%|██████████| 1/1 [10:37<00:00, 637.00s/it]",  # a slow step that finished
     ],
 )
 def test_healthy_lines_are_not_errors(line):
@@ -1365,3 +1433,99 @@ def test_no_new_transport_is_missed_however_the_blocks_fall(engine, lines):
     assert parsed.nccl.transports == expected
     assert parsed.to_json() == {**feed_all(data).to_json(), "source": STORED_PLAIN}
 
+
+
+# ---------------------------------------------------------------------------- tracebacks without a header
+
+_FRAMES = [
+    ('  File "/root/slime/train.py", line 34, in train', "    actor_model.update_weights()"),
+    ('  File "/root/slime/slime/ray/actor_group.py", line 124, in update_weights', "    return ray.get(refs)"),
+    ('  File "/usr/local/lib/python3.12/dist-packages/ray/_private/worker.py", line 2882, in get',
+     "    values, debugger_breakpoint = worker.get_objects(object_refs, timeout=timeout)"),
+    ('  File "/root/Megatron-LM/megatron/core/parallel_state.py", line 780, in initialize_model_parallel',
+     "    raise RuntimeError("),
+]
+_EXCEPTIONS = [
+    "ValueError: Invalid type of object refs, <class 'NoneType'>, is given.",
+    "KeyError: 'rollout_id'",
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+    "AssertionError: num_rollouts (2) < global_batch_size (8); need at least one rollout per step.",
+    "RuntimeError: CUDA error: an illegal memory access was encountered",
+    "RuntimeError: world_size (8) is not divisible by expert_tensor_model_pipeline_parallel size (16)",
+    "ray.exceptions.RayTaskError(ValueError): ray::RolloutManager.generate() (pid=918378, ip=10.0.0.1)",
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(frames=st.lists(st.sampled_from(_FRAMES), min_size=1, max_size=4), exception=st.sampled_from(_EXCEPTIONS),
+       prefix=st.sampled_from(["", "[rank0]: ", ACTOR]), carets=st.booleans())
+def test_a_traceback_without_its_header_gives_what_it_gives_with_it(frames, exception, prefix, carets):
+    """A paste that lost `Traceback (most recent call last):`, or Ray's remote traceback, which never has
+    it: the same classes, python_traceback included, and the same exception."""
+    body = [line for frame, code in frames for line in (frame, code, *(["    ^^^^^^"] if carets else []))]
+    headed = parse_lines([prefix + line for line in ["Traceback (most recent call last):", *body, exception]])
+    cut = parse_lines([prefix + line for line in [*body, exception]])
+    assert cut.error_classes() == headed.error_classes() and "python_traceback" in cut.error_classes()
+    traceback = cut.first_error("python_traceback")
+    assert traceback.line == len(body) + 1  # the exception's line: nothing above it says "traceback"
+    assert (traceback.detail["exception"], traceback.detail["frames_from"]) == (exception.split(":")[0], 1)
+    assert headed.first_error("python_traceback").detail["exception"] == exception.split(":")[0]
+
+
+def test_frames_that_end_in_no_exception_are_no_traceback_error():
+    """`traceback.print_stack()` and cut pastes print frames only: nothing failed that the log shows."""
+    parsed = parse_lines([line for frame in _FRAMES for line in frame] + ["[2026-08-21 10:00:28] train.py:1 - done"])
+    assert parsed.errors == [] and len(parsed.tracebacks) == 1
+
+
+# ---------------------------------------------------------------------------- slow progress bars
+
+
+def _tqdm(done: int, total: int, s_per_it: float, desc: str = "Update weights") -> str:
+    """A bar as tqdm itself draws it (tqdm comes with huggingface_hub)."""
+    from tqdm import tqdm
+
+    return tqdm.format_meter(done, total, done * s_per_it, prefix=desc)
+
+
+_STOP = ["Traceback (most recent call last):", '  File "/root/slime/train.py", line 34, in train',
+         "    actor_model.update_weights()"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(total=st.integers(1, 64), s_per_it=st.floats(1.5, 5000), moves=st.integers(1, 5))
+def test_a_bar_that_finishes_is_no_hang_however_slow(total, s_per_it, moves):
+    """A ten-minute step that completes (637 s/it) is slow, not hung, even when the run stops later."""
+    steps = sorted({max(1, total * k // moves) for k in range(1, moves + 1)} | {total})
+    lines = [_tqdm(done, total, s_per_it) for done in steps] + _STOP + ["KeyboardInterrupt"]
+    assert parse_lines(lines).first_error("hang") is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(done=st.integers(1, 15), s_per_it=st.floats(1.5, 5000), end=st.sampled_from(["", "KeyboardInterrupt", "cut",
+                                                                                    "ValueError: bad"]))
+def test_an_unfinished_slow_bar_is_a_hang_only_when_the_run_was_stopped_under_it(done, s_per_it, end):
+    """Stopped under it: a traceback that ends in Ctrl-C (or a wait's timeout), or is cut before its
+    exception, right after the bar. A log that just ends there, or a real error, is no hang."""
+    bar = _tqdm(done, 16, s_per_it)
+    lines = [bar] + {"": [], "cut": _STOP}.get(end, [*_STOP, end])
+    hang = parse_lines(lines).first_error("hang")
+    shown = float(bar.rsplit(", ", 1)[1].split("s/it")[0])  # the pace as the bar prints it
+    stopped = end in ("KeyboardInterrupt", "cut") and shown >= signatures.SLOW_SECONDS_PER_ITEM
+    assert (hang is not None) == stopped
+    if stopped:
+        assert hang.line == 1 and (hang.detail["done"], hang.detail["total"], hang.detail["s_per_it"]) == (
+            done, 16, shown)
+
+
+def test_a_slow_bar_that_moves_on_is_forgotten_and_the_stopped_one_is_named():
+    lines = [_tqdm(1, 16, 661.36), _tqdm(2, 16, 650.0), "[2026-08-21 10:00:28] x.py:1 - still here", *_STOP,
+             "ray.exceptions.GetTimeoutError: Get timed out: some object(s) not ready."]
+    hang = parse_lines(lines).first_error("hang")
+    assert (hang.line, hang.detail["done"], hang.detail["stopped_by"]) == (2, 2, "GetTimeoutError")
+
+
+def test_the_last_drawing_of_a_bar_redrawn_with_carriage_returns_is_read():
+    line = "\r".join(_tqdm(done, 4, 700.0) for done in (1, 2, 3, 4))
+    assert signatures.last_bar(line) == signatures.Bar("Update weights", 4, 4, 2800.0, 700.0)
+    assert parse_lines([line, *_STOP, "KeyboardInterrupt"]).first_error("hang") is None

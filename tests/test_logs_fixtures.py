@@ -220,6 +220,7 @@ def test_19_sglang_startup_caused_by_nccl_unhandled_system_error_via_cli():
         "sglang_startup_failure": 13,
         "nccl_unhandled_system_error": 13,
         "nccl_error": 13,
+        "python_traceback": 13,  # the paste starts at the first frame: its header was cut
     }
 
 
@@ -375,8 +376,10 @@ def test_35_ray_actor_dead_without_prefix_then_job_failed_via_cli():
     assert died["detail"]["exit_detail"] == "Worker unexpectedly exits with a connection error code 2. End of file."
     assert "SIGKILL" in died["detail"]["cause"] and "OOM killer" in died["detail"]["cause"]
     assert errors["ray_job_failed"]["line"] == 4
-    # The RayActorError further down is the same death, already reported.
-    assert [e["class"] for e in doc["errors"]] == ["ray_actor_died", "ray_job_failed"]
+    # The RayActorError further down is the same death, already reported; Ray printed its traceback
+    # without a header (the job's last logs start mid-traceback).
+    assert [e["class"] for e in doc["errors"]] == ["ray_actor_died", "ray_job_failed", "python_traceback"]
+    assert errors["python_traceback"]["detail"] == {"exception": "ray.exceptions.RayActorError", "frames_from": 8}
 
 
 def test_36_ray_actor_dead_after_actor_context_lines():
@@ -399,7 +402,8 @@ def test_37_actordied_first_then_newer_ray_wording_adds_the_exit_type():
 
 def test_38_childfailederror_table_root_cause_is_sigkill_via_cli():
     doc = cli_json("38_cppo-issue6-torchrun-childfailederror-sigkill-table.log")
-    (failed,) = doc["errors"]
+    traceback, failed = doc["errors"]  # the traceback's header was cut from the paste
+    assert (traceback["class"], traceback["line"]) == ("python_traceback", 3)
     assert (failed["class"], failed["line"]) == ("launcher_failed", 3)
     assert failed["detail"]["exit_code"] == -9 and failed["detail"]["signal"] == "SIGKILL"
     assert failed["detail"]["cause"].startswith(SIGKILL_OOM)
@@ -418,7 +422,8 @@ def test_39_sigsegv_from_the_launcher_line_and_the_table_rows():
 def test_40_pytorch_shape_mismatch_is_a_cp_shape_failure_via_cli():
     doc = cli_json("40_pai-megatron-patch-issue131-rotary-shape-mismatch.log")
     errors = {e["class"]: e for e in doc["errors"]}
-    assert set(errors) == {"tensor_shape_mismatch", "collective_shape_mismatch"}
+    assert set(errors) == {"tensor_shape_mismatch", "collective_shape_mismatch", "python_traceback"}
+    assert errors["python_traceback"]["detail"] == {"exception": "RuntimeError", "frames_from": 1}
     shape = errors["tensor_shape_mismatch"]
     assert shape["line"] == 3 and shape["coarse"] == "collective_shape_mismatch"
     assert shape["detail"] == {"a": 120, "b": 119, "dim": 2}
@@ -464,3 +469,54 @@ def test_45_megatron_argument_dump_of_the_cp1_run_says_cp1():
     layout = api("45_slime-h200x2-cp1-megatron-arguments-dump.log").layout
     assert (layout.cp, layout.dp, layout.tp, layout.pp, layout.world) == (1, 2, 1, 1, 2)
     assert layout.source == "megatron-arguments"
+
+
+def test_46_torch_memory_saver_retry_notice_is_no_error_its_oom_is_via_cli():
+    doc = cli_json("46_torch-memory-saver-issue99-retry-notice-then-oom.log")
+    assert [(e["class"], e["line"]) for e in doc["errors"]] == [("cuda_oom", 2)]
+    assert doc["errors"][0]["detail"] == {"reason": "out of memory", "code": 2, "library": "torch_memory_saver"}
+
+
+def test_47_old_torch_memory_saver_curesult_without_its_string():
+    parsed = api("47_torch-memory-saver-issue35-curesult-resume-children-failed.log")
+    assert [(e.cls, e.line) for e in parsed.errors] == [
+        ("cuda_error", 1), ("sglang_child_process_failed", 5), ("sglang_error", 5)]
+    assert parsed.errors[0].detail == {"code": 1, "library": "torch_memory_saver"}
+    assert parsed.first_error("sglang_child_process_failed").detail["exit_code"] == 256
+
+
+def test_48_transformer_engine_cudnn_error_from_interleaved_ranks():
+    parsed = api("48_transformerengine-issue651-cudnn-frontend-error-interleaved-ranks.log")
+    assert [(e.cls, e.line, e.coarse) for e in parsed.errors] == [("cudnn_error", 1, "cuda_error"),
+                                                                  ("cuda_error", 1, "cuda_error")]
+    assert parsed.errors[0].detail["reason"] == "No execution plans built successfully."
+
+
+def test_49_uncaught_cpp_exception_is_a_native_crash():
+    parsed = api("49_prime-diloco-issue68-terminate-gloo-enforce-fail.log")
+    assert [(e.cls, e.line) for e in parsed.errors] == [("native_crash", 1), ("crash", 1)]
+    assert (parsed.errors[0].detail["exception"], parsed.errors[0].detail["signal"]) == ("gloo::EnforceNotMet", "SIGABRT")
+
+
+def test_50_watchdog_exception_that_terminates_the_process():
+    errors = {e.cls: e for e in api("50_megatron-issue935-terminate-distbackenderror-watchdog-timeout.log").errors}
+    assert {cls: e.line for cls, e in errors.items()} == {"nccl_error": 1, "native_crash": 1, "crash": 1,
+                                                          "nccl_timeout": 2}
+    assert errors["native_crash"].detail["exception"] == "c10::DistBackendError"
+    assert (errors["nccl_timeout"].detail["seq"], errors["nccl_timeout"].detail["ran_ms"]) == (199, 882725)
+
+
+def test_51_a_traceback_pasted_without_its_header_via_cli():
+    doc = cli_json("51_miles-issue308-headerless-traceback-accelerator-error.log")
+    assert errors_of(doc) == {"python_traceback": 15, "cuda_illegal_memory_access": 15}
+    (tb,) = doc["tracebacks"]
+    assert (tb["line"], tb["exception_line"], len(tb["frames"])) == (1, 15, 5)
+    traceback = next(e for e in doc["errors"] if e["class"] == "python_traceback")
+    assert traceback["detail"] == {"exception": "torch.AcceleratorError", "frames_from": 1}
+
+
+def test_52_slimes_ep_error_quoted_without_its_header():
+    parsed = api("52_slime-issue1818-headerless-world-size-not-divisible-by-ep.log")
+    assert [(e.cls, e.line) for e in parsed.errors] == [
+        ("python_traceback", 3), ("megatron_world_size_not_divisible", 3), ("assertion_error", 3)]
+    assert parsed.errors[0].detail["exception"] == "RuntimeError"

@@ -367,3 +367,49 @@ def test_output_closed_before_exit_is_waited_for_without_spinning(tmp_path):
     result = watcher.watch(iter([b"closing my stdout\n"]), stop=lambda: None, poll_exit=poll_exit)
     assert result.outcome == Outcome.OK and result.exit_code == 0
     assert len(calls) < 30
+
+
+def _bar(done: int, total: int, s_per_it: float, desc: str = "update weights") -> str:
+    """A bar as tqdm itself draws it (tqdm comes with huggingface_hub)."""
+    from tqdm import tqdm
+
+    return tqdm.format_meter(done, total, done * s_per_it, prefix=desc)
+
+
+def test_a_progress_bar_slower_than_the_hang_limit_that_moves_is_no_hang(tmp_path):
+    """Silence between two updates of a bar that measured its pace is the bar working: a step that
+    takes longer than the hang limit and finishes is slow, not hung."""
+    def script(w):
+        yield STEP.format(n=0)
+        yield ("\r" + _bar(1, 2, 1.2)).encode()  # redrawn with \r: no newline until it finishes
+        if w.sleep(1.6):  # longer than hang_s, within twice the bar's pace
+            return
+        yield ("\r" + _bar(2, 2, 1.4) + "\n").encode()
+        yield STEP.format(n=1)
+
+    _, result = watch(tmp_path, Workload(script), Limits(deadline_s=30, hang_s=0.6, stall_s=30))
+    assert result.outcome == Outcome.OK, result.reason
+
+
+def test_a_progress_bar_silent_past_twice_its_pace_is_a_hang(tmp_path):
+    def script(w):
+        yield STEP.format(n=0)
+        yield ("\r" + _bar(1, 4, 1.25)).encode()  # tqdm shows s/it for items slower than a second
+        w.sleep(60)
+
+    t0 = time.monotonic()
+    _, result = watch(tmp_path, Workload(script), Limits(deadline_s=30, hang_s=0.5, stall_s=30))
+    assert result.outcome == Outcome.HANG
+    assert 2.5 <= time.monotonic() - t0 < 5  # 2 x 1.25 s per item, not the 0.5 s limit
+    assert "1/4" in result.reason and "1.25s per item" in result.reason
+
+
+def test_a_finished_bar_gives_no_more_patience(tmp_path):
+    def script(w):
+        yield STEP.format(n=0)
+        yield (_bar(4, 4, 5.0) + "\n").encode()  # done: what follows is no longer the bar's work
+        w.sleep(60)
+
+    t0 = time.monotonic()
+    _, result = watch(tmp_path, Workload(script), Limits(deadline_s=30, hang_s=0.5, stall_s=30))
+    assert result.outcome == Outcome.HANG and time.monotonic() - t0 < 3

@@ -98,10 +98,12 @@ from cpverify.parse.records import (
 from cpverify.parse.signatures import (
     SIGNATURES,
     TB_HEADER,
+    Bar,
     Signature,
     coarse_class,
     gated,
     integer,
+    last_bar,
     number,
     signal_detail,
 )
@@ -206,6 +208,8 @@ _SGLANG_STARTUP_FUNCS = frozenset(
         "init_memory_pool",
     }
 )
+# An exception that says someone stopped waiting: Ctrl-C, a wait that timed out (ray.get's GetTimeoutError).
+_GAVE_UP = frozenset({"KeyboardInterrupt", "TimeoutError", "GetTimeoutError"})
 _TRAIN_PERF_KEY = re.compile(
     r"^perf/(?:train_wait|train|data_preprocess|ref_log_probs|log_probs|actor_train|critic_train|"
     r"ref_model_update|sleep|wake_up|update_weights|save_model|step|total_train|cp_seq_kl_prep)_time$"
@@ -352,6 +356,17 @@ class _Fragment:
     pairs: list[tuple[str, float, int]] = field(default_factory=list)
 
 
+def _insert_by_line(errors: list[ErrorRecord], records: list[ErrorRecord]) -> None:
+    """Add records in line order: most come in order; a hang is known only when the run stops under
+    its progress bar, lines later."""
+    if not records:
+        return
+    at = len(errors)
+    while at and errors[at - 1].line > records[0].line:
+        at -= 1
+    errors[at:at] = records
+
+
 def _possible_layout(sizes: dict[str, Any], world: int | None) -> bool:
     """Could a job run with these sizes? Each at least 1, and cp*dp*tp*pp the world size where it
     is given (Megatron splits the world into exactly these groups)."""
@@ -370,6 +385,7 @@ class LogParser:
         self._fragment: _Fragment | None = None
         self._tb: TracebackRecord | None = None
         self._tb_quiet = 0  # lines since the traceback last grew
+        self._tb_headed = False  # whether the open traceback began with its `Traceback (most recent call last)`
         self._frame_awaits_code = False
         self._code_of = FrameRecord("", 0, "")  # the frame whose source line comes next
         self._via_seen: set[bytes] = set()
@@ -377,6 +393,7 @@ class LogParser:
         self._held: tuple[Signature, str, int, str | None] | None = None  # a message that may go on
         self._root_cause_until = 0  # last line that may still be a root-cause row of a ChildFailedError
         self._megatron_args: dict[str, int] = {}  # cp, dp, tp, pp, world of Megatron's argument dump
+        self._slow_bars: dict[str, tuple[Bar, int, str]] = {}  # desc -> a slow bar not finished yet, its line
 
     @property
     def wants_every_line(self) -> bool:
@@ -416,13 +433,19 @@ class LogParser:
         nccl = log.nccl
         layout = log.layout
         perf = sorted(log.perf + self._fragment_records(), key=lambda p: p.line)
+        errors = [replace(e, detail=dict(e.detail)) for e in log.errors]
+        cut = next((tb for tb in log.tracebacks if tb.exception is None and self._stopped_waiting("", tb.line)), None)
+        if cut is not None:  # the paste ends in the traceback of a run stopped while the bar crawled
+            hang = self._stopped_waiting("a traceback cut before its exception", cut.line)
+            assert hang is not None
+            _insert_by_line(errors, [ErrorRecord("hang", hang["line"], _excerpt(hang["msg"], 0), "hang", hang["detail"])])
         return ParsedLog(
             steps=list(log.steps),
             perf=perf,
             timers=list(log.timers),
             iterations=list(log.iterations),
             # Copies: a later line may still add detail to a reported error (LogParser._enrich).
-            errors=[replace(e, detail=dict(e.detail)) for e in log.errors],
+            errors=errors,
             nccl=NcclFacts(
                 nccl.version, list(nccl.transports), nccl.network, nccl.cuda, list(nccl.versions), nccl.ib_link
             ),
@@ -499,6 +522,8 @@ class LogParser:
             return
         if "perf/" in msg and self._fragment_line(msg, lineno):
             return
+        if "s/it]" in msg:
+            self._bar(msg, lineno)
         self._classify(msg, actor, lineno, repeat)
 
     # -- records -----------------------------------------------------------------------
@@ -690,18 +715,38 @@ class LogParser:
             _normalise_perf(rec.metrics)
         return list(by_side.values())
 
+    # -- progress bars -------------------------------------------------------------------
+    def _bar(self, msg: str, lineno: int) -> None:
+        """A slow bar that has not finished is remembered until it finishes or the run stops under it
+        (_stopped_waiting): a ten-minute step that completes is slow, not hung."""
+        bar = last_bar(msg)
+        if bar is None:
+            return
+        if bar.slow and not bar.finished:
+            self._slow_bars[bar.desc] = (bar, lineno, msg)
+        else:
+            self._slow_bars.pop(bar.desc, None)
+
+    def _stopped_waiting(self, how: str, before: int) -> dict[str, Any] | None:
+        """The hang of the last slow bar still running when the run was stopped at line `before`."""
+        waiting = [entry for entry in self._slow_bars.values() if entry[1] < before]
+        if not waiting or "hang" in self._seen:
+            return None
+        bar, lineno, msg = max(waiting, key=lambda entry: entry[1])
+        return {"line": lineno, "msg": msg, "detail": {**bar.detail(), "stopped_by": how}}
+
     # -- tracebacks ----------------------------------------------------------------------
     def _traceback(self, msg: str, actor: str | None, lineno: int) -> bool:
         """Follow a Python traceback; True when the segment was a traceback line only."""
         if msg.startswith("[rank"):  # torchrun's per-rank prefix: "[rank0]:   File ..."
             msg = _RANK_PREFIX.sub("", msg, count=1)
         if TB_HEADER in msg:
-            self._start_traceback(lineno)
+            self._start_traceback(lineno, headed=True)
             return False  # the header is classified (python_traceback, or what precedes it)
         frame = _FRAME.match(msg)
         if frame:
-            if self._tb is None:
-                self._start_traceback(lineno)
+            if self._tb is None:  # a paste that lost its header, or Ray's remote traceback (it prints none)
+                self._start_traceback(lineno, headed=False)
             assert self._tb is not None
             record = FrameRecord(frame.group(1), integer(frame.group(2)) or 0, frame.group(3) or "")
             if len(self._tb.frames) < _MAX_FRAMES:
@@ -722,6 +767,11 @@ class LogParser:
             self._tb = None
             if any("sglang" in f.file and f.func in _SGLANG_STARTUP_FUNCS for f in tb.frames):
                 self._error("sglang_server_startup_failure", lineno, msg, 0, {"exception": exc.group(1)})
+            self._traceback_ended(tb, exc.group(1), msg, lineno, actor)
+            name = exc.group(1).partition("(")[0].rsplit(".", 1)[-1]
+            hang = self._stopped_waiting(name, tb.line) if name in _GAVE_UP else None
+            if hang is not None:
+                self._error("hang", hang["line"], hang["msg"], 0, hang["detail"])
             return False  # the exception line is classified too
         if self._frame_awaits_code and msg[:1].isspace():
             # The source line of the last frame. Web log viewers interleave noise before it
@@ -733,7 +783,19 @@ class LogParser:
         self._traceback_idle()
         return False
 
-    def _start_traceback(self, lineno: int) -> None:
+    def _traceback_ended(self, tb: TracebackRecord, exception: str, msg: str, lineno: int, actor: str | None) -> None:
+        """python_traceback names the exception that ended it; a traceback without its header (cut from
+        the paste, or Ray's remote one) is one all the same once frames end in an exception line."""
+        if not self._tb_headed:
+            detail = {"exception": exception, "frames_from": tb.line, **({"actor": actor} if actor else {})}
+            self._error("python_traceback", lineno, msg, 0, detail)
+        else:
+            for record in self._records.get("python_traceback", ()):
+                if record.line == tb.line:
+                    record.detail.setdefault("exception", exception)
+
+    def _start_traceback(self, lineno: int, headed: bool) -> None:
+        self._tb_headed = headed
         self._tb = TracebackRecord(lineno)
         self._tb_quiet = 0
         self._frame_awaits_code = False
@@ -756,6 +818,8 @@ class LogParser:
                 if trigger in msg:
                     break
             else:
+                continue
+            if sig.unless and any(word in msg for word in sig.unless):
                 continue
             m = None
             if sig.regex is not None:
@@ -834,9 +898,8 @@ class LogParser:
         for name in (cls, coarse):
             if name not in self._seen:
                 self._seen.add(name)
-                record = ErrorRecord(name, lineno, text, coarse, dict(detail))
-                self._log.errors.append(record)
-                added.append(record)
+                added.append(ErrorRecord(name, lineno, text, coarse, dict(detail)))
+        _insert_by_line(self._log.errors, added)
         # Both twins take later detail (a fine class's coarse twin may be reported already).
         self._records.setdefault(cls, []).extend(added)
         if coarse != cls:

@@ -15,13 +15,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-HANG_SECONDS_PER_ITEM = 300.0  # a tqdm bar this slow per item is stuck, not slow
-HANG_NO_PROGRESS_S = 600.0  # a bar at 0/N for this long is stuck too
+SLOW_SECONDS_PER_ITEM = 300.0  # a tqdm bar this slow per item may be stuck: it is watched until it moves
+HANG_NO_PROGRESS_S = 600.0  # a bar at 0/N for this long is stuck
 TB_HEADER = "Traceback (most recent call last)"
-_TQDM_SLOW = re.compile(
+# A tqdm bar that measured its rate: `desc: 6%|▋   | 1/16 [11:01<2:45:20, 661.36s/it]`.
+_TQDM_RATE = re.compile(
     r"(?<!\d)([0-9]{1,12})/([0-9]{1,12}) \[((?:[0-9]{1,6}:)?[0-9]{1,2}:[0-9]{2})<[^,\]]*,"
     r"\s*([0-9]{1,12}(?:\.[0-9]{1,6})?)s/it\]"
 )
+_TQDM_PERCENT = re.compile(r"\s*\d{1,3}%\|[^|]*\|\s*$")
 _TQDM_STILL = re.compile(r"\b0/([0-9]{1,12}) \[((?:[0-9]{1,6}:)?[0-9]{1,2}:[0-9]{2})<\?, \?it/s\]")
 
 
@@ -59,10 +61,14 @@ class Signature:
     # When the class was already reported, a later line of this signature adds its detail
     # to that report (Ray prints `ActorDiedError` first, the worker's exit type lines later).
     enriches: bool = False
+    # A line holding one of these is no such error, whatever else it says (torch_memory_saver's
+    # `CUDA_ERROR_OUT_OF_MEMORY (may not be an issue ...)`: the allocator frees its cache and retries).
+    unless: tuple[str, ...] = ()
 
 
-def _sig(cls: str, *triggers: str, rx: str | None = None, detail=None, joins=False, enriches=False) -> Signature:
-    return Signature(cls, triggers, re.compile(rx) if rx else None, detail, joins, enriches)
+def _sig(cls: str, *triggers: str, rx: str | None = None, detail=None, joins=False, enriches=False,
+         unless: tuple[str, ...] = ()) -> Signature:
+    return Signature(cls, triggers, re.compile(rx) if rx else None, detail, joins, enriches, unless)
 
 
 def _fields(**patterns: str) -> Callable[[re.Match[str] | None, str], dict[str, Any]]:
@@ -91,12 +97,42 @@ def _clock_s(text: str) -> float:
     return seconds
 
 
-def _tqdm_slow(m: re.Match[str] | None, _t: str) -> dict[str, Any] | None:
-    assert m is not None
-    s_per_it = float(m.group(4))
-    if s_per_it < HANG_SECONDS_PER_ITEM:
+@dataclass(frozen=True)
+class Bar:
+    """The last state a tqdm bar printed: its description, items done of total, seconds so far and per item."""
+
+    desc: str
+    done: int
+    total: int
+    elapsed_s: float
+    s_per_it: float
+
+    @property
+    def finished(self) -> bool:
+        return self.done >= self.total
+
+    @property
+    def slow(self) -> bool:
+        return self.s_per_it >= SLOW_SECONDS_PER_ITEM
+
+    def detail(self) -> dict[str, Any]:
+        return {"s_per_it": self.s_per_it, "done": self.done, "total": self.total, "elapsed_s": self.elapsed_s}
+
+
+def last_bar(text: str) -> Bar | None:
+    """The last tqdm state in `text` that shows a rate in seconds per item (`... 1/16 [11:01<2:45:20,
+    661.36s/it]`); None when it holds none. A bar redrawn with carriage returns: its last drawing."""
+    at = text.rfind("s/it]")
+    if at == -1:
         return None
-    return {"s_per_it": s_per_it, "done": int(m.group(1)), "total": int(m.group(2)), "elapsed_s": _clock_s(m.group(3))}
+    start = text.rfind("\r", 0, at) + 1
+    m = None
+    for m in _TQDM_RATE.finditer(text, start):
+        pass
+    if m is None:
+        return None
+    desc = _TQDM_PERCENT.sub("", text[start : m.start()]).strip().removesuffix(":")  # tqdm: `{desc}: {pct}%|`
+    return Bar(desc, int(m.group(1)), int(m.group(2)), _clock_s(m.group(3)), float(m.group(4)))
 
 
 # Why a process died of a signal, for the verdict's headline. The launcher prints the signal as
@@ -176,6 +212,11 @@ COARSE_CLASS = {
     "torch_distributed_error": "nccl_error",
     "sglang_not_enough_memory": "cuda_oom",
     "cuda_device_assert": "cuda_error",
+    "cudnn_error": "cuda_error",
+    "cublas_error": "cuda_error",
+    "native_check_failed": "assertion_error",
+    "native_crash": "crash",
+    "nccl_invalid_argument": "nccl_error",
     "cp_shape_mismatch": "collective_shape_mismatch",
     "tensor_shape_mismatch": "collective_shape_mismatch",
     "ray_host_oom": "ray_actor_died",
@@ -215,6 +256,97 @@ def coarse_class(cls: str) -> str:
     return COARSE_CLASS.get(cls, cls)
 
 
+# CUDA errors as the native libraries slime loads report them, in their own words and usually with
+# no Python traceback (each library's error macro, read in its source):
+#   torch (C10_CUDA_CHECK)                 CUDA error: <cudaGetErrorString>   (driver API: CUDA driver error: ...)
+#   TransformerEngine (NVTE_CHECK_CUDA),   <file>:<line> in function <f>: CUDA Error: <string>
+#   flashinfer (FLASHINFER_CUDA_CALL)      CUDA Error: <string> (<code>) <file>: line <n> at function <f>
+#   torch_memory_saver (colocated mode)    [torch_memory_saver.cpp] cudaError error: <code> (<string>)  file=...
+#                                          [torch_memory_saver.cpp] CUresult error: <code> (<string>) ...; before
+#                                          0.0.9: CUresult error  result=<code> file=... (ROCm: hipError_t error)
+#   NCCL (CUDACHECK, CUCHECK)              Cuda failure '<string>' / Cuda failure <code> '<string>';
+#                                          NCCL WARN ... : CUDA error <code> '<string>'
+#   sgl-kernel (CHECK_CUDA_SUCCESS)        the bare string, raised: RuntimeError: <string>
+#   anywhere                               the enum's name: cudaErrorIllegalAddress, CUDA_ERROR_OUT_OF_MEMORY
+# What failed decides the class: out of memory (code 2) cuda_oom, an illegal memory access (700)
+# cuda_illegal_memory_access, a device-side assert (710) cuda_device_assert, anything else cuda_error.
+_NATIVE_CUDA = tuple(re.compile(rx) for rx in (
+    r"\bCUDA (?:driver )?error: (?P<reason>[^\n]+?)(?: when calling|\s*$)",
+    r"\bCUDA Error: (?P<reason>.+?)(?: \((?P<code>\d+)\)|\. For more information|\s*$)",
+    r"\b(?:cudaError|CUresult|hipError_t) error:? +(?:result=)?(?P<code>-?\d+)(?: \((?P<reason>[^)]*)\))?",
+    r"\bCUDA error (?P<code>\d+) '(?P<reason>[^']*)'",
+    r"\b(?P<name>cudaError(?!_t\b)[A-Z]\w*|CUDA_ERROR_[A-Z_]+)\b",
+    r"(?:Error|Exception): (?P<reason>out of memory|an illegal memory access was encountered|misaligned address"
+    r"|unspecified launch failure|an illegal instruction was encountered|device-side assert triggered)\s*$",
+))
+# NCCL's own format: only its specific causes are CUDA classes (the rest is nccl_cuda_failure's).
+_NCCL_CUDA = re.compile(r"\bCuda failure (?:(?P<code>\d+) )?'(?P<reason>[^']*)'")
+_CUDA_CAUSES = (  # class, words of its cudaGetErrorString, its codes (runtime and driver agree), its enum names
+    ("cuda_oom", ("out of memory", "alloc_failed"), {2}, {"cudaErrorMemoryAllocation", "CUDA_ERROR_OUT_OF_MEMORY"}),
+    ("cuda_illegal_memory_access", ("illegal memory access",), {700},
+     {"cudaErrorIllegalAddress", "CUDA_ERROR_ILLEGAL_ADDRESS"}),
+    ("cuda_device_assert", ("device-side assert",), {710}, {"cudaErrorAssert", "CUDA_ERROR_ASSERT"}),
+)
+_NATIVE_TRIGGERS = ("CUDA error", "CUDA driver error", "CUDA Error", "cudaError", "CUresult error", "hipError_t error",
+                    "CUDA_ERROR_", "out of memory", "illegal memory access", "Error: misaligned address",
+                    "unspecified launch failure", "Error: an illegal instruction", "Error: device-side assert")
+_LIBRARY_MARKS = (("torch_memory_saver", "torch_memory_saver"), ("transformer_engine", "TransformerEngine"),
+                  ("flashinfer", "flashinfer"), ("sgl_kernel", "sgl-kernel"), ("sgl-kernel", "sgl-kernel"),
+                  ("apex", "apex"), ("NCCL", "NCCL"))
+
+
+def _cuda_cause(reason: str, code: int | None, name: str) -> str:
+    reason = reason.lower()
+    for cls, words, codes, names in _CUDA_CAUSES:
+        if any(word in reason for word in words) or code in codes or name in names:
+            return cls
+    return "cuda_error"
+
+
+def _native_cuda(cls: str) -> Callable[[re.Match[str] | None, str], dict[str, Any] | None]:
+    """A detail extractor that answers only when the line reports a CUDA error of class `cls`."""
+
+    def extract(_m: re.Match[str] | None, text: str) -> dict[str, Any] | None:
+        formats = _NATIVE_CUDA if cls == "cuda_error" else (*_NATIVE_CUDA, _NCCL_CUDA)
+        for rx in formats:
+            found = rx.search(text)
+            if found is None:
+                continue
+            parts = found.groupdict()
+            code = integer(parts.get("code") or "")
+            reason, name = (parts.get("reason") or "").strip(), parts.get("name") or ""
+            if _cuda_cause(reason, code, name) != cls:
+                return None
+            detail: dict[str, Any] = {"reason": reason or name} if reason or name else {}
+            if code is not None:
+                detail["code"] = code
+            library = next((lib for mark, lib in _LIBRARY_MARKS if mark in text), None)
+            if library:
+                detail["library"] = library
+            return detail
+        return None
+
+    return extract
+
+
+def _native_crash(_m: re.Match[str] | None, text: str) -> dict[str, Any]:
+    """An uncaught C++ exception (std::terminate aborts), or a signal the process died of."""
+    thrown = _TERMINATE.search(text)
+    if thrown:
+        return {"exception": thrown.group(1), "signal": "SIGABRT",
+                "cause": "a C++ exception nobody caught: std::terminate aborted the process (its what() line follows)"}
+    killed = _CRASH_SIGNAL.search(text)
+    if killed:
+        name = killed.group(1) or _SHELL_SIGNALS.get(killed.group(2) or "", "")
+        return signal_detail(signal.Signals[name].value) if name in signal.Signals.__members__ else {}
+    return {}
+
+
+_TERMINATE = re.compile(r"terminate called after throwing an instance of '([^']{1,200})'")
+_SHELL_SIGNALS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
+                  "Illegal instruction": "SIGILL", "Floating point exception": "SIGFPE"}
+_CRASH_SIGNAL = re.compile(r"\*\*\* (SIG[A-Z]+) received at time=|(" + "|".join(_SHELL_SIGNALS) + r") \(core dumped\)")
+
 _NCCL_TIMEOUT_DETAIL = _fields(
     op=r"OpType=(\w+)",
     seq=r"SeqNum=(\d+)",
@@ -246,18 +378,22 @@ SIGNATURES: tuple[Signature, ...] = (
         "Heartbeat monitor timed out",
         detail=_fields(stuck_s=r"stuck for (\d+) seconds"),
     ),
+    # ncclGetErrorString's words (init.cc) name the NCCL result wherever it is printed
     _sig(
         "nccl_cuda_failure",
         "Cuda failure",
         "ncclUnhandledCudaError",
+        "unhandled cuda error",
         detail=_fields(reason=r"Cuda failure (?:\d+ )?'([^']*)'"),
     ),
     _sig("nccl_unhandled_system_error", "unhandled system error", "ncclSystemError"),
     _sig("nccl_internal_error", "ncclInternalError", "internal error - please report"),
-    _sig("nccl_invalid_usage", "NCCL error", rx=r"NCCL error.{0,300}?invalid usage"),
+    _sig("nccl_invalid_usage", "NCCL error", "NCCL Error", rx=r"NCCL [Ee]rror.{0,300}?invalid usage"),
+    _sig("nccl_invalid_argument", "NCCL error", "NCCL Error", rx=r"NCCL [Ee]rror.{0,300}?invalid argument"),
     _sig("nccl_remote_error", "ncclRemoteError", "remote process exited or there was a network error"),
     _sig("nccl_shm_failure", "Error while creating shared memory segment"),
-    _sig("nccl_error", "NCCL error", "DistBackendError", "Some NCCL operations have failed"),
+    # TransformerEngine's NVTE_CHECK_NCCL says `NCCL Error: `
+    _sig("nccl_error", "NCCL error", "NCCL Error: ", "DistBackendError", "Some NCCL operations have failed"),
     _sig("torch_distributed_error", "after torch distributed error"),
     _sig("nccl_warn", "NCCL WARN"),
     # CUDA
@@ -267,20 +403,54 @@ SIGNATURES: tuple[Signature, ...] = (
         "OUT_OF_MEMORY",
         "cudaErrorMemoryAllocation",
         "OutOfMemoryError",
-        "CUBLAS_STATUS_ALLOC_FAILED",
+        "ALLOC_FAILED",
+        "Failed to CUDA calloc",
         rx=r"CUDA out of memory|CUDA (?:driver )?error: out of memory|CUDA_ERROR_OUT_OF_MEMORY"
-        r"|cudaErrorMemoryAllocation|torch\.(?:cuda\.)?OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED",
+        r"|cudaErrorMemoryAllocation|torch\.(?:cuda\.)?OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED"
+        r"|CUDNN_STATUS_ALLOC_FAILED|Failed to CUDA calloc",  # NCCL's alloc.h
         detail=_OOM_DETAIL,
+        unless=("(may not be an issue",),
     ),
+    _sig("cuda_oom", *_NATIVE_TRIGGERS, "Cuda failure", detail=_native_cuda("cuda_oom"),
+         unless=("(may not be an issue",)),
     _sig("sglang_not_enough_memory", "Not enough memory. Please try to increase --mem-fraction-static"),
     _sig(
         "cuda_illegal_memory_access", "illegal memory access", "cudaErrorIllegalAddress", "CUDA_ERROR_ILLEGAL_ADDRESS"
     ),
-    _sig("cuda_device_assert", "CUDA error: device-side assert"),
+    _sig("cuda_illegal_memory_access", *_NATIVE_TRIGGERS, detail=_native_cuda("cuda_illegal_memory_access")),
+    # a kernel's own assert(): the device prints `<file>:<line>: <f>: block: [x,y,z], thread: [x,y,z] Assertion ...`
+    _sig("cuda_device_assert", "` failed.", rx=r"block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion `"),
+    _sig("cuda_device_assert", *_NATIVE_TRIGGERS, "Cuda failure", detail=_native_cuda("cuda_device_assert")),
+    # cuDNN and cuBLAS in their callers' words (torch: `cuDNN error: CUDNN_STATUS_...`, `CUDA error:
+    # CUBLAS_STATUS_... when calling`; TransformerEngine: `cuDNN Error: [cudnn_frontend] Error: ...`, `cuBLAS Error:`)
+    _sig("cudnn_error", "cuDNN Error", "cuDNN error", "error: CUDNN_STATUS_", "Error: CUDNN_STATUS_",
+         "[cudnn_frontend] Error",
+         detail=_fields(reason=r"(?:cuDNN [Ee]rror: |\[cudnn_frontend\] Error: )+(.{1,200}?)(?:\.? For more|\s*$)"),
+         unless=("ALLOC_FAILED",)),
+    _sig("cublas_error", "cuBLAS Error", "error: CUBLAS_STATUS_", "Error: CUBLAS_STATUS_",
+         detail=_fields(reason=r"\b(CUBLAS_STATUS_[A-Z_]+)"),
+         unless=("ALLOC_FAILED",)),
+    _sig("cuda_error", *_NATIVE_TRIGGERS, detail=_native_cuda("cuda_error")),
+    # native checks: TransformerEngine's NVTE_CHECK, torch's TORCH_INTERNAL_ASSERT, C's assert()
     _sig(
-        "cuda_error",
-        "CUDA error:",
-        rx=r"CUDA error: (?!out of memory|an illegal memory access|device-side assert|CUBLAS_STATUS_ALLOC_FAILED)",
+        "native_check_failed",
+        "Assertion failed: ",
+        "INTERNAL ASSERT FAILED",
+        "' failed.",
+        rx=r" in function [^:\n]{1,200}: Assertion failed: (.{1,300})|(.{0,200}INTERNAL ASSERT FAILED at .{1,200})"
+        r"|: Assertion `(.{1,300})' failed\.",
+        detail=lambda m, _t: {"check": next(g for g in m.groups() if g).strip()} if m else {},
+        unless=("block: [",),
+    ),
+    # the process died in native code: an uncaught C++ exception (std::terminate), a signal
+    _sig(
+        "native_crash",
+        "terminate called",
+        "received at time=",
+        "(core dumped)",
+        rx=r"terminate called (?:after throwing|recursively|without an active exception)|\*\*\* SIG[A-Z]+ received at "
+        r"time=|\(core dumped\)",
+        detail=_native_crash,
     ),
     # shapes of collectives / CP (raised as exceptions: the word Error is on the line)
     _sig(
@@ -351,7 +521,8 @@ SIGNATURES: tuple[Signature, ...] = (
     # SGLang (and slime's view of it)
     _sig("sglang_server_startup_failure", "Initialization failed", "Server process terminated unexpectedly"),
     _sig("sglang_scheduler_exception", "Scheduler hit an exception", "Exception in run_scheduler_process"),
-    _sig("sglang_child_process_failed", "It usually means the child failed"),
+    _sig("sglang_child_process_failed", "It usually means the child failed", "Child process unexpectedly failed",
+         detail=_fields(exit_code=r"with an exit code (-?\d+)")),  # SGLang's engine: SIGQUIT, or older SIGCHLD
     _sig("sglang_health_check_failed", "Health check failed for rollout engine"),
     _sig("sglang_http_500", 'HTTP/1.1" 500', rx=r'"[A-Z]+ [^"]* HTTP/1\.1" 500\b'),
     _sig("sglang_http_5xx", 'HTTP/1.1" 5', rx=r'"[A-Z]+ [^"]* HTTP/1\.1" 5(?!00)\d\d\b'),
@@ -404,8 +575,8 @@ SIGNATURES: tuple[Signature, ...] = (
     _sig("python_fatal_error", "Fatal Python error", detail=_fields(reason=r"Fatal Python error: (.{1,80})")),
     # Python
     _sig("python_traceback", TB_HEADER),
-    # hangs: a progress bar that crawls, or never moves
-    _sig("hang", "s/it]", rx=_TQDM_SLOW.pattern, detail=_tqdm_slow),
+    # hangs: a progress bar that never moved (tqdm prints `0/N [15:00<?, ?it/s]` when it is closed or
+    # redrawn). A bar that moves, however slowly, is no hang by itself: LogParser._bar follows it.
     _sig("hang", "?it/s]", rx=_TQDM_STILL.pattern, detail=_tqdm_still),
 )
 
@@ -446,6 +617,9 @@ GATE_TOKENS = (
     "root cause",
     "exitcode",
     "received by pid",
+    "terminate called",  # std::terminate (`... an instance of 'gloo::EnforceNotMet'`: no other gate word)
+    "core dumped",  # the shell: `Segmentation fault (core dumped)`
+    "received at time=",  # absl's signal handler: `*** SIGSEGV received at time=...`
     ".. ",  # Megatron-LM's argument dump: `  context_parallel_size ........ 2` (the dots' end)
 )
 GATE_BYTES = tuple(t.encode() for t in GATE_TOKENS)

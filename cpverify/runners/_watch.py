@@ -12,7 +12,10 @@ code, or None while it runs). The watcher then
   * feeds each line to the streaming parser, whose records the limits below read (the
     verdict parses the recorded file itself, the bytes it hashes);
   * enforces the Limits from the main thread: overall deadline, hang (no output at all),
-    stall (output, but no new training step), and fatal error signatures;
+    stall (output, but no new training step), and fatal error signatures. A progress bar that
+    measured its pace (tqdm's `1/16 [11:01<2:45:20, 661.36s/it]`) and has not finished says how
+    long its silence may last: the hang limit is then BAR_PATIENCE times its seconds per item, if
+    that is longer (a ten-minute step is slow, not hung);
   * on a trigger calls stop(), then still drains what the workload printed while dying,
     bounded by `drain_s`, so the last lines (often the real error) reach the log.
 
@@ -45,6 +48,7 @@ from cpverify.errors import ArtifactWriteError
 from cpverify.fixes import for_outcome
 from cpverify.model import ArmInterrupted, ArmResult, Limits, Outcome
 from cpverify.parse import LogParser
+from cpverify.parse.signatures import Bar, last_bar
 from cpverify.progress import phase_of
 from cpverify.redact import LineScrubber
 
@@ -56,6 +60,9 @@ ProgressCallback = Callable[["Progress"], None]
 # A "line" with no newline (a tqdm bar redrawn with \r for an hour) is cut here so the
 # watcher's memory stays bounded; the bytes still reach the log file unchanged.
 MAX_LINE_BYTES = 1 << 20
+# A running bar may be silent this many times its measured seconds per item before it is a hang
+# (its rate is an average: the next item may take longer than the mean).
+BAR_PATIENCE = 2.0
 
 # What a death by signal usually means, for the reason text (exit code 128 + signal number).
 SIGNAL_MEANINGS = {
@@ -161,6 +168,8 @@ class LogWatcher:
         self._parser_failures = 0
         self._start = 0.0
         self._last_output = 0.0
+        self._bar: Bar | None = None  # the last bar state printed, while it has not finished
+        self._bar_at = 0.0  # when it was printed
         self._first_line_at: float | None = None
         self._last_train_at: float | None = None
         self._train_records = 0
@@ -247,6 +256,10 @@ class LogWatcher:
                 if not chunk:
                     continue
                 self._last_output = self._clock()
+                if b"s/it]" in chunk:  # tqdm redraws with \r: its pace arrives before any newline
+                    bar = last_bar(chunk.decode("utf-8", "replace"))
+                    if bar is not None:
+                        self._bar, self._bar_at = (None if bar.finished else bar), self._last_output
                 pending += chunk
                 *complete, pending = pending.split(b"\n")
                 # all the lines of a read at once: the scrubber's gate is cheapest over a block
@@ -300,9 +313,14 @@ class LogWatcher:
             return _Trigger(Outcome.FATAL, f"{fatal.cls} at line {fatal.line}: {fatal.text.strip()[:300]}", fatal.cls)
         if now - self._start > limits.deadline_s:
             return _Trigger(Outcome.DEADLINE, f"ran past the {limits.deadline_s:g}s deadline")
-        if now - self._last_output > limits.hang_s:
+        bar, silent = self._bar, now - self._last_output
+        if silent > limits.hang_s and (bar is None or now - self._bar_at > max(limits.hang_s, BAR_PATIENCE * bar.s_per_it)):
             where = f"; last line {self._line_base + lines}: {last_line.strip()[:200]!r}" if lines else ""
-            return _Trigger(Outcome.HANG, f"no output for {limits.hang_s:g}s{where}")
+            if bar is None:
+                return _Trigger(Outcome.HANG, f"no output for {limits.hang_s:g}s{where}")
+            return _Trigger(Outcome.HANG, (
+                f"no output for {silent:.0f}s{where}; its progress bar{' ' + repr(bar.desc[:60]) if bar.desc else ''} "
+                f"stood at {bar.done}/{bar.total}, over {BAR_PATIENCE:g}x the {bar.s_per_it:g}s per item it measured"))
         if self._first_line_at is not None:
             since = max(self._first_line_at, self._last_train_at or self._first_line_at)
             if now - since > limits.stall_s:
