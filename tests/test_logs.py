@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from cpverify.errors import InputError
 from cpverify.parse import (
     LogParser,
+    bars,
     coarse_class,
     dicts,
     normalise_transport,
@@ -1511,7 +1512,7 @@ def test_an_unfinished_slow_bar_is_a_hang_only_when_the_run_was_stopped_under_it
     lines = [bar] + {"": [], "cut": _STOP}.get(end, [*_STOP, end])
     hang = parse_lines(lines).first_error("hang")
     shown = float(bar.rsplit(", ", 1)[1].split("s/it")[0])  # the pace as the bar prints it
-    stopped = end in ("KeyboardInterrupt", "cut") and shown >= signatures.SLOW_SECONDS_PER_ITEM
+    stopped = end in ("KeyboardInterrupt", "cut") and shown >= bars.SLOW_SECONDS_PER_ITEM
     assert (hang is not None) == stopped
     if stopped:
         assert hang.line == 1 and (hang.detail["done"], hang.detail["total"], hang.detail["s_per_it"]) == (
@@ -1527,5 +1528,5 @@ def test_a_slow_bar_that_moves_on_is_forgotten_and_the_stopped_one_is_named():
 
 def test_the_last_drawing_of_a_bar_redrawn_with_carriage_returns_is_read():
     line = "\r".join(_tqdm(done, 4, 700.0) for done in (1, 2, 3, 4))
-    assert signatures.last_bar(line) == signatures.Bar("Update weights", 4, 4, 2800.0, 700.0)
+    assert bars.last_bar(line) == bars.Bar("Update weights", 4, 4, 2800.0, 700.0)
     assert parse_lines([line, *_STOP, "KeyboardInterrupt"]).first_error("hang") is None

@@ -77,6 +77,7 @@ import sys
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from cpverify.parse.bars import Bar, last_bar
 from cpverify.parse.dicts import _SALVAGE_PAIR, parse_dict
 from cpverify.parse.records import (
     UNKNOWN_ROLLOUT,
@@ -98,12 +99,10 @@ from cpverify.parse.records import (
 from cpverify.parse.signatures import (
     SIGNATURES,
     TB_HEADER,
-    Bar,
     Signature,
     coarse_class,
     gated,
     integer,
-    last_bar,
     number,
     signal_detail,
 )

@@ -10,21 +10,16 @@ Add a signature here with a line of the real program's output in tests/test_logs
 from __future__ import annotations
 
 import re
-import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-SLOW_SECONDS_PER_ITEM = 300.0  # a tqdm bar this slow per item may be stuck: it is watched until it moves
-HANG_NO_PROGRESS_S = 600.0  # a bar at 0/N for this long is stuck
+from cpverify.parse.bars import TQDM_STILL, still_bar
+from cpverify.parse.native import NATIVE_TRIGGERS, SIGNAL_CAUSES, native_crash, native_cuda, signal_detail
+
+__all__ = ["SIGNAL_CAUSES", "signal_detail"]  # the parser's and the tests' one reading of a signal
+
 TB_HEADER = "Traceback (most recent call last)"
-# A tqdm bar that measured its rate: `desc: 6%|▋   | 1/16 [11:01<2:45:20, 661.36s/it]`.
-_TQDM_RATE = re.compile(
-    r"(?<!\d)([0-9]{1,12})/([0-9]{1,12}) \[((?:[0-9]{1,6}:)?[0-9]{1,2}:[0-9]{2})<[^,\]]*,"
-    r"\s*([0-9]{1,12}(?:\.[0-9]{1,6})?)s/it\]"
-)
-_TQDM_PERCENT = re.compile(r"\s*\d{1,3}%\|[^|]*\|\s*$")
-_TQDM_STILL = re.compile(r"\b0/([0-9]{1,12}) \[((?:[0-9]{1,6}:)?[0-9]{1,2}:[0-9]{2})<\?, \?it/s\]")
 
 
 def number(text: str) -> float | None:
@@ -90,72 +85,6 @@ def _group(name: str) -> Callable[[re.Match[str] | None, str], dict[str, Any]]:
     return lambda m, _t: {name: m.group(1).strip()} if m and m.group(1) else {}
 
 
-def _clock_s(text: str) -> float:
-    seconds = 0.0
-    for part in text.split(":"):
-        seconds = seconds * 60 + float(part)
-    return seconds
-
-
-@dataclass(frozen=True)
-class Bar:
-    """The last state a tqdm bar printed: its description, items done of total, seconds so far and per item."""
-
-    desc: str
-    done: int
-    total: int
-    elapsed_s: float
-    s_per_it: float
-
-    @property
-    def finished(self) -> bool:
-        return self.done >= self.total
-
-    @property
-    def slow(self) -> bool:
-        return self.s_per_it >= SLOW_SECONDS_PER_ITEM
-
-    def detail(self) -> dict[str, Any]:
-        return {"s_per_it": self.s_per_it, "done": self.done, "total": self.total, "elapsed_s": self.elapsed_s}
-
-
-def last_bar(text: str) -> Bar | None:
-    """The last tqdm state in `text` that shows a rate in seconds per item (`... 1/16 [11:01<2:45:20,
-    661.36s/it]`); None when it holds none. A bar redrawn with carriage returns: its last drawing."""
-    at = text.rfind("s/it]")
-    if at == -1:
-        return None
-    start = text.rfind("\r", 0, at) + 1
-    m = None
-    for m in _TQDM_RATE.finditer(text, start):
-        pass
-    if m is None:
-        return None
-    desc = _TQDM_PERCENT.sub("", text[start : m.start()]).strip().removesuffix(":")  # tqdm: `{desc}: {pct}%|`
-    return Bar(desc, int(m.group(1)), int(m.group(2)), _clock_s(m.group(3)), float(m.group(4)))
-
-
-# Why a process died of a signal, for the verdict's headline. The launcher prints the signal as
-# a negative exit code (torch.distributed.elastic: `exitcode: -9`, `Signal 9 (SIGKILL)`).
-SIGNAL_CAUSES = {
-    "SIGKILL": "killed by SIGKILL, likely the host OOM killer (check `dmesg` for 'Out of memory: Killed process')",
-    "SIGSEGV": "segmentation fault (SIGSEGV): a native crash in a CUDA, NCCL or extension library",
-    "SIGABRT": "aborted (SIGABRT): a C++ check or NCCL/CUDA aborted the process",
-    "SIGBUS": "bus error (SIGBUS), often a too small /dev/shm (--shm-size)",
-    "SIGTERM": "terminated by SIGTERM from outside (a scheduler, a timeout, or the launcher after another rank failed)",
-    "SIGINT": "interrupted (SIGINT)",
-}
-
-
-def signal_detail(number: int) -> dict[str, Any]:
-    """{"signal": "SIGKILL", "cause": "..."} for a signal number; {} when it is none."""
-    try:
-        name = signal.Signals(number).name
-    except ValueError:
-        return {}
-    return {"signal": name, "cause": SIGNAL_CAUSES.get(name, f"killed by {name}")}
-
-
 def _launcher_failed(_m: re.Match[str] | None, text: str) -> dict[str, Any]:
     found = _EXITCODE.search(text)
     if found is None:
@@ -192,12 +121,6 @@ def _ray_worker_died(_m: re.Match[str] | None, text: str) -> dict[str, Any]:
 def _shape(m: re.Match[str] | None, _t: str) -> dict[str, Any]:
     assert m is not None
     return {k: int(v) for k, v in m.groupdict().items() if v is not None}
-
-
-def _tqdm_still(m: re.Match[str] | None, _t: str) -> dict[str, Any] | None:
-    assert m is not None
-    elapsed = _clock_s(m.group(2))
-    return {"done": 0, "total": int(m.group(1)), "elapsed_s": elapsed} if elapsed >= HANG_NO_PROGRESS_S else None
 
 
 # fine class -> the contract's coarse class (ARCHITECTURE.md) (a class not listed is its own coarse class)
@@ -255,97 +178,6 @@ def coarse_class(cls: str) -> str:
     """The contract's coarse class (ARCHITECTURE.md) of a (possibly finer) error class."""
     return COARSE_CLASS.get(cls, cls)
 
-
-# CUDA errors as the native libraries slime loads report them, in their own words and usually with
-# no Python traceback (each library's error macro, read in its source):
-#   torch (C10_CUDA_CHECK)                 CUDA error: <cudaGetErrorString>   (driver API: CUDA driver error: ...)
-#   TransformerEngine (NVTE_CHECK_CUDA),   <file>:<line> in function <f>: CUDA Error: <string>
-#   flashinfer (FLASHINFER_CUDA_CALL)      CUDA Error: <string> (<code>) <file>: line <n> at function <f>
-#   torch_memory_saver (colocated mode)    [torch_memory_saver.cpp] cudaError error: <code> (<string>)  file=...
-#                                          [torch_memory_saver.cpp] CUresult error: <code> (<string>) ...; before
-#                                          0.0.9: CUresult error  result=<code> file=... (ROCm: hipError_t error)
-#   NCCL (CUDACHECK, CUCHECK)              Cuda failure '<string>' / Cuda failure <code> '<string>';
-#                                          NCCL WARN ... : CUDA error <code> '<string>'
-#   sgl-kernel (CHECK_CUDA_SUCCESS)        the bare string, raised: RuntimeError: <string>
-#   anywhere                               the enum's name: cudaErrorIllegalAddress, CUDA_ERROR_OUT_OF_MEMORY
-# What failed decides the class: out of memory (code 2) cuda_oom, an illegal memory access (700)
-# cuda_illegal_memory_access, a device-side assert (710) cuda_device_assert, anything else cuda_error.
-_NATIVE_CUDA = tuple(re.compile(rx) for rx in (
-    r"\bCUDA (?:driver )?error: (?P<reason>[^\n]+?)(?: when calling|\s*$)",
-    r"\bCUDA Error: (?P<reason>.+?)(?: \((?P<code>\d+)\)|\. For more information|\s*$)",
-    r"\b(?:cudaError|CUresult|hipError_t) error:? +(?:result=)?(?P<code>-?\d+)(?: \((?P<reason>[^)]*)\))?",
-    r"\bCUDA error (?P<code>\d+) '(?P<reason>[^']*)'",
-    r"\b(?P<name>cudaError(?!_t\b)[A-Z]\w*|CUDA_ERROR_[A-Z_]+)\b",
-    r"(?:Error|Exception): (?P<reason>out of memory|an illegal memory access was encountered|misaligned address"
-    r"|unspecified launch failure|an illegal instruction was encountered|device-side assert triggered)\s*$",
-))
-# NCCL's own format: only its specific causes are CUDA classes (the rest is nccl_cuda_failure's).
-_NCCL_CUDA = re.compile(r"\bCuda failure (?:(?P<code>\d+) )?'(?P<reason>[^']*)'")
-_CUDA_CAUSES = (  # class, words of its cudaGetErrorString, its codes (runtime and driver agree), its enum names
-    ("cuda_oom", ("out of memory", "alloc_failed"), {2}, {"cudaErrorMemoryAllocation", "CUDA_ERROR_OUT_OF_MEMORY"}),
-    ("cuda_illegal_memory_access", ("illegal memory access",), {700},
-     {"cudaErrorIllegalAddress", "CUDA_ERROR_ILLEGAL_ADDRESS"}),
-    ("cuda_device_assert", ("device-side assert",), {710}, {"cudaErrorAssert", "CUDA_ERROR_ASSERT"}),
-)
-_NATIVE_TRIGGERS = ("CUDA error", "CUDA driver error", "CUDA Error", "cudaError", "CUresult error", "hipError_t error",
-                    "CUDA_ERROR_", "out of memory", "illegal memory access", "Error: misaligned address",
-                    "unspecified launch failure", "Error: an illegal instruction", "Error: device-side assert")
-_LIBRARY_MARKS = (("torch_memory_saver", "torch_memory_saver"), ("transformer_engine", "TransformerEngine"),
-                  ("flashinfer", "flashinfer"), ("sgl_kernel", "sgl-kernel"), ("sgl-kernel", "sgl-kernel"),
-                  ("apex", "apex"), ("NCCL", "NCCL"))
-
-
-def _cuda_cause(reason: str, code: int | None, name: str) -> str:
-    reason = reason.lower()
-    for cls, words, codes, names in _CUDA_CAUSES:
-        if any(word in reason for word in words) or code in codes or name in names:
-            return cls
-    return "cuda_error"
-
-
-def _native_cuda(cls: str) -> Callable[[re.Match[str] | None, str], dict[str, Any] | None]:
-    """A detail extractor that answers only when the line reports a CUDA error of class `cls`."""
-
-    def extract(_m: re.Match[str] | None, text: str) -> dict[str, Any] | None:
-        formats = _NATIVE_CUDA if cls == "cuda_error" else (*_NATIVE_CUDA, _NCCL_CUDA)
-        for rx in formats:
-            found = rx.search(text)
-            if found is None:
-                continue
-            parts = found.groupdict()
-            code = integer(parts.get("code") or "")
-            reason, name = (parts.get("reason") or "").strip(), parts.get("name") or ""
-            if _cuda_cause(reason, code, name) != cls:
-                return None
-            detail: dict[str, Any] = {"reason": reason or name} if reason or name else {}
-            if code is not None:
-                detail["code"] = code
-            library = next((lib for mark, lib in _LIBRARY_MARKS if mark in text), None)
-            if library:
-                detail["library"] = library
-            return detail
-        return None
-
-    return extract
-
-
-def _native_crash(_m: re.Match[str] | None, text: str) -> dict[str, Any]:
-    """An uncaught C++ exception (std::terminate aborts), or a signal the process died of."""
-    thrown = _TERMINATE.search(text)
-    if thrown:
-        return {"exception": thrown.group(1), "signal": "SIGABRT",
-                "cause": "a C++ exception nobody caught: std::terminate aborted the process (its what() line follows)"}
-    killed = _CRASH_SIGNAL.search(text)
-    if killed:
-        name = killed.group(1) or _SHELL_SIGNALS.get(killed.group(2) or "", "")
-        return signal_detail(signal.Signals[name].value) if name in signal.Signals.__members__ else {}
-    return {}
-
-
-_TERMINATE = re.compile(r"terminate called after throwing an instance of '([^']{1,200})'")
-_SHELL_SIGNALS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
-                  "Illegal instruction": "SIGILL", "Floating point exception": "SIGFPE"}
-_CRASH_SIGNAL = re.compile(r"\*\*\* (SIG[A-Z]+) received at time=|(" + "|".join(_SHELL_SIGNALS) + r") \(core dumped\)")
 
 _NCCL_TIMEOUT_DETAIL = _fields(
     op=r"OpType=(\w+)",
@@ -411,16 +243,16 @@ SIGNATURES: tuple[Signature, ...] = (
         detail=_OOM_DETAIL,
         unless=("(may not be an issue",),
     ),
-    _sig("cuda_oom", *_NATIVE_TRIGGERS, "Cuda failure", detail=_native_cuda("cuda_oom"),
+    _sig("cuda_oom", *NATIVE_TRIGGERS, "Cuda failure", detail=native_cuda("cuda_oom"),
          unless=("(may not be an issue",)),
     _sig("sglang_not_enough_memory", "Not enough memory. Please try to increase --mem-fraction-static"),
     _sig(
         "cuda_illegal_memory_access", "illegal memory access", "cudaErrorIllegalAddress", "CUDA_ERROR_ILLEGAL_ADDRESS"
     ),
-    _sig("cuda_illegal_memory_access", *_NATIVE_TRIGGERS, detail=_native_cuda("cuda_illegal_memory_access")),
+    _sig("cuda_illegal_memory_access", *NATIVE_TRIGGERS, detail=native_cuda("cuda_illegal_memory_access")),
     # a kernel's own assert(): the device prints `<file>:<line>: <f>: block: [x,y,z], thread: [x,y,z] Assertion ...`
     _sig("cuda_device_assert", "` failed.", rx=r"block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion `"),
-    _sig("cuda_device_assert", *_NATIVE_TRIGGERS, "Cuda failure", detail=_native_cuda("cuda_device_assert")),
+    _sig("cuda_device_assert", *NATIVE_TRIGGERS, "Cuda failure", detail=native_cuda("cuda_device_assert")),
     # cuDNN and cuBLAS in their callers' words (torch: `cuDNN error: CUDNN_STATUS_...`, `CUDA error:
     # CUBLAS_STATUS_... when calling`; TransformerEngine: `cuDNN Error: [cudnn_frontend] Error: ...`, `cuBLAS Error:`)
     _sig("cudnn_error", "cuDNN Error", "cuDNN error", "error: CUDNN_STATUS_", "Error: CUDNN_STATUS_",
@@ -430,7 +262,7 @@ SIGNATURES: tuple[Signature, ...] = (
     _sig("cublas_error", "cuBLAS Error", "error: CUBLAS_STATUS_", "Error: CUBLAS_STATUS_",
          detail=_fields(reason=r"\b(CUBLAS_STATUS_[A-Z_]+)"),
          unless=("ALLOC_FAILED",)),
-    _sig("cuda_error", *_NATIVE_TRIGGERS, detail=_native_cuda("cuda_error")),
+    _sig("cuda_error", *NATIVE_TRIGGERS, detail=native_cuda("cuda_error")),
     # native checks: TransformerEngine's NVTE_CHECK, torch's TORCH_INTERNAL_ASSERT, C's assert()
     _sig(
         "native_check_failed",
@@ -450,7 +282,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "(core dumped)",
         rx=r"terminate called (?:after throwing|recursively|without an active exception)|\*\*\* SIG[A-Z]+ received at "
         r"time=|\(core dumped\)",
-        detail=_native_crash,
+        detail=native_crash,
     ),
     # shapes of collectives / CP (raised as exceptions: the word Error is on the line)
     _sig(
@@ -577,7 +409,7 @@ SIGNATURES: tuple[Signature, ...] = (
     _sig("python_traceback", TB_HEADER),
     # hangs: a progress bar that never moved (tqdm prints `0/N [15:00<?, ?it/s]` when it is closed or
     # redrawn). A bar that moves, however slowly, is no hang by itself: LogParser._bar follows it.
-    _sig("hang", "?it/s]", rx=_TQDM_STILL.pattern, detail=_tqdm_still),
+    _sig("hang", "?it/s]", rx=TQDM_STILL.pattern, detail=still_bar),
 )
 
 # The pre-filter. A line whose lower-cased text holds none of these words is skipped unread:

@@ -48,7 +48,7 @@ from cpverify.errors import ArtifactWriteError
 from cpverify.fixes import for_outcome
 from cpverify.model import ArmInterrupted, ArmResult, Limits, Outcome
 from cpverify.parse import LogParser
-from cpverify.parse.signatures import Bar, last_bar
+from cpverify.parse.bars import Bar, last_bar
 from cpverify.progress import phase_of
 from cpverify.redact import LineScrubber
 
