@@ -555,6 +555,8 @@ def test_error_signatures(line, expected):
         # TransformerEngine's NVTE_WARN shares NVTE_ERROR's format
         "/te/transformer_engine/pytorch/csrc/extensions/x.cpp:12 in function f: Falling back to unfused attention",
         "update weights: 100%|██████████| 1/1 [10:37<00:00, 637.00s/it]",  # a slow step that finished
+        # absl's signal handler when a Ray job is stopped from outside: no crash of native code
+        "(raylet) *** SIGTERM received at time=1718000000 on cpu 3 ***",
     ],
 )
 def test_healthy_lines_are_not_errors(line):
@@ -1517,6 +1519,14 @@ def test_an_unfinished_slow_bar_is_a_hang_only_when_the_run_was_stopped_under_it
     if stopped:
         assert hang.line == 1 and (hang.detail["done"], hang.detail["total"], hang.detail["s_per_it"]) == (
             done, 16, shown)
+
+
+def test_a_traceback_given_up_before_the_log_ends_does_not_make_a_slow_bar_a_hang():
+    """Only a log that ends inside the traceback says the run was stopped there: a traceback whose
+    exception the parser did not recognise, followed by more output, says nothing of the bar."""
+    lines = [_tqdm(1, 16, 661.36), *_STOP, "slime.utils.SomethingHappened", *(["[2026] x.py:1 - going on"] * 9)]
+    assert parse_lines(lines).first_error("hang") is None
+    assert parse_lines(lines[:4]).first_error("hang").line == 1
 
 
 def test_a_slow_bar_that_moves_on_is_forgotten_and_the_stopped_one_is_named():

@@ -121,4 +121,7 @@ def native_crash(_m: re.Match[str] | None, text: str) -> dict[str, Any]:
 _TERMINATE = re.compile(r"terminate called after throwing an instance of '([^']{1,200})'")
 _SHELL_SIGNALS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
                   "Illegal instruction": "SIGILL", "Floating point exception": "SIGFPE"}
-_CRASH_SIGNAL = re.compile(r"\*\*\* (SIG[A-Z]+) received at time=|(" + "|".join(_SHELL_SIGNALS) + r") \(core dumped\)")
+# Only the signals a process raises on itself when native code fails: absl's handler (Ray's workers)
+# also prints `*** SIGTERM received at time=` when a job is stopped from outside, which is no crash.
+_CRASH_SIGNAL = re.compile(r"\*\*\* (SIG(?:SEGV|ABRT|BUS|ILL|FPE)) received at time=|(" + "|".join(_SHELL_SIGNALS)
+                           + r") \(core dumped\)")

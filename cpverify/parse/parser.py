@@ -115,6 +115,7 @@ EXCERPT_CHARS = 300
 _MAX_TRACEBACKS = 50
 _MAX_FRAMES = 40
 _TRACEBACK_PATIENCE = 8  # lines without a frame before a cut traceback is given up
+_MAX_SLOW_BARS = 64  # slow bars not finished yet, remembered at once
 _VIA_CACHE_WORDS = 64  # transport words a block scan skips; a rarer word is read each time it is printed
 
 # ---------------------------------------------------------------------------- patterns
@@ -433,10 +434,9 @@ class LogParser:
         layout = log.layout
         perf = sorted(log.perf + self._fragment_records(), key=lambda p: p.line)
         errors = [replace(e, detail=dict(e.detail)) for e in log.errors]
-        cut = next((tb for tb in log.tracebacks if tb.exception is None and self._stopped_waiting("", tb.line)), None)
-        if cut is not None:  # the paste ends in the traceback of a run stopped while the bar crawled
-            hang = self._stopped_waiting("a traceback cut before its exception", cut.line)
-            assert hang is not None
+        cut = self._tb  # the log ends inside a traceback: the run was stopped, and the paste cut
+        hang = self._stopped_waiting("a traceback cut before its exception", cut.line) if cut is not None else None
+        if hang is not None:
             _insert_by_line(errors, [ErrorRecord("hang", hang["line"], _excerpt(hang["msg"], 0), "hang", hang["detail"])])
         return ParsedLog(
             steps=list(log.steps),
@@ -721,10 +721,11 @@ class LogParser:
         bar = last_bar(msg)
         if bar is None:
             return
+        self._slow_bars.pop(bar.desc, None)
         if bar.slow and not bar.finished:
+            if len(self._slow_bars) >= _MAX_SLOW_BARS:  # bars named anew each time: forget the oldest
+                del self._slow_bars[next(iter(self._slow_bars))]
             self._slow_bars[bar.desc] = (bar, lineno, msg)
-        else:
-            self._slow_bars.pop(bar.desc, None)
 
     def _stopped_waiting(self, how: str, before: int) -> dict[str, Any] | None:
         """The hang of the last slow bar still running when the run was stopped at line `before`."""

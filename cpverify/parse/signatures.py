@@ -280,8 +280,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "terminate called",
         "received at time=",
         "(core dumped)",
-        rx=r"terminate called (?:after throwing|recursively|without an active exception)|\*\*\* SIG[A-Z]+ received at "
-        r"time=|\(core dumped\)",
+        rx=r"terminate called (?:after throwing|recursively|without an active exception)"
+        r"|\*\*\* SIG(?:SEGV|ABRT|BUS|ILL|FPE) received at time=|\(core dumped\)",
         detail=native_crash,
     ),
     # shapes of collectives / CP (raised as exceptions: the word Error is on the line)
