@@ -772,7 +772,9 @@ def test_the_corpus_generator_runs_a_script_as_bash_does(tmp_path):
         'set -ex\nSCRIPT_DIR="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" &>/dev/null && pwd)"\n'
         'source "${SCRIPT_DIR}/models/tiny.sh"\nexport WANDB_API_KEY=not-a-real-key\n'
         'GPUS=$(nvidia-smi -L | wc -l)\npkill -9 ray\n'
-        'ray job submit --address="http://127.0.0.1:8265" -- python3 train.py \\\n'
+        'ray job submit --address="http://127.0.0.1:8265" \\\n'
+        '   --runtime-env-json=\'{"env_vars": {"HF_TOKEN": "not-a-real-token", "CUDA_DEVICE_MAX_CONNECTIONS": "1"}}\' \\\n'
+        '   -- python3 train.py --wandb-key not-a-real-key \\\n'
         '   --actor-num-gpus-per-node ${GPUS} --max-tokens-per-gpu $((4 * 1024)) ${MODEL_ARGS[@]}\n')
     git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
@@ -785,7 +787,9 @@ def test_the_corpus_generator_runs_a_script_as_bash_does(tmp_path):
     (entry,) = json.loads(proc.stdout)["scripts"]
     assert (entry["script"], entry["exit_code"]) == ("scripts/run-tiny.sh", 0)
     (command,) = entry["commands"]
-    assert command["argv"] == ["ray", "job", "submit", "--address=http://127.0.0.1:8265", "--", "python3", "train.py",
-                               "--actor-num-gpus-per-node", "8", "--max-tokens-per-gpu", "4096", "--num-layers", "2",
-                               "--swiglu"]
-    assert command["env"]["WANDB_API_KEY"] == "<masked>"
+    assert command["argv"] == [
+        "ray", "job", "submit", "--address=http://127.0.0.1:8265",
+        '--runtime-env-json={"env_vars": {"HF_TOKEN": "<masked>", "CUDA_DEVICE_MAX_CONNECTIONS": "1"}}',
+        "--", "python3", "train.py", "--wandb-key", "<masked>", "--actor-num-gpus-per-node", "8",
+        "--max-tokens-per-gpu", "4096", "--num-layers", "2", "--swiglu"]
+    assert command["env"]["WANDB_API_KEY"] == "<masked>" and "not-a-real" not in proc.stdout

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import stat
 import subprocess
 import sys
@@ -45,7 +46,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's cpverify
 
-from cpverify.redact import is_secret_name
+from cpverify.redact import is_secret_name, secret_arguments
 
 TRAIN_SCRIPTS = ("train.py", "train_async.py")
 GPUS = 8
@@ -184,6 +185,20 @@ def write_scratch(scratch: Path, root: Path) -> dict[str, str]:
     }
 
 
+_JSON_PAIR = re.compile(r'("([A-Za-z_][A-Za-z0-9_]*)"\s*:\s*")([^"]*)(")')
+
+
+def _masked(argv: list[str]) -> list[str]:
+    """The argv with secrets masked: a secret flag's value, a credential by its shape, and the value of a
+    secret-named variable in a --runtime-env-json (a script's placeholder key is masked all the same)."""
+    argv = [_JSON_PAIR.sub(lambda m: m[1] + ("<masked>" if is_secret_name(m[2]) else m[3]) + m[4], word)
+            if '"env_vars"' in word else word for word in argv]
+    for i, secret in secret_arguments(argv).items():
+        if '"env_vars"' not in argv[i]:  # masked by name above: the redactor takes any secret-named pair for one
+            argv[i] = argv[i].replace(secret, "<masked>")
+    return argv
+
+
 def launch_scripts(root: Path) -> list[Path]:
     """Every script a user launches: *.sh under scripts/ and examples/ (not the model files they
     source), and the Python launchers of examples/ that call execute_train."""
@@ -215,6 +230,7 @@ def run_one(root: Path, script: Path, scratch: Path, env: dict[str, str]) -> dic
     for entry in commands:
         entry["env"] = {k: "<masked>" if is_secret_name(k) else v for k, v in sorted(entry["env"].items())
                         if not (k == "PYTHONPATH" and script.suffix == ".py")}
+        entry["argv"] = _masked(entry["argv"])
     entry_of_script: dict = {"script": rel, "exit_code": proc.returncode}
     if missing.exists():
         entry_of_script["sourced_from_missing_path"] = sorted(set(missing.read_text().split()))
