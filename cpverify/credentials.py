@@ -1,0 +1,427 @@
+"""What a credential is, defined once: the rules cpverify.redact applies to everything cpverify
+writes or prints (see its docstring for where), and the runners to what a workload receives.
+
+A credential is recognised by its **name** (`is_secret_name`: HF_TOKEN, PGPASSWORD, DB_PASS,
+GITHUB_PAT, SENTRY_DSN, DATABASE_URL, RAY_JOB_HEADERS, --wandb-key ...), as the value of such a
+name in `NAME=value`, `NAME: value`, `"name": "value"`, `--name value` and an argument dump's
+`name ........ value`; by the **shape of its value**, whatever its name (VALUE_KINDS, one rule
+per kind as Yelp's detect-secrets keeps one plugin per kind: provider prefixes, JWTs, AWS key
+ids, Slack and Discord webhooks, URL userinfo, signed-URL query parameters, Authorization
+headers, the passwords of command lines such as `curl -u user:PW` or `sshpass -p PW`, PEM
+private-key blocks across lines); or **literally** (values of secret-named variables of this
+process and the plan). Colour codes around a name or a value hide neither.
+
+Deliberately *not* secrets, because a report without them is useless and a redactor that eats
+them is wrong too: numbers (`perf/actor_train_time` values, `Timeout(ms)=600000`), versions,
+paths, model names, hex digests (git commits, sha256: a W&B API key has the same 40-hex shape
+and is caught by its name, WANDB_API_KEY / --wandb-key / an argument dump's `wandb_key`, or
+literally), slime's data-field flags (`--input-key messages`) and tokenizer flags
+(`--fim-pad-token`), and prose: a flag named in a sentence (`so --wandb-key keeps its default`)
+is followed by a plain lowercase word, which no generated credential is. There is no entropy
+rule: on a training log it would eat hashes, ids and base64 tensors.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import itertools
+import os
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+TOKEN = "<redacted:token>"
+SECRET = "<redacted:secret>"
+PRIVATE_KEY = "<redacted:private-key>"
+_PLACEHOLDER_PREFIX = "<redacted"
+
+# -- names ------------------------------------------------------------------------------------------
+
+# A name is judged by its words (HF_TOKEN, hfToken, --hf-token: hf + token); mostly by its last
+# word, the noun that says what the value is: `token_dispatcher_type` holds a type, `DB_PASS` a pass.
+_NOUNS = {"token", "secret", "secrets", "password", "passwd", "pwd", "passphrase", "pass", "pat", "credential",
+          "credentials", "cred", "creds", "apikey", "dsn", "cookie", "cookies", "signature", "sig", "jwt", "bearer",
+          "headers", "session", "sessionid", "auth", "authorization", "webhook"}
+# Words that make a name secret wherever they stand (PGPASSWORD, TORCH_SECRET_THING, AUTH_HEADER).
+_ANYWHERE_PARTS = ("password", "passwd", "passphrase", "secret", "credential")
+_ANYWHERE_WORDS = {"auth", "authorization", "apikey"}
+# Two-word nouns (DATABASE_URL holds its password, SLACK_WEBHOOK_URL is the credential itself).
+_PAIRS = {("api", "key"), ("access", "key"), ("private", "key"), ("secret", "key"), ("session", "key"),
+          ("database", "url"), ("db", "url"), ("webhook", "url"), ("connection", "string")}
+# A name ending in one of these describes a secret without holding it: PASSWORD_FILE holds a path,
+# AUTH_TYPE a type, SSH_AUTH_SOCK a socket, private_key_id an id.
+_META = {"file", "files", "path", "paths", "dir", "directory", "name", "names", "type", "types", "mode", "len", "length",
+         "size", "timeout", "ttl", "count", "num", "version", "id", "ids", "enabled", "sock", "socket", "host", "port",
+         "endpoint", "url", "uri", "format", "policy", "kind", "expiry", "expires", "location"}
+# A noun after one of these words is not a credential: tokenizer vocabulary (--fim-pad-token,
+# --rl-skip-bos-token), counts (--...-experts-per-token), slime's data-field flags that hold column
+# names (--input-key), header *names* (--router-request-id-headers), a mode (--...-streaming-session).
+_TOKEN_VOCAB = {"pad", "eos", "bos", "eod", "unk", "sep", "cls", "mask", "middle", "prefix", "suffix", "special", "start",
+                "end", "stop", "image", "video", "audio", "vision", "placeholder", "think", "tool", "im", "system",
+                "dummy", "next", "first", "last", "new", "per", "max", "min", "num", "total"}
+_BENIGN_KEY_PREFIXES = {"input", "label", "metadata", "tool", "tools", "multimodal", "reward", "prompt", "response",
+                        "image", "sort", "group", "dict", "primary", "partition", "cache", "hash", "memory", "public",
+                        "query", "foreign", "routing", "shard"}
+_QUALIFIED_ONLY = {"pass", "pat"}
+_BENIGN_BEFORE = {"headers": {"id", "forwarded", "allowed", "exposed"},
+                  # nox's NOX_CURRENT_SESSION=verdict and a desktop's DESKTOP_SESSION=ubuntu name a session
+                  "session": {"streaming", "sticky", "current", "desktop"}}
+# Nouns that only sometimes hold a credential: BW_SESSION holds a session key, a SESSION=cp1 names a
+# session; AUTH=kerberos names a method. Their values are removed wherever they appear (the literal
+# rule) only when they do not read as a plain word: removing "verdict" or "ubuntu" from every text
+# would mangle a verdict, and a value that is a plain word is no credential.
+_SOMETIMES_SECRET = {"session", "auth", "authorization", "headers"}
+_PLAIN_WORD = re.compile(r"[a-z]+(?:[_.-][a-z]+)*")
+# The shell's working directories: "pwd" is a password word (DB_PWD), but these two are paths.
+_SHELL_DIRS = {"pwd", "oldpwd"}
+
+
+def _name_words(name: str) -> list[str]:
+    name = name.strip("\"'-")
+    name = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)  # apiKey -> api_Key
+    return [w.lower() for w in re.split(r"[_.\-/]+", name) if w]
+
+
+@functools.lru_cache(maxsize=4096)  # names repeat on every line of a log
+def is_secret_name(name: str) -> bool:
+    """Does a variable, flag, header, query parameter or field name say that its value is a credential?"""
+    if name.strip("\"'-").lower() in _SHELL_DIRS:
+        return False
+    words = _name_words(name)
+    if not words:
+        return False
+    last, previous = words[-1], (words[-2] if len(words) > 1 else "")
+    if (previous, last) in _PAIRS:
+        return True
+    if last in _META:
+        return False
+    if last.endswith("token"):  # GITHUB_TOKEN, accessToken, GHTOKEN; not --fim-pad-token
+        return previous not in _TOKEN_VOCAB
+    if last in ("key", "keys"):  # WANDB_KEY, --wandb-key: a credential; --input-key: a dataset column
+        return previous not in _BENIGN_KEY_PREFIXES
+    if last in _NOUNS:
+        if len(words) == 1 and last in _QUALIFIED_ONLY:
+            return False  # "PASS: no errors", "pat: ...": words of their own, secret only qualified (DB_PASS)
+        return previous not in _BENIGN_BEFORE.get(last, ())
+    if any(part in word for word in words for part in _ANYWHERE_PARTS) or _ANYWHERE_WORDS.intersection(words):
+        return True
+    return any(pair in _PAIRS for pair in itertools.pairwise(words))
+
+
+_NOT_LITERAL = {"true", "false", "yes", "no", "on", "off", "none", "null", "unset", "enabled", "disabled"}
+
+
+def literal_worthy(value: str) -> bool:
+    """Is a value of a secret-named variable worth removing wherever it appears? Not when it is so
+    short or plain that removing it would mangle ordinary text (`SESSION_TIMEOUT=600000` would eat
+    NCCL's `Timeout(ms)=600000`)."""
+    value = value.strip()
+    if len(value) < 6 or value.lower() in _NOT_LITERAL:
+        return False
+    try:
+        float(value)
+    except ValueError:
+        return True
+    return False  # a number
+
+
+# -- values -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of secret recognised by its value: `pattern` finds it, `replace` keeps what is not secret."""
+
+    name: str
+    pattern: re.Pattern[str]
+    replace: Callable[[re.Match[str]], str]
+
+
+def _whole(placeholder: str) -> Callable[[re.Match[str]], str]:
+    return lambda _match: placeholder
+
+
+def keep_group(group: str, placeholder: str) -> Callable[[re.Match[str]], str]:
+    """Replace only the named group: the scheme, header or host around it stays readable."""
+    def replace(match: re.Match[str]) -> str:
+        start, end = match.span(group)
+        whole = match.group(0)
+        offset = match.start()
+        return whole[: start - offset] + placeholder + whole[end - offset:]
+    return replace
+
+
+def _secret_query_value(match: re.Match[str]) -> str:
+    if not is_secret_name(match.group("name")) or match.group("value").startswith(_PLACEHOLDER_PREFIX):
+        return match.group(0)
+    return f"{match.group('name')}={SECRET}"
+
+
+VALUE_KINDS: tuple[Kind, ...] = (
+    # provider prefixes
+    Kind("huggingface", re.compile(r"\bhf_[A-Za-z0-9]{20,}\b"), _whole(TOKEN)),
+    Kind("github", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"), _whole(TOKEN)),
+    Kind("github-fine-grained", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"), _whole(TOKEN)),
+    Kind("gitlab", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), _whole(TOKEN)),
+    Kind("aws-access-key-id", re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), _whole(TOKEN)),
+    Kind("openai-anthropic", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"), _whole(TOKEN)),
+    Kind("stripe", re.compile(r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"), _whole(TOKEN)),
+    Kind("slack-token", re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}|\bxapp-\d-[A-Za-z0-9-]{10,}"), _whole(TOKEN)),
+    Kind("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), _whole(TOKEN)),
+    Kind("pypi", re.compile(r"\bpypi-AgE[A-Za-z0-9_-]{20,}"), _whole(TOKEN)),
+    Kind("npm", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), _whole(TOKEN)),
+    Kind("sendgrid", re.compile(r"\bSG\.[\w-]{16,}\.[\w-]{16,}"), _whole(TOKEN)),
+    Kind("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"), _whole(TOKEN)),
+    # webhook URLs are the credential themselves: keep the service, drop the path
+    Kind("slack-webhook", re.compile(r"(?i)(https://hooks\.slack\.com/)(?P<secret>(?:services|workflows|triggers)/[\w/-]+)"),
+         keep_group("secret", TOKEN)),
+    Kind("discord-webhook", re.compile(r"(?i)(https://(?:\w+\.)?discord(?:app)?\.com/api/webhooks/)(?P<secret>[\w/-]+)"),
+         keep_group("secret", TOKEN)),
+    # scheme://user:password@host, scheme://TOKEN@host (a long user with a digit: not `git@`)
+    Kind("url-userinfo", re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://(?P<secret>[^\s/?#@:'\"<>]*:[^\s/@'\"<>]*|"
+                                    r"(?=[A-Za-z_-]*\d)[A-Za-z0-9_-]{16,})@"), keep_group("secret", SECRET)),
+    # ?token=, &sig=, X-Amz-Signature=, X-Amz-Credential=, X-Goog-Signature=, access_token= ... (presigned URLs)
+    Kind("url-query", re.compile(r"(?<=[?&])(?P<name>[A-Za-z][\w.-]*)=(?P<value>[^&#\s\"'<>]+)"), _secret_query_value),
+    # Authorization: Bearer|Basic|Token|... <credential>, as a header, a JSON field or an escaped one
+    Kind("authorization-header", re.compile(
+        r"(?i)\b(?:proxy-)?authorization\\?[\"']?\s*[:=]\s*\\?[\"']?"
+        r"(?:(?:bearer|basic|token|digest|negotiate|ntlm|apikey|key)\s+)?(?P<secret>[^\s\"',;\\]+)"),
+        keep_group("secret", TOKEN)),
+    # a bare `Bearer X` / `Basic X` (curl -H, requests' repr): X must look random, so prose survives
+    Kind("bearer", re.compile(r"\b(?:[Bb]earer|BEARER|[Bb]asic|BASIC)\s+(?P<secret>(?=[\w.~+/-]*(?:\d|[+/=]|[a-z][A-Z]))"
+                              r"[A-Za-z0-9._~+/=-]{8,})"), keep_group("secret", TOKEN)),
+)
+
+# PEM private keys span lines: BEGIN opens a block that the next lines continue until END.
+_PEM_BEGIN = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+_PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+_PEM_ONE_LINE = re.compile(_PEM_BEGIN.pattern + r".*?" + _PEM_END.pattern)  # "\n"-escaped in JSON, or one line
+# Inside a block: whatever prefix a log adds to every line (Ray's "(Actor pid=1) ", a timestamp, ANSI
+# colour), then key material (base64) or a header (Proc-Type: 4,ENCRYPTED); or a blank line.
+_PEM_BODY = re.compile(r"(?P<prefix>(?:[^\n]*[\s)])?)(?P<body>[A-Za-z0-9+/]+={0,2}|[A-Za-z-]+: [^\n]*)\s*")
+_PEM_BLANK = re.compile(r"(?:\x1b\[[0-9;]*m)*(?:\([^()\n]*\))?(?:\x1b\[[0-9;]*m)*\s*")
+
+# NAME=value pairs. Names are found first and only secret-looking ones consume their value, so a
+# harmless name can never swallow the secret pair that follows it ("export A=1 HF_TOKEN=...").
+# A name right after `$` or `${` is a shell reference (commands.sh's ": "${HF_TOKEN:?...}""), not a pair.
+# The lookahead keeps the scan cheap: only names holding a secret-ish word are considered at all.
+_NAME_STEMS = ("token", "secret", "pass", "pwd", "pat", "cred", "key", "dsn", "auth", "cookie", "sig", "jwt", "bearer",
+               "header", "session", "url", "string", "webhook")
+_NAME = re.compile(r"""(?<![\w$-])(?<!\$\{)(?P<quote>\\?["']?)(?P<name>(?:--)?(?=[\w.-]*?(?i:"""
+                   + "|".join(_NAME_STEMS) + r"""))[A-Za-z_][\w.-]*)(?P=quote)""")
+_VALUE = re.compile(r"""(?P<sep>[ \t]*[=:][ \t]*|[ \t]+)(?P<value>\\"(?:[^"\\\n]|\\[^"])*\\"|"(?:[^"\\\n]|\\.)*"|"""
+                    r"""'(?:[^'\\\n]|\\.)*'|[^\s,;'"}\])]+)""")
+_SCHEMES = {"bearer", "basic", "token", "digest", "negotiate", "ntlm", "apikey", "key"}
+
+# The gate: a line that holds none of these words (lower-cased) can hold no value-shaped secret and no
+# secret pair, so the rules never see it -- most lines of a training log (NCCL INFO, access logs,
+# progress bars). benchmarks/scrub_throughput.md measures what it costs.
+# test_redact.py checks that every rule's trigger contains one of them.
+GATE_WORDS = ("://", "-----begin", "hf_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "akia", "asia", "sk-", "k_live_",
+              "k_test_", "xox", "xapp-", "aiza", "pypi-", "npm_", "sg.", "eyj", "bearer", "basic", *_NAME_STEMS)
+_GATE_STR, _GATE_BYTES = GATE_WORDS, tuple(w.encode() for w in GATE_WORDS)
+
+
+def _trie(words: Iterable[str]) -> str:
+    """One regex for a set of words, shared prefixes factored out (`s(?:ecret|ig|k\\-)`): sre then
+    tries a handful of first characters at each position instead of every word (3x faster here)."""
+    root: dict = {}
+    for word in words:
+        node = root
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def build(node: dict) -> str:
+        if "" in node:
+            return ""  # a word ends here: for a gate, the longer ones add nothing
+        branches = [re.escape(char) + build(child) for char, child in sorted(node.items())]
+        return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+
+    return build(root)
+
+
+# One line: a single regex call (its fixed cost beats 40 `in` tests); a block: 40 finds over it.
+_GATE_LINE: dict[type, re.Pattern] = {str: re.compile(_trie(GATE_WORDS)), bytes: re.compile(_trie(GATE_WORDS).encode())}
+
+
+def _gated(lines: list, literals: list) -> list[int]:
+    """Indices of the lines (str or bytes, one type) that hold a gate word or a literal secret."""
+    if len(lines) == 1:  # the common streaming case: no join, no offsets
+        line = lines[0]
+        return [0] if _GATE_LINE[type(line)].search(line.lower()) or any(s in line for s in literals) else []
+    block = lines[0][:0].join(lines)
+    starts, offset = [], 0
+    for line in lines:
+        starts.append(offset)
+        offset += len(line)
+    words = _GATE_BYTES if isinstance(block, bytes) else _GATE_STR
+    hot: set[int] = set()
+    for haystack, needles in ((block.lower(), words), (block, literals)):
+        for needle in needles:
+            hit = haystack.find(needle)
+            while hit != -1:
+                index = bisect.bisect_right(starts, hit) - 1
+                hot.add(index)
+                following = index + 1
+                hit = haystack.find(needle, starts[following]) if following < len(starts) else -1
+    return sorted(hot)
+
+
+def _redact_pairs(text: str) -> str:
+    out: list[str] = []
+    pos = 0
+    for match in _NAME.finditer(text):
+        if match.start() < pos or not is_secret_name(match.group("name")):
+            continue
+        found = _VALUE.match(text, match.end())
+        if not found:
+            continue
+        sep, value = found.group("sep"), found.group("value")
+        # A bare-space separator only counts for CLI flags (--hf-token VALUE), not prose ("token was").
+        if not sep.strip() and not match.group("name").startswith("--"):
+            continue
+        bare = value.strip("\"'\\")
+        if (value.startswith("--") or bare.startswith(("$", _PLACEHOLDER_PREFIX)) or bare.lower() in _SCHEMES
+                or (bare and not any(c.isalnum() for c in bare))):
+            continue  # no value here (a table's rule), a $REFERENCE, already hidden, a scheme whose credential is hidden
+        quote = value[:2] if value.startswith('\\"') else value[:1] if value[:1] in ("'", '"') else ""
+        out.append(text[pos:found.start("value")])
+        out.append(f"{quote}{SECRET}{quote}")
+        pos = found.end()
+    out.append(text[pos:])
+    return "".join(out)
+
+
+class Credentials:
+    """The credential rules, bound to the literal values known to be secret, applied line by line.
+
+    `line()` carries one piece of state between lines: whether a PEM private-key block is open.
+    """
+
+    def __init__(self, literals: Iterable[str]) -> None:
+        # Longest first, so a secret that contains another is removed whole.
+        self.literals = sorted({s for s in literals if s}, key=len, reverse=True)
+        self._literal_bytes = [s.encode("utf-8", "surrogateescape") for s in self.literals]
+        self.in_pem = False
+
+    def line(self, line: str) -> str:
+        """One line through every rule (no gate)."""
+        for secret in self.literals:
+            if secret in line:
+                line = line.replace(secret, SECRET)
+        if self.in_pem:
+            line = self._pem_continued(line)
+            if self.in_pem:
+                return line
+        if "-----BEGIN" in line:
+            line = _PEM_ONE_LINE.sub(PRIVATE_KEY, line)
+            opened = _PEM_BEGIN.search(line)
+            if opened:  # the block goes on in the next lines
+                end = len(line.rstrip("\r\n"))
+                line = line[: opened.start()] + PRIVATE_KEY + line[end:]
+                self.in_pem = True
+        for kind in VALUE_KINDS:
+            line = kind.pattern.sub(kind.replace, line)
+        return _redact_pairs(line)
+
+    def lines(self, lines: list, decode: bool = False) -> list:
+        """Consecutive lines (str, or bytes with `decode`): those the gate lets through, and every
+        line while a PEM block is open, go through `line`; the others come back as they are."""
+        out = list(lines)
+        if not lines:
+            return out
+        hot = _gated(lines, self._literal_bytes if decode else self.literals)
+        n, i, h = len(lines), 0, 0
+        while i < n:
+            if not self.in_pem:
+                while h < len(hot) and hot[h] < i:
+                    h += 1
+                if h == len(hot):
+                    break
+                i = hot[h]
+            if decode:  # surrogateescape: bytes that are not UTF-8 reach the file unchanged
+                out[i] = self.line(lines[i].decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
+            else:
+                out[i] = self.line(lines[i])
+            i += 1
+        return out
+
+    def _pem_continued(self, line: str) -> str:
+        closed = _PEM_END.search(line)
+        if closed:
+            self.in_pem = False
+            prefix = line[: closed.start()]
+            return (prefix if _PEM_BLANK.fullmatch(prefix) else "") + PRIVATE_KEY + line[closed.end():]
+        if _PEM_BLANK.fullmatch(line):
+            return line
+        body = _PEM_BODY.fullmatch(line)
+        if body is None:  # not key material: the block was cut short; this line is ordinary output
+            self.in_pem = False
+            return line
+        return line[: body.start("body")] + PRIVATE_KEY + line[body.end("body"):]
+
+    def text(self, text: str) -> str:
+        """All lines of a text, a PEM block spanning them included (state starts fresh)."""
+        self.in_pem = False
+        return "".join(self.lines(text.splitlines(keepends=True)))
+
+
+def literal_secret(name: str, value: str) -> bool:
+    """Is `value`, held by a variable or flag called `name`, a secret to remove wherever it appears?"""
+    if not (is_secret_name(name) and literal_worthy(value)):
+        return False
+    words = _name_words(name)
+    return not (words and words[-1] in _SOMETIMES_SECRET and _PLAIN_WORD.fullmatch(value.strip()))
+
+
+def environment_secrets() -> list[str]:
+    """Values of this process's environment variables whose names look secret (HF_TOKEN, ...)."""
+    return [value for name, value in os.environ.items() if literal_secret(name, value)]
+
+
+def secret_fragments(text: str) -> list[str]:
+    """The secret parts of `text` by the value rules (a URL's password, a token), for literal removal
+    elsewhere: a workload that was given `https://u:PW@host` may print PW alone."""
+    found: list[str] = []
+    for kind in VALUE_KINDS:
+        for match in kind.pattern.finditer(text):
+            if kind.replace(match) == match.group(0):
+                continue  # a query parameter that is not secret
+            groups = match.groupdict()
+            fragment = groups.get("secret") or groups.get("value") or match.group(0)
+            found += [fragment, fragment.partition(":")[2]]  # user:password, and the password alone
+    return [f for f in found if literal_worthy(f)]
+
+
+def contains_secret(value: str) -> bool:
+    """Does `value` hold a credential by its shape (a token, URL userinfo, a signed URL, a key block)?"""
+    return Credentials(()).text(value) != value
+
+
+def secret_arguments(argv: Iterable[str]) -> dict[int, str]:
+    """The words of a command line that carry a secret: index -> the secret, which is the word
+    after a secret flag (`--wandb-key V`), the value of `--flag=V` whose flag or value is secret,
+    or a word that is a credential by its shape."""
+    words = [str(word) for word in argv]
+    found: dict[int, str] = {}
+    for i, word in enumerate(words):
+        flag, eq, value = word.partition("=")
+        if word.startswith("--") and eq and (is_secret_name(flag) or contains_secret(value)):
+            found[i] = value
+        elif follows_secret_flag(words, i) or contains_secret(word):
+            found[i] = word
+    return found
+
+
+
+_EMPTY = (None, "", True, False)
+
+
+def follows_secret_flag(words: Sequence, i: int) -> bool:
+    """In an argv list, is words[i] the value of a secret flag (`--wandb-key`, `VALUE`)?"""
+    flag, value = (words[i - 1] if i else None), words[i]
+    return (isinstance(flag, str) and isinstance(value, str) and flag.startswith("--") and "=" not in flag
+            and is_secret_name(flag) and not value.startswith("--") and value not in _EMPTY)
+
