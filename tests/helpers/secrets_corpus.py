@@ -18,6 +18,7 @@ says it is a secret); the others are given away by their context (a password is 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -35,12 +36,18 @@ class Planted:
         return self.kind in SHAPED
 
     @property
+    def ends_line(self) -> bool:
+        """Is it an argument dump's row, whose value is the rest of its line?"""
+        return bool(re.search(r" \.+ \{s\}$", self.line))
+
+    @property
     def text(self) -> str:
         return self.line.format(s=self.value)
 
 
 SHAPED = {"huggingface", "github", "github-fine-grained", "gitlab", "aws-access-key-id", "openai-anthropic", "stripe",
-          "slack-token", "google-api-key", "pypi", "npm", "sendgrid", "jwt", "private-key"}
+          "slack-token", "google-api-key", "pypi", "npm", "sendgrid", "jwt", "nvidia", "google-oauth", "groq", "databricks",
+          "wandb", "private-key"}
 
 
 def _pem(kind: str, body: list[str]) -> str:
@@ -91,6 +98,19 @@ CORPUS: tuple[Planted, ...] = (
     Planted("sendgrid", "SG." + "ngeVfQFYQlKU0ufo8x5d1A" + "." + "TwL2iGABf9DHoTf-09kqeF8tAmbihYzrnopKc-1s5cr",
             "mail via {s}", "output"),
     Planted("jwt", _jwt(), "session={s}; path=/", "output"),
+    # NGC / build.nvidia.com keys are nvapi- and 64 characters; cpverify's own environment has one
+    Planted("nvidia", "nvapi-" + "Rk3mZ8qT1vW6yB0dF4hJ7lN2pS5uX9aC" + "e-Gi_Km3Oq6Ts9Wv2Yz5Bd8Fh1Jl4Np7Rt",
+            "export NVIDIA_API_KEY={s}", "env", "NVIDIA_API_KEY"),
+    Planted("google-oauth", "ya29." + "a0AfB_byC7qW3eR5tY8uI1oP4aS6dF9gH2jK5lZ8xC1vB4nM7qW0eR3tY6uI9oP2aS5dF8gH",
+            "refreshed the access token {s} (expires in 3599 s)", "output"),
+    Planted("groq", "gsk_" + "Vn2Xb5Zd8Fg1Hj4Kl7Mn0Pq3WGdyb3FY" + "Rs6Tu9Vw2Xy5Za8Bc1De4F", "GROQ_API_KEY={s}", "set",
+            "GROQ_API_KEY"),
+    Planted("databricks", "dapi" + "f13ac4b49d1cb31f" + "69f678e39602e381-2", "DATABRICKS_TOKEN={s}", "config",
+            "DATABRICKS_TOKEN"),
+    Planted("wandb", "local-" + "87eLxjoRhY6u2ofg63NA" + "Jo7rVYHZo4NGACOvpSsF", "wandb: logging in to the server with {s}",
+            "output"),
+    Planted("wandb", "wandb_v1_" + "E7z65cs8PnYoE4OoqnlUlAB_fJS2hyx" + "PvtioeQ37gxopqxFPQFkSiyk7n4mxLtfB2Pa6tq",
+            "wandb.login(host=\"https://wandb.corp.example.com\", key=\"{s}\")", "prompt"),
     # -- webhooks and URLs -------------------------------------------------------------------------
     Planted("slack-webhook", "T024" + "BE7LD/B01GQ3K7N8V/9XkR3tYq2WmZp8LvNc4Hb6Ds", "https://hooks.slack.com/services/{s}",
             "config", "ALERTS_URL"),
@@ -106,6 +126,8 @@ CORPUS: tuple[Planted, ...] = (
     Planted("url-userinfo", "redis-" + "pw-0d9f3b", "redis://:{s}@cache.internal:6379/0", "output"),
     Planted("url-userinfo", "ray-" + "dash-pw-6a2f81", "RAY_ADDRESS=http://admin:{s}@ray-head.corp.example.com:8265", "env",
             "RAY_ADDRESS"),
+    Planted("url-userinfo", "p@ss-" + "word-71c2e9", "git clone https://ci:{s}@git.corp.example.com/team/slime.git",
+            "output"),
     Planted("url-query", "hf-" + "mirror-token-83bd27",  # the same variable as above: a mirror with both
             "HF_ENDPOINT=https://mirror-user:mirror-" + "pw-5be1c0@hf-mirror.corp.example.com/?token={s}", "env",
             "HF_ENDPOINT"),
@@ -123,6 +145,18 @@ CORPUS: tuple[Planted, ...] = (
             "env", "RAY_JOB_HEADERS"),
     Planted("authorization-header", "dXNlcjpw" + "bGFudGVkLXB3LTQ0", "curl -H 'Authorization: Basic {s}' https://x", "output"),
     Planted("bearer", "Bq7" + "Wz3Xv6Bn9Mk2Lj5Hg8", "headers={{'X': 1, 'auth': 'Bearer {s}'}}", "output"),
+    # -- passwords on command lines -------------------------------------------------------------------
+    Planted("command-password", "curl-" + "pw-8e1d0c", "curl -fsSL -u ci-bot:{s} https://artifacts.corp.example.com/x",
+            "output"),
+    Planted("command-password", "Reg1stry-" + "pw-3b9f", "docker login nvcr.io -u '$oauthtoken' -p {s}", "output"),
+    Planted("command-password", "Reg1stry-" + "pw-long-5a0e", "podman login --username me --password={s} quay.io",
+            "prompt"),
+    Planted("command-password", "Sshp4ss-" + "7c2a91", "sshpass -p '{s}' ssh -p 22 trainer@gpu-node-17", "output"),
+    Planted("command-password", "My5ql-" + "pw-4d8e", "mysql -h db -uroot -p{s} runs < schema.sql", "output"),
+    Planted("command-password", "Red1s-" + "pw-9f3c", "redis-cli -h cache -a {s} ping", "output"),
+    Planted("command-password", "0penssl-" + "pw-2e7b", "openssl rsa -in key.pem -passin pass:{s} -out plain.pem",
+            "output"),
+    Planted("command-password", "0123abcd" + "4567ef890123abcd4567ef89deadbeef", "wandb login --relogin {s}", "output"),
     # -- private keys, across lines ------------------------------------------------------------------
     Planted("private-key", RSA_KEY, "{s}", "output"),
     Planted("private-key", OPENSSH_KEY, "{s}", "output"),
@@ -144,6 +178,13 @@ CORPUS: tuple[Planted, ...] = (
     Planted("name", "planted-" + "x-api-key-2d8a", "X-Api-Key: {s}", "output"),
     Planted("name", "planted-" + "cookie-6c3e", "Cookie: {s}", "output"),
     Planted("name", "planted-" + "kwarg-key-4e7b", "wandb.login(key='{s}', relogin=True)", "output"),
+    # Megatron's argument dump, as slime prints it (dots up to column 50), in Ray's coloured prefix
+    Planted("name", "9f8e7d6c" + "5b4a39281706f5e4d3c2b1a0fedcba98", "  wandb_key ....................................... {s}",
+            "output"),
+    Planted("name", "Dump-" + "api-key-6e1f", "\x1b[36m(MegatronTrainRayActor pid=8312)\x1b[0m   sglang_api_key "
+            ".................................. {s}", "output"),
+    # a name in colour (a logger's, a shell prompt's) is still a name
+    Planted("name", "Colour-" + "pw-0b5d2e", "\x1b[1;32mDB_PASSWORD\x1b[0m=\x1b[33m{s}\x1b[0m", "output"),
 )
 
 # What a redactor must leave alone: what makes a report useful (and what a greedy one would eat).
@@ -158,6 +199,12 @@ SURVIVORS = (
     "Bearer tokens expire", "Basic configuration", "the token was rejected", "PWD=/opt/slime", "HF_HUB_OFFLINE=1",
     "torch.distributed.DistBackendError", "ProcessGroupNCCL.cpp:1970", "http://127.0.0.1:8265",
     "https://huggingface.co/Qwen/Qwen2.5-0.5B-Instruct", "--ray-address http://HEAD:8265",
+    # an argument dump's unset credential, and options that mean no password outside their command
+    "  wandb_key ....................................... None", "docker run -p 8080:80 -u 1000:1000 slimerl/slime",
+    "ssh -p 22 gpu-node-17", "mkdir -p /root/ckpt", "curl -fsSL -o model.bin https://huggingface.co/x",
+    "echo \"$PW\" | docker login -u me --password-stdin nvcr.io", "mysql -u root -p runs",
+    "waiting for the auth token... done", "so --wandb-key keeps its default", "local-rank 0",
+    "\x1b[36m(MegatronTrainRayActor pid=8312)\x1b[0m   input_key ....................................... messages",
 )
 
 
