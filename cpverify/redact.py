@@ -87,7 +87,11 @@ class LineScrubber:
 
 # -- identity ---------------------------------------------------------------------------------------
 
-_HOME = re.compile(r"(?<![\w.-])/(?:home|Users)/[^/\s'\"]+")
+# A home directory, wherever a cluster mounts them (/home/U, /home2/U, /mnt/home/U, /data/home/U,
+# /lustre/home/U, /users/U), macOS's /Users/U and Windows' C:\\Users\\U: the segment after it is a
+# user's name. /root is no one's. Not inside a URL (`https://host/home/page`): that path is the site's.
+_HOME = re.compile(r"(?<![\w.~-])(?<!:/)(?:[A-Za-z]:)?(?:(?:/[\w.-]+)*?/(?:home\d*|homes|Users)|/users)/[^/\s'\"()\[\]{},;:]+"
+                   r"|(?<![\w.-])[A-Za-z]:\\Users\\[^\\\s'\"()\[\]{},;:]+")
 _IPV4 = re.compile(r"(?<![\w.+-])(?<!==)(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)")
 _IPV6 = re.compile(r"(?<![\w:.])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w:])")
 # NCCL prefixes its lines with "<hostname>:<pid>:<tid> [<dev>]"; any host, not only ours.
@@ -100,6 +104,14 @@ _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _FQDN = re.compile(rf"(?i)(?<![\w./-])(?:(?:{_LABEL}\.)+(?:internal|local|lan|corp|intranet|localdomain|home\.arpa)"
                    rf"|(?:{_LABEL}\.){{2,}}(?:com|net|org|io|ai|edu|gov|cloud|cn|uk|de|jp|kr|fr|ca|au|sg|ch|nl|tw|hk|eu|us))"
                    r"(?![\w-]|\.\w)")
+# A peer as torch's c10d, TCPStore and Gloo name it: `connect to [h100-node-017]:29500`.
+_BRACKET_HOST = re.compile(r"\[(?P<host>[A-Za-z][A-Za-z0-9._-]*)\]:\d+")
+# Fields that hold a host name: torchrun's failure table (`host      : yotta-B200-232`), the
+# rendezvous' `master_addr=NAME`, a launcher's `MASTER_ADDR=NAME`, `--master-addr NAME`, `rdzv_endpoint: NAME:29500`.
+_HOST_FIELD = re.compile(r"(?i)(?<![\w-])(?:(?:host(?:_?name)?|master_addr(?:ess)?|rdzv_endpoint)[\"']?[ \t]*[:=]"
+                         r"|--(?:master|rdzv)[_-](?:addr|endpoint)[ \t=])[ \t]*[\"']?"
+                         r"(?P<host>[A-Za-z](?:[A-Za-z0-9_-]|\.(?=[A-Za-z0-9]))*)")
+_NOT_A_HOST = {"none", "null", "nil", "unknown", "unset", "true", "false", "auto", "any", "localhost"}
 # Where a rule can match at all (see Redactor.identity_of).
 _NCCL_TAIL = re.compile(r":\d+:\d+ \[\d+\]")
 _TLD = re.compile(r"(?i)\.(?:internal|local|lan|corp|intranet|localdomain|arpa|com|net|org|io|ai|edu|gov|cloud|cn|uk|"
@@ -253,7 +265,7 @@ class Redactor:
         low = text.lower()
         if self._home is not None and self._home_path and self._home_path in text:
             text = self._home.sub("~", text)
-        if "/home/" in text or "/users/" in low:
+        if "home" in low or "users" in low:
             text = _HOME.sub("~", text)
         host = self.pseudonyms.host
         if "://" in text:
@@ -261,6 +273,10 @@ class Redactor:
                                  if self._is_other_host(m.group("host")) else m.group(0), text)
         if _NCCL_TAIL.search(text):
             text = _NCCL_HOST.sub(lambda m: host(m.group(0)) if self._is_other_host(m.group(0)) else m.group(0), text)
+        if "]:" in text:
+            text = _BRACKET_HOST.sub(self._host_in, text)
+        if "host" in low or "master" in low or "rdzv" in low:
+            text = _HOST_FIELD.sub(self._host_in, text)
         if _TLD.search(text):
             text = _FQDN.sub(lambda m: m.group(0) if _is_public(m.group(0)) else host(m.group(0)), text)
         if "ip-" in low or "ec2-" in low:
@@ -278,6 +294,13 @@ class Redactor:
         if "::" in text or _IPV6_HINT.search(text):
             text = _IPV6.sub(self._ipv6, text)
         return text
+
+    def _host_in(self, match: re.Match[str]) -> str:
+        """The match with its `host` group pseudonymised, when that names another machine."""
+        name = match.group("host")
+        if name.lower() in _NOT_A_HOST or not self._is_other_host(name):
+            return match.group(0)
+        return keep_group("host", self.pseudonyms.host(name))(match)
 
     @staticmethod
     @functools.lru_cache(maxsize=4096)
