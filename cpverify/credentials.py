@@ -195,13 +195,24 @@ _AFTER_LOGIN = {name for name, options in _COMMAND_PASSWORDS.items() if options 
 _SHELL_WORD = re.compile(r"""(?:'[^'\n]*'|"(?:[^"\\\n]|\\.)*"|\\.|[^\s'"\\;|&<>()]|['"])+""")  # a lone quote: a cut line
 _COMMAND_LINE = re.compile(r"(?<![\w.-])(?P<command>" + "|".join(map(re.escape, sorted(_COMMAND_PASSWORDS, key=len, reverse=True)))
                            + r")(?![\w.-])(?:[ \t]+" + _SHELL_WORD.pattern + r")*")
-_PROSE_WORD = re.compile(r"[a-z]+")  # what a sentence holds after a flag (`-p is insecure`); no generated secret is
+# After a space, what is no value: a word of a sentence going on (`-p is insecure`: no generated
+# secret is a plain lowercase word) or the next option (`--password -p`).
+_NOT_A_VALUE = re.compile(r"[a-z]+(?:[-_][a-z]+)*|--?[A-Za-z].*")
+_NO_VALUE = {"none", "null", "nil", "true", "false"}  # what a dump or a repr prints for an unset credential
+
+
+def _reads_as_value(word: str) -> bool:
+    """Can `word`, after a space, be a credential: not prose, not the next option, not unset, not punctuation?"""
+    word = word.strip("`")  # a sentence that quotes code
+    return any(c.isalnum() for c in word) and not _NOT_A_VALUE.fullmatch(word) and word.lower() not in _NO_VALUE
 
 
 def _password_span(word: re.Match[str], form: str, start: int = 0, spaced: bool = True) -> list[tuple[int, int]]:
     """Where the password is in `word` (from `start`, past an attached option), as spans of the line."""
     text = word.group(0)[start:]
     offset = word.start() + start
+    if spaced and not _reads_as_value(text):
+        return []
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":  # 'quoted': the quotes stay
         text, offset = text[1:-1], offset + 1
     if form == "user:" or form == "user%":
@@ -209,8 +220,8 @@ def _password_span(word: re.Match[str], form: str, start: int = 0, spaced: bool 
         text, offset = (text[cut + 1:], offset + cut + 1) if cut != -1 else ("", offset)
     elif form == "pass:":
         text, offset = (text[5:], offset + 5) if text.startswith("pass:") else ("", offset)
-    if not text or text.startswith(("$", _PLACEHOLDER_PREFIX)) or (spaced and _PROSE_WORD.fullmatch(text)):
-        return []  # nothing, a $REFERENCE, already hidden, or a word of a sentence
+    if not any(c.isalnum() for c in text) or text.startswith(("$", _PLACEHOLDER_PREFIX)) or text.lower() in _NO_VALUE:
+        return []  # nothing, a $REFERENCE, already hidden, unset
     return [(offset, offset + len(text))]
 
 
@@ -227,9 +238,11 @@ def _command_password_spans(match: re.Match[str]) -> list[tuple[int, int]]:
             pending = None
         elif not active:
             active = text == "login"
-        elif command == "wandb":
-            pending = "skip" if text in ("--host", "--base-url") else None
-            spans += [] if text.startswith("-") else _password_span(word, "value")
+        elif command == "wandb":  # the key is the word that is no option nor an option's value
+            if text in ("--host", "--base-url"):
+                pending = "skip"
+            else:
+                spans += _password_span(word, "value")
         else:
             for option, form in options.items():
                 short = len(option) == 2
@@ -326,7 +339,6 @@ _NAME = re.compile(r"""(?<![\w$-])(?<!\$\{)(?P<quote>\\?["']?)(?P<name>(?:--)?(?
 _VALUE = re.compile(r"""(?P<sep>[ \t]*[=:][ \t]*|(?P<dots>[ \t]+\.+[ \t]+)|[ \t]+)"""
                     r"""(?P<value>\\"(?:[^"\\\n]|\\[^"])*\\"|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|[^\s,;'"}\])]+)""")
 _SCHEMES = {"bearer", "basic", "token", "digest", "negotiate", "ntlm", "apikey", "key"}
-_NO_VALUE = {"none", "null", "nil", "true", "false"}  # what a dump or a repr prints for an unset credential
 
 # The gate: a line that holds none of these words (lower-cased) can hold no value-shaped secret and no
 # secret pair, so the rules never see it -- most lines of a training log (NCCL INFO, access logs,
@@ -397,12 +409,18 @@ def _redact_pairs(text: str) -> str:
             continue
         sep, value, end = found.group("sep"), found.group("value"), found.end()
         spaced = not sep.strip()
-        if found.group("dots"):  # a dump's value is all the rest of its line
-            end = len(text.rstrip())
+        if found.group("dots"):  # a dump's row: the name indented, its value all the rest of the line
+            before, end = text[:match.start()], len(text.rstrip())
             value = text[found.start("value"):end]
+            # Megatron indents its rows by two spaces; unindented (a log cut or trimmed), a row's value
+            # must not read as a sentence going on, as in the ellipsis "waiting for the token ... done".
+            indented = before.endswith(("  ", "\t"))
+            if match.group("name").startswith("--") or not (
+                    indented or (not before.strip() and _reads_as_value(found.group("value")))):
+                continue
         # A bare-space separator only counts for CLI flags (--hf-token VALUE), not prose ("token was"),
         # and a plain lowercase word after one is a sentence going on (`so --wandb-key keeps its default`).
-        elif spaced and (not match.group("name").startswith("--") or _PROSE_WORD.fullmatch(value)):
+        elif spaced and (not match.group("name").startswith("--") or not _reads_as_value(value)):
             continue
         bare = value.strip("\"'\\")
         if (value.startswith("--") or bare.startswith(("$", _PLACEHOLDER_PREFIX)) or bare.lower() in _SCHEMES

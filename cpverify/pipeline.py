@@ -425,7 +425,7 @@ def step_lint(ctx: Context) -> int:
     if ctx.kind == "slime":
         findings = _deep_lint(ctx, plan, findings)
     if findings:
-        print(format_findings(findings), file=sys.stderr)
+        print(format_findings(findings, redact=ctx.redactor), file=sys.stderr)
     errors = [f for f in findings if f.severity == "error"]
     ctx.record.lint = [dataclasses.asdict(f) for f in findings]
     ctx.save()

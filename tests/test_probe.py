@@ -8,6 +8,7 @@ The last tests launch the real workload on CPU (gloo) and skip where torch is mi
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -280,9 +281,58 @@ def test_run_arm_streams_to_the_log(tmp_path):
     result = probe.run_arm([sys.executable, "-c", script], tmp_path / "arm.log")
     assert result["returncode"] == 3
     log = (tmp_path / "arm.log").read_text()
-    assert log.startswith("# ") and "noise" in log
-    parsed = parse_file(result["log"])  # what summarize() reads (its train side: the echoed command is none)
+    assert "noise" in log
+    parsed = parse_file(result["log"])  # what summarize() reads
     assert [c.name for c in parsed.checks] == ["a"] and [p.rollout for p in parsed.perf_for("train")] == [5]
+
+
+HF_TOKEN = "hf_" + "Pq3Rs6Tu9Vw2Xy5Za8Bc1De4Fg7Hi0Jk3L"
+DB_PASSWORD = "planted-" + "probe-pw-2f7c"  # no credential's shape: only its name gives it away
+PRINTED_KEY = "9f8e7d6c" + "5b4a39281706f5e4d3c2b1a0fedcba98"
+# What the workload reports of its environment, and prints of secrets it found elsewhere.
+_ENV_REPORT = ("import json, os; print('ENV ' + json.dumps({n: n in os.environ for n in "
+               "('HF_TOKEN', 'MY_DB_PASSWORD', 'NCCL_NVLS_ENABLE', 'PATH')})); "
+               f"print('token {HF_TOKEN} and pw {DB_PASSWORD}'); "
+               f"print('  wandb_key ....................................... {PRINTED_KEY}')")
+
+
+def _planted(monkeypatch) -> None:
+    monkeypatch.setenv("HF_TOKEN", HF_TOKEN)
+    monkeypatch.setenv("MY_DB_PASSWORD", DB_PASSWORD)
+
+
+def _env_report(text: str) -> dict[str, bool]:
+    return json.loads(next(line for line in text.splitlines() if line.startswith("ENV "))[4:])
+
+
+def test_an_arm_gets_the_runners_environment_and_writes_a_scrubbed_log(tmp_path, monkeypatch):
+    """The probe's arms run as every runner's do: this machine's credentials never reach the
+    workload (the allow-list of cpverify.runners._env), the probe profile's settings do, and the
+    log is scrubbed as it streams."""
+    _planted(monkeypatch)
+    result = probe.run_arm([sys.executable, "-c", _ENV_REPORT], tmp_path / "arm.log")
+    log = (tmp_path / "arm.log").read_text()
+    assert result["returncode"] == 0
+    assert _env_report(log) == {"HF_TOKEN": False, "MY_DB_PASSWORD": False, "NCCL_NVLS_ENABLE": True, "PATH": True}
+    assert [s for s in (HF_TOKEN, DB_PASSWORD, PRINTED_KEY) if s in log] == []
+
+
+def test_the_probe_command_leaks_no_credential_to_its_arms_logs_or_terminal(tmp_path, monkeypatch, capsys):
+    """`cpverify probe` end to end, its interpreter a stand-in for torchrun (no GPU here)."""
+    _planted(monkeypatch)
+    python = tmp_path / "python"
+    python.write_text("#!/bin/sh\n"
+                      "if [ \"$1\" = -c ]; then echo 'CPVERIFY-IMPORTS {}'; exit 0; fi\n"  # the import check
+                      f"exec {sys.executable} -c \"{_ENV_REPORT}\"\n")
+    python.chmod(0o755)
+    out = tmp_path / "out"
+    code = main(["probe", "--python", str(python), "--out", str(out), "--steps", "1", "--warmup", "0"])
+    printed = "".join(capsys.readouterr())
+    logs = {p.name: p.read_text() for p in (out / "logs").iterdir()}
+    assert code == 0 and sorted(logs) == ["cp1-s16k.log", "cp2-s16k.log"]
+    for text in (*logs.values(), printed, (out / "probe-summary.json").read_text()):
+        assert [s for s in (HF_TOKEN, DB_PASSWORD, PRINTED_KEY) if s in text] == []
+    assert {name: _env_report(text)["HF_TOKEN"] for name, text in logs.items()} == dict.fromkeys(logs, False)
 
 
 def test_summary_of_recorded_h200_arms():

@@ -443,6 +443,36 @@ def test_cli_copies_logs_redacted(tmp_path, this_machine, monkeypatch):
     assert "NCCL version 2.28.9+cuda12.9" in copied
 
 
+REAL_DUMPS = {1: "45_slime-h200x2-cp1-megatron-arguments-dump.log", 2: "44_slime-h200x2-cp2-megatron-arguments-dump.log"}
+
+
+@pytest.mark.parametrize("prefix", ["", "\x1b[36m(MegatronTrainRayActor pid=8312)\x1b[0m "], ids=["plain", "ray"])
+def test_a_key_in_slimes_argument_dump_reaches_no_file_of_the_bundle_nor_the_terminal(tmp_path, monkeypatch, capsys,
+                                                                                        prefix):
+    """slime prints Megatron's argument dump, `--wandb-key` included (`  wandb_key ..... KEY`): a
+    W&B key has no shape of its own (40 hex digits), only its name beside it in the dump."""
+    from cpverify.cli import main
+
+    key = "9f8e7d6c" + "5b4a39281706f5e4d3c2b1a0fedcba98"
+    logs = []
+    for cp, dump in REAL_DUMPS.items():
+        arm = synthetic_arm(cp=cp, actor_train_time=1.0, seed=cp)
+        for line in (Path(__file__).parent / "data" / "real-logs" / dump).read_text().splitlines():
+            arm.raw(prefix + re.sub(r"^(  wandb_key \.+ )None$", rf"\g<1>{key}", line))
+        logs.append(arm.write(tmp_path / f"cp{cp}.log"))
+    assert all(key in log.read_text() for log in logs)
+    monkeypatch.chdir(tmp_path)
+    for out, extra in (("bundle", ()), ("bundle-json", ("--json",))):
+        main(["verdict", "--baseline", str(logs[0]), "--candidate", str(logs[1]), "--out", out, *extra])
+    printed = capsys.readouterr()
+    written = {str(p.relative_to(tmp_path)): p.read_text(errors="replace")
+               for p in tmp_path.glob("bundle*/**/*") if p.is_file()}
+    assert {"bundle/verdict.md", "bundle/verdict.json", "bundle/logs/cp1.log", "bundle/logs/cp2.log"} <= set(written)
+    leaked = [where for where, text in [*written.items(), ("stdout", printed.out), ("stderr", printed.err)]
+              if key in text]
+    assert leaked == []
+
+
 def test_the_terminal_is_redacted_line_by_line_and_restored(monkeypatch):
     out = io.StringIO()
     monkeypatch.setattr(sys, "stdout", out)

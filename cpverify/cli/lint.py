@@ -10,8 +10,21 @@ from dataclasses import asdict
 from cpverify._inputs import read_user_text
 from cpverify.cli._options import add_profile_arguments, plan_from_args
 from cpverify.errors import EXIT_FAIL, EXIT_OK
-from cpverify.lint import ERROR, format_findings, has_errors, lint_argv, lint_plan, parallel_layout, parse_command
+from cpverify.lint import (
+    ERROR,
+    ParsedCommand,
+    format_findings,
+    has_errors,
+    lint_argv,
+    lint_plan,
+    misdashed,
+    parallel_layout,
+    parse_command,
+)
+from cpverify.lint.findings import redacted
 from cpverify.plan import parse_gpus
+from cpverify.redact import Redactor, redacted_terminal
+from cpverify.runners._env import secret_values
 
 
 def register(subparsers) -> None:
@@ -42,20 +55,36 @@ def _cli(args: argparse.Namespace) -> int:
     if command is not None:
         env = dict(os.environ) if args.inherit_env else None
         findings = lint_argv(command, env=env, gpus=gpus)
-        layout = parallel_layout(parse_command(command))
+        parsed = parse_command(command, env=env)
+        layout = parallel_layout(parsed)
         if layout:
             layout_line = "layout: " + " ".join(f"{k}={v}" for k, v in layout.items())
         subject = "command line"
+        secrets = _command_secrets(parsed)
     else:
         args.gpus = None  # for a profile, --gpus is the host's GPU count, not the plan's indices
         plan = plan_from_args(args)
         findings = lint_plan(plan, gpus=gpus)
         subject = f"profile {plan.profile.name} ({', '.join(a.name for a in plan.arms)})"
-    if args.json:
-        print(json.dumps([asdict(f) for f in findings], indent=2))
-    else:
-        errors = sum(f.severity == ERROR for f in findings)
-        if findings:
-            print(format_findings(findings))
-        print(f"{subject}: {errors} error(s), {len(findings) - errors} warning(s)" + (f"; {layout_line}" if layout_line else ""))
+        secrets = [value for arm in plan.arms for value in secret_values(arm.env, arm.argv)]
+    # A finding quotes the flags it is about, and their values with them: what the command holds
+    # secret goes from every finding before it is shown, as JSON or as a table whose cells wrap.
+    redactor = Redactor(secrets)
+    with redacted_terminal(redactor):
+        if args.json:
+            print(json.dumps([asdict(f) for f in redacted(findings, redactor)], indent=2))
+        else:
+            errors = sum(f.severity == ERROR for f in findings)
+            if findings:
+                print(format_findings(findings, redact=redactor))
+            print(f"{subject}: {errors} error(s), {len(findings) - errors} warning(s)"
+                  + (f"; {layout_line}" if layout_line else ""))
     return EXIT_FAIL if has_errors(findings) else EXIT_OK
+
+
+def _command_secrets(command: ParsedCommand) -> list[str]:
+    """What a pasted command holds that no output may show: the values of its secret variables and
+    flags (a mis-dashed or misspelt --wandb-key's too: its value is the same key) and the parts of
+    any value that are credentials by their shape."""
+    argv = [word for flag, values in command.options for word in (misdashed(flag) or flag, *values)]
+    return secret_values(command.env, argv)

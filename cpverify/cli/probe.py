@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,9 @@ from cpverify.artifacts import DEFAULT_BASE, atomic_write_json, new_run_id
 from cpverify.errors import EXIT_FAIL, EXIT_OK, EnvironmentBlocked
 from cpverify.probe import arm_commands, bandwidth_argv, run_arm, summarize
 from cpverify.profiles import get_profile
-from cpverify.runners.local import requested_python, workload_python
+from cpverify.progress import ArmsDisplay
+from cpverify.runners._env import workload_env
+from cpverify.runners.local import LocalRunner, requested_python, workload_python
 
 
 def register(subparsers) -> None:
@@ -41,7 +44,9 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     explicit, chosen_by = requested_python(args.python)
-    python = workload_python(explicit, chosen_by=chosen_by, needs=("torch", "cpverify.probe.workload"))
+    # asked the way the arms will run: with the environment the local runner gives them
+    env, _dropped = workload_env(get_profile("probe").env, base=os.environ)
+    python = workload_python(explicit, chosen_by=chosen_by, needs=("torch", "cpverify.probe.workload"), env=env)
     arms = arm_commands(cp=args.cp, seq_len=args.seq_len, steps=args.steps, warmup=args.warmup,
                         nproc=args.nproc, python=python.path, bypass_cp=args.bypass_cp)
     if args.bandwidth:
@@ -55,7 +60,14 @@ def run(args: argparse.Namespace) -> int:
     print(f"python: {python.path} ({python.chosen_by})", file=sys.stderr)
     out = args.out or DEFAULT_BASE / f"probe-{new_run_id()}"  # the run ids cpverify run makes
     (out / "logs").mkdir(parents=True, exist_ok=True)
-    results = {name: run_arm(argv, out / "logs" / f"{name}.log") for name, argv in arms.items()}
+    for what in LocalRunner().sweep_leftovers():  # GPUs held by the workload of a cpverify killed outright
+        print(f"{what} of an earlier, interrupted run", file=sys.stderr)
+    results = {}
+    with ArmsDisplay(list(arms), args.warmup + args.steps, prefix="[cpverify probe] ") as display:
+        for name, argv in arms.items():
+            print(f"{name}: {subprocess.list2cmdline(argv)}", file=sys.stderr)
+            results[name] = result = run_arm(argv, out / "logs" / f"{name}.log", name=name, on_progress=display.update)
+            display.finish(name, f"{result['outcome']} (exit {result['returncode']})")
     summary = summarize(results, cp=args.cp)
     atomic_write_json(out / "probe-summary.json", summary)
     print(render(summary))

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from cpverify.redact import Redactor
 from cpverify.terminal import fill_cells, wrap
 from cpverify.terminal import width as terminal_width
 
@@ -25,10 +26,19 @@ def has_errors(findings: Sequence[Finding]) -> bool:
     return any(f.severity == ERROR for f in findings)
 
 
-def format_findings(findings: Sequence[Finding], columns: int | None = None) -> str:
+def redacted(findings: Sequence[Finding], redact: Callable[[str], str]) -> list[Finding]:
+    """The findings with every text through `redact` (a flag's value may be a credential)."""
+    return [Finding(f.severity, redact(f.flag), redact(f.why), redact(f.fix), redact(f.where)) for f in findings]
+
+
+def format_findings(findings: Sequence[Finding], columns: int | None = None, *,
+                    redact: Callable[[str], str] | None = None) -> str:
     """The findings, `columns` wide (default: the terminal's): a grid where its four columns get room
     enough (GRID_COLUMNS), else one block per finding (`error --flag [arm]`, then why and fix wrapped
-    under it), so no word is cut and no line overflows."""
+    under it), so no word is cut and no line overflows. Each text is redacted first (`redact`; by
+    default cpverify.redact's rules with this machine's secrets): a key wrapped over two lines is
+    no longer one the terminal's redaction could see beside its name."""
+    findings = redacted(findings, redact or Redactor())
     columns = columns or terminal_width()
     if columns < GRID_COLUMNS:
         blocks = []

@@ -10,7 +10,6 @@ command is the quick, standalone way. `--dry-run` only prints the commands.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -56,20 +55,29 @@ def arm_commands(*, cp: int, seq_len: int, steps: int, warmup: int, nproc: int |
     }
 
 
-def run_arm(argv: list[str], log_path: Path) -> dict:
-    """Run one arm, streaming its output to the terminal and, line by line, to its log."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    with open(log_path, "w", encoding="utf-8") as log:
-        log.write(f"# {subprocess.list2cmdline(argv)}\n")
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                errors="replace", env=env)
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            log.write(line)
-            log.flush()
-            sys.stdout.write(line)
-        returncode = proc.wait()
-    return {"returncode": returncode, "log": str(log_path)}
+def run_arm(argv: list[str], log_path: Path, *, name: str | None = None, on_progress=None) -> dict:
+    """Run one arm as `cpverify run --profile probe` runs it: through the local runner, so that the
+    workload gets the allow-listed environment (cpverify.runners._env: never this machine's HF_TOKEN
+    or other credentials), its log is scrubbed line by line as it streams to disk, the probe
+    profile's limits stop a hung arm, and nothing of it outlives Ctrl-C. `on_progress` gets the
+    watcher's reports (cpverify.progress.ArmsDisplay.update)."""
+    from cpverify.model import Arm  # not at the top: the workload's side imports this package
+    from cpverify.profiles import get_profile
+    from cpverify.runners.local import LocalRunner
+
+    name = name or log_path.stem
+    profile = get_profile("probe")
+    log_path.unlink(missing_ok=True)  # the runner appends: one attempt, one log
+    arm = Arm(name, _cp_of(argv), tuple(argv), profile.env, os.getcwd())
+    result = LocalRunner(on_progress=on_progress).run_arm(arm, log_path=log_path, limits=profile.limits())
+    return {"returncode": result.exit_code, "log": str(log_path), "outcome": str(result.outcome),
+            "reason": result.reason}
+
+
+def _cp_of(argv: list[str]) -> int:
+    """The --cp an arm's workload is given (1 for the bandwidth arm, which has none)."""
+    flag = argv.index("--cp") if "--cp" in argv else -1
+    return int(argv[flag + 1]) if 0 <= flag < len(argv) - 1 and argv[flag + 1].isdigit() else 1
 
 
 def summarize(results: dict[str, dict], *, cp: int) -> dict:
