@@ -320,9 +320,23 @@ _PEM_ONE_LINE = re.compile(_PEM_BEGIN.pattern + r".*?" + _PEM_END.pattern)  # "\
 # colour), then key material (base64) or a header (Proc-Type: 4,ENCRYPTED); or a blank line.
 _PEM_BODY = re.compile(r"(?P<prefix>(?:[^\n]*[\s)])?)(?P<body>[A-Za-z0-9+/]+={0,2}|[A-Za-z-]+: [^\n]*)\s*")
 _PEM_BLANK = re.compile(r"\s*(?:\([^()\n]*\))?\s*")  # escape sequences are spaces by then (Credentials.line)
-# Terminal escape sequences: CSI (colour, cursor), a bare ESC + one character (an OSC's opening and
-# its ST end: the OSC's text, a link's URL, stays for the rules to read), BEL, C1's CSI.
-_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]?|[\x07\x9b]")
+# What a terminal does not print as text: escape sequences (CSI: colour, cursor; ESC and one
+# character), other control characters (backspace, BEL, C1's CSI), a carriage return inside a line;
+# and an OSC (a hyperlink's `ESC]8;;URL BEL`), whose text is not shown where it stands.
+_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]?|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x9b]|\r(?!\n)")
+_OSC = re.compile(r"\x1b\](?P<text>[^\x07\x1b\n]*)(?:\x07|\x1b\\)?")
+
+
+def _as_shown(line: str) -> str:
+    """`line` as the rules read it when it holds control characters: what a terminal shows, in
+    order (a name and its value together however they are coloured), control characters as
+    spaces, and the text of its OSCs (a link's URL may hold a password) after it."""
+    hidden = [m.group("text") for m in _OSC.finditer(line)]
+    line = _OSC.sub("", line)
+    if hidden:
+        body = line.rstrip("\r\n")
+        line = " ".join([body, *hidden]) + line[len(body):]
+    return _CONTROL.sub(" ", line)
 
 # NAME=value pairs. Names are found first and only secret-looking ones consume their value, so a
 # harmless name can never swallow the secret pair that follows it ("export A=1 HF_TOKEN=...").
@@ -349,7 +363,7 @@ GATE_WORDS = ("://", "-----begin", "hf_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_"
               "local-", "wandb_v1_", "bearer", "basic", *_NAME_STEMS,
               # the commands of _COMMAND_PASSWORDS (sshpass: "pass"; every registry tool and wandb: "login")
               "curl", "mysql", "mariadb", "redis-cli", "smbclient", "openssl", "sqlcmd", "mongo", "ldap", "login")
-_GATE_STR, _GATE_BYTES = GATE_WORDS, tuple(w.encode() for w in GATE_WORDS)
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 def _trie(words: Iterable[str]) -> str:
@@ -385,16 +399,23 @@ def _gated(lines: list, literals: list) -> list[int]:
     for line in lines:
         starts.append(offset)
         offset += len(line)
-    words = _GATE_BYTES if isinstance(block, bytes) else _GATE_STR
     hot: set[int] = set()
-    for haystack, needles in ((block.lower(), words), (block, literals)):
-        for needle in needles:
-            hit = haystack.find(needle)
-            while hit != -1:
-                index = bisect.bisect_right(starts, hit) - 1
-                hot.add(index)
-                following = index + 1
-                hit = haystack.find(needle, starts[following]) if following < len(starts) else -1
+
+    def hits(find: Callable[[int], int]) -> None:  # each line once: after a hit, go on at the next line
+        hit = find(0)
+        while hit != -1:
+            index = bisect.bisect_right(starts, hit) - 1
+            hot.add(index)
+            hit = find(starts[index + 1]) if index + 1 < len(starts) else -1
+
+    # the gate words: one scan of the trie regex (cheaper than a find per word once there are 50 words),
+    # over the block in lower case, ASCII only: str.lower() may lengthen a text ('İ'), and the offsets
+    # must stay the block's
+    low = block.lower() if isinstance(block, bytes) or block.isascii() else block.translate(_ASCII_LOWER)
+    gate = _GATE_LINE[type(block)]
+    hits(lambda pos: found.start() if (found := gate.search(low, pos)) else -1)
+    for needle in literals:
+        hits(lambda pos, needle=needle: block.find(needle, pos))
     return sorted(hot)
 
 
@@ -434,6 +455,9 @@ def _redact_pairs(text: str) -> str:
     return "".join(out)
 
 
+_LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")
+
+
 class Credentials:
     """The credential rules, bound to the literal values known to be secret, applied line by line.
 
@@ -447,11 +471,11 @@ class Credentials:
         self.in_pem = False
 
     def line(self, line: str) -> str:
-        """One line through every rule (no gate). Escape sequences read as spaces: a name or a value
-        in colour (`\\x1b[32mHF_TOKEN\\x1b[0m=...`) is still one; a line they held a secret in comes back
-        without them, the others as they were."""
-        if "\x1b" in line or "\x07" in line or "\x9b" in line:
-            plain = _ESCAPE.sub(" ", line)
+        """One line through every rule (no gate). Control characters and escape sequences read as
+        spaces: a name or a value in colour (`\\x1b[32mHF_TOKEN\\x1b[0m=...`) is still one; a line
+        they held a secret in comes back without them, the others as they were."""
+        if _CONTROL.search(line):
+            plain = _as_shown(line)
             out = self._rules(plain)
             return line if out == plain else out
         return self._rules(line)
@@ -512,9 +536,11 @@ class Credentials:
         return line[: body.start("body")] + PRIVATE_KEY + line[body.end("body"):]
 
     def text(self, text: str) -> str:
-        """All lines of a text, a PEM block spanning them included (state starts fresh)."""
+        """All lines of a text, a PEM block spanning them included (state starts fresh). Lines end at
+        "\\n" only, as the log stream's do: a carriage return or a form feed inside one is no line end
+        that a name and its value could be separated by."""
         self.in_pem = False
-        return "".join(self.lines(text.splitlines(keepends=True)))
+        return "".join(self.lines(_LINE.findall(text)))
 
 
 def literal_secret(name: str, value: str) -> bool:

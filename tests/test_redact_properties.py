@@ -38,14 +38,15 @@ def _leaked(secret: str, out: str, around: str) -> list[str]:
 def _sinks(text: str) -> dict[str, str]:
     """What every sink makes of `text`: the shareable files (with and without --no-redact), the
     raw log as it streams (line by line, and in one block), the terminal's line redactor."""
-    lines = text.encode().splitlines(keepends=True)
+    lines = re.findall(r"[^\n]*\n|[^\n]+$", text)  # as the watcher and the terminal cut them: at "\n"
+    raw = [line.encode() for line in lines]
     terminal = Redactor().lines()
     return {
         "redacted": redact_text(text),
         "--no-redact": redact_text(text, identity=False),
-        "stream": b"".join(LineScrubber()(line) for line in lines).decode(),
-        "stream block": b"".join(LineScrubber().lines(lines)).decode(),
-        "terminal": "".join(terminal(line) for line in text.splitlines(keepends=True)),
+        "stream": b"".join(LineScrubber()(line) for line in raw).decode(),
+        "stream block": b"".join(LineScrubber().lines(raw)).decode(),
+        "terminal": "".join(terminal(line) for line in lines),
     }
 
 
@@ -91,13 +92,25 @@ def test_a_credential_of_every_known_shape_goes_from_every_sink(secret, context,
         assert not _leaked(secret, out, around), (sink, out)
 
 
+@FAST
+@given(st.text(st.sampled_from("İıẞßΣσ日本x \t"), max_size=60), st.integers(0, 200), st.integers(1, 3), st.data())
+def test_text_in_any_alphabet_before_a_credential_hides_it_from_no_sink(text, dotted, lines_after, data):
+    """The gate finds its words in a block of lines by their offsets: text whose lower case is
+    longer ('İ' is two characters in lower case) must not shift a secret's line out of view."""
+    secret = data.draw(st.sampled_from(sorted(SHAPES)).flatmap(lambda kind: SHAPES[kind]))
+    before = "İ" * dotted + text
+    text = f"{before}\nexport HF_TOKEN={secret}\n" + "step 3: done, loss=0.5\n" * lines_after
+    for sink, out in _sinks(text).items():
+        assert not _leaked(secret, out, before), (sink, out)
+
+
 # -- by name ---------------------------------------------------------------------------------------
 
 SECRET_NAMES = ["HF_TOKEN", "WANDB_API_KEY", "wandb_key", "sglang_api_key", "DB_PASSWORD", "PGPASSWORD", "GITHUB_PAT",
                 "MY_SERVICE_CREDS", "NGC_API_KEY", "client_secret", "hf-token", "wandb-key", "router_oracle_password"]
 # Not a plain word (that is prose's), nor a $REFERENCE: what generated credentials look like.
 VALUES = _a(r"[A-Za-z0-9][A-Za-z0-9_.+/=%@:-]{7,40}").filter(lambda v: not v.isalpha() or not v.islower())
-ESC = st.sampled_from(["", "\x1b[32m", "\x1b[1;31m", "\x1b[0m", "\x1b[38;5;208m"])
+ESC = st.sampled_from(["", "\x1b[32m", "\x1b[1;31m", "\x1b[0m", "\x1b[38;5;208m", "\r", "\b", "\x1b]8;;\x07"])
 
 
 def _name_contexts(name: str, dots: int, colour: tuple[str, str, str]) -> list[str]:
