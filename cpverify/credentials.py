@@ -1,24 +1,22 @@
 """What a credential is, defined once: the rules cpverify.redact applies to everything cpverify
-writes or prints (see its docstring for where), and the runners to what a workload receives.
+writes or prints, and the runners to what a workload receives.
 
 A credential is recognised by its **name** (`is_secret_name`: HF_TOKEN, PGPASSWORD, DB_PASS,
-GITHUB_PAT, SENTRY_DSN, DATABASE_URL, RAY_JOB_HEADERS, --wandb-key ...), as the value of such a
-name in `NAME=value`, `NAME: value`, `"name": "value"`, `--name value` and an argument dump's
-`name ........ value`; by the **shape of its value**, whatever its name (VALUE_KINDS, one rule
-per kind as Yelp's detect-secrets keeps one plugin per kind: provider prefixes, JWTs, AWS key
-ids, Slack and Discord webhooks, URL userinfo, signed-URL query parameters, Authorization
-headers, the passwords of command lines such as `curl -u user:PW` or `sshpass -p PW`, PEM
-private-key blocks across lines); or **literally** (values of secret-named variables of this
-process and the plan). Colour codes around a name or a value hide neither.
+GITHUB_PAT, SENTRY_DSN, DATABASE_URL, --wandb-key ...), as the value of such a name in `NAME=value`,
+`NAME: value`, `"name": "value"`, `--name value` and an argument dump's `name ........ value`; by
+the **shape of its value**, whatever its name (VALUE_KINDS, one rule per kind as Yelp's
+detect-secrets keeps one plugin per kind: provider prefixes, JWTs, webhooks, URL userinfo, signed
+URLs, Authorization headers, command lines' passwords such as `curl -u user:PW`, PEM private-key
+blocks across lines); or **literally** (values of secret-named variables of this process and the
+plan). Colour codes and control characters around a name or a value hide neither.
 
 Deliberately *not* secrets, because a report without them is useless and a redactor that eats
-them is wrong too: numbers (`perf/actor_train_time` values, `Timeout(ms)=600000`), versions,
-paths, model names, hex digests (git commits, sha256: a W&B API key has the same 40-hex shape
-and is caught by its name, WANDB_API_KEY / --wandb-key / an argument dump's `wandb_key`, or
-literally), slime's data-field flags (`--input-key messages`) and tokenizer flags
-(`--fim-pad-token`), and prose: a flag named in a sentence (`so --wandb-key keeps its default`)
-is followed by a plain lowercase word, which no generated credential is. There is no entropy
-rule: on a training log it would eat hashes, ids and base64 tensors.
+them is wrong too: numbers (`Timeout(ms)=600000`), versions, paths, model names, hex digests (git
+commits, sha256: a W&B API key has the same 40-hex shape and is caught by its name or literally),
+slime's data-field and tokenizer flags (`--input-key messages`, `--fim-pad-token`), and prose: a
+flag named in a sentence is followed by a plain lowercase word (`so --wandb-key keeps its
+default`), which no generated credential is. There is no entropy rule: on a training log it would
+eat hashes, ids and base64 tensors.
 """
 
 from __future__ import annotations
@@ -136,8 +134,7 @@ class Kind:
     name: str
     pattern: re.Pattern[str]
     replace: Callable[[re.Match[str]], str]
-    # The secret parts of a match, for literal removal elsewhere (see secret_fragments); by
-    # default its `secret` or `value` group, else all of it.
+    # the secret parts of a match (secret_fragments); by default its `secret` or `value` group, or all
     parts: Callable[[re.Match[str]], list[str]] | None = None
 
     def fragments(self, match: re.Match[str]) -> list[str]:
@@ -389,11 +386,13 @@ def _trie(words: Iterable[str]) -> str:
 _GATE_LINE: dict[type, re.Pattern] = {str: re.compile(_trie(GATE_WORDS)), bytes: re.compile(_trie(GATE_WORDS).encode())}
 
 
-def _gated(lines: list, literals: list) -> list[int]:
-    """Indices of the lines (str or bytes, one type) that hold a gate word or a literal secret."""
+def _gated(lines: list, literals: re.Pattern | None) -> list[int]:
+    """Indices of the lines (str or bytes, one type) that hold a gate word or a literal secret
+    (`literals`: one pattern of them all, of the lines' type)."""
+    gate = _GATE_LINE[type(lines[0])]
     if len(lines) == 1:  # the common streaming case: no join, no offsets
         line = lines[0]
-        return [0] if _GATE_LINE[type(line)].search(line.lower()) or any(s in line for s in literals) else []
+        return [0] if gate.search(line.lower()) or (literals and literals.search(line)) else []
     block = lines[0][:0].join(lines)
     starts, offset = [], 0
     for line in lines:
@@ -401,21 +400,18 @@ def _gated(lines: list, literals: list) -> list[int]:
         offset += len(line)
     hot: set[int] = set()
 
-    def hits(find: Callable[[int], int]) -> None:  # each line once: after a hit, go on at the next line
-        hit = find(0)
-        while hit != -1:
-            index = bisect.bisect_right(starts, hit) - 1
+    def hits(pattern: re.Pattern, text) -> None:  # each line once: after a hit, go on at the next line
+        found = pattern.search(text)
+        while found:
+            index = bisect.bisect_right(starts, found.start()) - 1
             hot.add(index)
-            hit = find(starts[index + 1]) if index + 1 < len(starts) else -1
+            found = pattern.search(text, starts[index + 1]) if index + 1 < len(starts) else None
 
-    # the gate words: one scan of the trie regex (cheaper than a find per word once there are 50 words),
-    # over the block in lower case, ASCII only: str.lower() may lengthen a text ('İ'), and the offsets
-    # must stay the block's
-    low = block.lower() if isinstance(block, bytes) or block.isascii() else block.translate(_ASCII_LOWER)
-    gate = _GATE_LINE[type(block)]
-    hits(lambda pos: found.start() if (found := gate.search(low, pos)) else -1)
-    for needle in literals:
-        hits(lambda pos, needle=needle: block.find(needle, pos))
+    # One scan of the gate's trie (cheaper than a find per word once there are 50 words), over the
+    # block in lower case, ASCII only: str.lower() may lengthen a text ('İ'): the offsets are the block's.
+    hits(gate, block.lower() if isinstance(block, bytes) or block.isascii() else block.translate(_ASCII_LOWER))
+    if literals:
+        hits(literals, block)
     return sorted(hot)
 
 
@@ -467,7 +463,9 @@ class Credentials:
     def __init__(self, literals: Iterable[str]) -> None:
         # Longest first, so a secret that contains another is removed whole.
         self.literals = sorted({s for s in literals if s}, key=len, reverse=True)
-        self._literal_bytes = [s.encode("utf-8", "surrogateescape") for s in self.literals]
+        found = "|".join(map(re.escape, self.literals))  # one search for them all, as the gate's
+        self._found: dict[type, re.Pattern | None] = {str: re.compile(found) if found else None, bytes: re.compile(
+            found.encode("utf-8", "surrogateescape")) if found else None}
         self.in_pem = False
 
     def line(self, line: str) -> str:
@@ -505,7 +503,7 @@ class Credentials:
         out = list(lines)
         if not lines:
             return out
-        hot = _gated(lines, self._literal_bytes if decode else self.literals)
+        hot = _gated(lines, self._found[bytes if decode else str])
         n, i, h = len(lines), 0, 0
         while i < n:
             if not self.in_pem:
@@ -563,10 +561,9 @@ def secret_fragments(text: str) -> list[str]:
     for kind in VALUE_KINDS:
         for match in kind.pattern.finditer(text):
             if kind.replace(match) == match.group(0):
-                continue  # a query parameter that is not secret
-            groups = match.groupdict()
-            fragment = groups.get("secret") or groups.get("value") or match.group(0)
-            found += [fragment, fragment.partition(":")[2]]  # user:password, and the password alone
+                continue  # a query parameter that is not secret, a command without a password
+            for fragment in kind.fragments(match):
+                found += [fragment, fragment.partition(":")[2]]  # user:password, and the password alone
     return [f for f in found if literal_worthy(f)]
 
 

@@ -108,9 +108,10 @@ _FQDN = re.compile(rf"(?i)(?<![\w./-])(?:(?:{_LABEL}\.)+(?:internal|local|lan|co
 _BRACKET_HOST = re.compile(r"\[(?P<host>[A-Za-z][A-Za-z0-9._-]*)\]:\d+")
 # Fields that hold a host name: torchrun's failure table (`host      : yotta-B200-232`), the
 # rendezvous' `master_addr=NAME`, a launcher's `MASTER_ADDR=NAME`, `--master-addr NAME`, `rdzv_endpoint: NAME:29500`.
+# A cluster's host names hold a digit or a dash; a traceback's code (`host: str`, `host=args.host`) does not.
 _HOST_FIELD = re.compile(r"(?i)(?<![\w-])(?:(?:host(?:_?name)?|master_addr(?:ess)?|rdzv_endpoint)[\"']?[ \t]*[:=]"
                          r"|--(?:master|rdzv)[_-](?:addr|endpoint)[ \t=])[ \t]*[\"']?"
-                         r"(?P<host>[A-Za-z](?:[A-Za-z0-9_-]|\.(?=[A-Za-z0-9]))*)")
+                         r"(?P<host>(?=[\w.-]*[\d-])[A-Za-z](?:[A-Za-z0-9_-]|\.(?=[A-Za-z0-9]))*)")
 _NOT_A_HOST = {"none", "null", "nil", "unknown", "unset", "true", "false", "auto", "any", "localhost"}
 # Where a rule can match at all (see Redactor.identity_of).
 _NCCL_TAIL = re.compile(r":\d+:\d+ \[\d+\]")

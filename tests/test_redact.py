@@ -320,6 +320,10 @@ def test_a_nox_step_writes_its_verdict_unredacted(tmp_path, monkeypatch):
 def test_secret_fragments_give_the_parts_a_workload_may_print_alone():
     fragments = secret_fragments("https://mirror-user:pw-5be1c0x@mirror/?token=tok-83bd27 " + HF)
     assert {"pw-5be1c0x", "tok-83bd27", HF} <= set(fragments)
+    # a command line's password alone, not the command; an option that is no password gives nothing
+    assert secret_fragments("curl -fsSL -u ci:Curl-pw-8e1d https://x && sshpass -p Ssh-pw-7c2a ssh h") == [
+        "Curl-pw-8e1d", "Ssh-pw-7c2a"]
+    assert secret_fragments("docker run -p 8080:80 -u 1000:1000 img") == []
 
 
 # -- a private key across lines and writes ---------------------------------------------------------

@@ -279,6 +279,7 @@ def test_a_host_torch_names_becomes_a_placeholder_in_every_line_after(host, line
 
 @pytest.mark.parametrize("line", ["[c10d] listening on [::]:29500", "connect to [localhost]:29500",
                                   "connect to [127.0.0.1]:29500", "host : None", "--host 0.0.0.0 --port 30000",
-                                  "master_addr is only used for static rdzv_backend and when rdzv_endpoint is not specified."])
+                                  "master_addr is only used for static rdzv_backend and when rdzv_endpoint is not specified.",
+                                  "    def connect(host: str, port: int) -> None:", "    Server(host=args.host, port=port)"])
 def test_what_torch_prints_about_no_particular_host_stays(line):
     assert Redactor()(line) == line
