@@ -29,6 +29,9 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from cpverify.terminal import _CONTROL as _TERMINAL_CONTROL  # what inert() escapes, one definition
+from cpverify.terminal import _CSI
+
 TOKEN = "<redacted:token>"
 SECRET = "<redacted:secret>"
 PRIVATE_KEY = "<redacted:private-key>"
@@ -317,23 +320,20 @@ _PEM_ONE_LINE = re.compile(_PEM_BEGIN.pattern + r".*?" + _PEM_END.pattern)  # "\
 # colour), then key material (base64) or a header (Proc-Type: 4,ENCRYPTED); or a blank line.
 _PEM_BODY = re.compile(r"(?P<prefix>(?:[^\n]*[\s)])?)(?P<body>[A-Za-z0-9+/]+={0,2}|[A-Za-z-]+: [^\n]*)\s*")
 _PEM_BLANK = re.compile(r"\s*(?:\([^()\n]*\))?\s*")  # escape sequences are spaces by then (Credentials.line)
-# What a terminal does not print as text: escape sequences (CSI: colour, cursor; ESC and one
-# character), other control characters (backspace, BEL, C1's CSI), a carriage return inside a line;
-# and an OSC (a hyperlink's `ESC]8;;URL BEL`), whose text is not shown where it stands.
-_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]?|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x9b]|\r(?!\n)")
+# An OSC (a hyperlink's `ESC]8;;URL BEL`): its text is not shown where it stands.
 _OSC = re.compile(r"\x1b\](?P<text>[^\x07\x1b\n]*)(?:\x07|\x1b\\)?")
 
 
 def _as_shown(line: str) -> str:
-    """`line` as the rules read it when it holds control characters: what a terminal shows, in
-    order (a name and its value together however they are coloured), control characters as
-    spaces, and the text of its OSCs (a link's URL may hold a password) after it."""
+    """`line` as the rules read it when it holds control characters: as terminal.inert() shows it
+    (colour and cursor sequences gone, other control characters parting their neighbours, here as
+    spaces), and the text of its OSCs (a link's URL may hold a password) after it."""
     hidden = [m.group("text") for m in _OSC.finditer(line)]
     line = _OSC.sub("", line)
     if hidden:
         body = line.rstrip("\r\n")
         line = " ".join([body, *hidden]) + line[len(body):]
-    return _CONTROL.sub(" ", line)
+    return _TERMINAL_CONTROL.sub(" ", _CSI.sub("", line.replace("\r\n", "\n")))
 
 # NAME=value pairs. Names are found first and only secret-looking ones consume their value, so a
 # harmless name can never swallow the secret pair that follows it ("export A=1 HF_TOKEN=...").
@@ -472,7 +472,7 @@ class Credentials:
         """One line through every rule (no gate). Control characters and escape sequences read as
         spaces: a name or a value in colour (`\\x1b[32mHF_TOKEN\\x1b[0m=...`) is still one; a line
         they held a secret in comes back without them, the others as they were."""
-        if _CONTROL.search(line):
+        if _TERMINAL_CONTROL.search(line):
             plain = _as_shown(line)
             out = self._rules(plain)
             return line if out == plain else out

@@ -375,8 +375,10 @@ def _inert_but_redraw(text: str) -> str:
 
 class _RedactingStream:
     """A text stream that passes whole lines through a redactor before the real stream sees them,
-    made inert first (cpverify.terminal.inert: no control character a log holds acts on the
-    terminal); `with_controls()` is the same without that, for a display that draws with them."""
+    then makes them inert (cpverify.terminal.inert: no control character a log holds acts on the
+    terminal); `with_controls()` is the same without that, for a display that draws with them.
+    Redaction comes first: it reads a line as the terminal will show it (cpverify.credentials), and
+    inert() would turn a backspace between a name and its value into text that parts them."""
 
     def __init__(self, stream, redactor: Redactor, *, controls: bool = False) -> None:
         self._stream = stream
@@ -397,7 +399,7 @@ class _RedactingStream:
         self._pending += text
         if "\n" in self._pending:
             *complete, self._pending = self._pending.split("\n")
-            self._stream.write("".join(self._line(self._clean(line) + "\n") for line in complete))
+            self._stream.write("".join(self._clean(self._line(line + "\n")) for line in complete))
         return len(text)
 
     def writelines(self, lines: Iterable[str]) -> None:
@@ -406,7 +408,7 @@ class _RedactingStream:
 
     def flush(self) -> None:
         if self._pending:  # a progress line redrawn with \r, or a prompt: it is shown now
-            self._stream.write(self._line(self._clean(self._pending)))
+            self._stream.write(self._clean(self._line(self._pending)))
             self._pending = ""
         self._stream.flush()
 

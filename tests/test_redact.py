@@ -490,3 +490,21 @@ def test_the_terminal_is_redacted_line_by_line_and_restored(monkeypatch):
     assert sys.stdout is out
     assert out.getvalue() == ("fetching with <redacted:token> from https://<redacted:secret>@host-1/x\n\rprogress 3/8"
                               "peer gpu-node-17.corp.example.com token=<redacted:secret>\n")
+
+
+@pytest.mark.parametrize("line", [
+    "DB_PASSWORD\b=Sup3r-s3cret-71",  # a backspace between a name and its value
+    "HF_TOKEN=\x1b[1mSup3r-s3cret-71\x1b[0m",  # a value in colour
+    "login with hf_Qx7bT2mN9p\x1b[0mL4vR8sK1wZ3yC6dF0gH5jE2a",  # a token cut by a colour code, shown whole
+    "\x1b[36m(MegatronTrainRayActor pid=1)\x1b[0m   wandb_key ............................... Sup3r-s3cret-71",
+])
+def test_the_terminal_shows_no_secret_that_control_characters_wrap(monkeypatch, line):
+    """What the terminal shows (cpverify.terminal.inert: colour removed, other control characters
+    as escapes) holds no piece of the secret, however control characters stood around it."""
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    with redacted_terminal(Redactor()):
+        print(line)
+    shown = out.getvalue()
+    assert "Sup3r-s3cret" not in shown and "L4vR8sK1wZ3yC6dF0gH5jE2a" not in shown
+    assert "\x1b" not in shown and "\b" not in shown
