@@ -40,7 +40,7 @@ nox.options.sessions = ["verify_cp"]
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))  # nox does not put the noxfile's directory on sys.path
 from cpverify import config  # noqa: E402, I001  (stdlib only: every CPVERIFY_* variable)
-from cpverify.artifacts import LATEST, new_run_id  # noqa: E402, I001  (stdlib only: the one run id generator)
+from cpverify.artifacts import LATEST, atomic_write_text, new_run_id  # noqa: E402, I001  (stdlib only: the one run id generator, the one writer)
 from cpverify.errors import EXIT_FAIL, EXIT_NAMES  # noqa: E402, I001
 
 # The shared tool environment and its extras (ray for --runner ray, plot for the PNGs).
@@ -75,7 +75,7 @@ def _tool_python(session: nox.Session) -> str:
         session.run(sys.executable, "-m", "venv", "--clear", str(TOOL_VENV), external=True)
         target = f"{ROOT}[{TOOL_EXTRAS}]" if TOOL_EXTRAS else str(ROOT)
         session.run(str(python), "-m", "pip", "install", "-q", "-e", target, external=True)
-        stamp.write_text(digest)
+        atomic_write_text(stamp, digest)  # never through a link planted at its name
         session.log(f"tool environment ready in {time.monotonic() - started:.0f}s")
     return str(python)
 

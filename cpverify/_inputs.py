@@ -1,13 +1,17 @@
-"""Reading a text file the user names (`lint --file`, `run --config`): UTF-8 or a clear error.
+"""Files the user names: reading a text file (`lint --file`, `run --config`) as UTF-8 or a clear
+error, and showing any file's name.
 
 Editors on other systems save Latin-1 or UTF-16, and people pass binaries by mistake; each
 of these becomes an InputError that names the file, what it is, and how to convert it,
-instead of a UnicodeDecodeError traceback.
+instead of a UnicodeDecodeError traceback. A file's name may itself not be UTF-8 (Python
+holds such bytes as surrogates, which no UTF-8 file or terminal takes) or hold control
+characters: `shown_name` is how a name is printed or recorded.
 """
 
 from __future__ import annotations
 
 import codecs
+import os
 import sys
 from pathlib import Path
 
@@ -39,3 +43,12 @@ def read_user_text(path: str, *, what: str) -> str:
     except UnicodeDecodeError as exc:
         raise InputError(f"{what} {path} is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})",
                          f"save it as UTF-8 (from Latin-1: {convert.format('LATIN1')})") from None
+
+
+def shown_name(name: str | bytes) -> str:
+    """A file name as text that is safe to print or record: bytes that are not UTF-8 (a name
+    from another system: argv holds them as surrogates) as \\xNN, and control and format
+    characters (an escape sequence, a newline, a right-to-left override) as their escapes."""
+    raw = name if isinstance(name, bytes) else os.fsencode(name)
+    text = raw.decode("utf-8", "backslashreplace")
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)

@@ -7,6 +7,13 @@ Every artifact goes through `atomic_writer`: the text lands in a temporary file 
 *same* directory (os.replace is only atomic within one filesystem), is fsync'ed, then
 replaces the target in one step. A crash, a full disk or a read-only directory leaves
 either the previous good file or no file -- never a truncated one that a user might paste.
+
+No path cpverify writes is followed through a link someone planted there (an artifacts
+directory may be shared, and cpverify may run as root): a temporary is made by mkstemp
+(O_CREAT|O_EXCL, an unpredictable name) or has no name at all (TemporaryFile), os.replace
+swaps a link for the file instead of writing through it, and a file written in place (a
+log as it streams, a lock) is opened by `open_in_place` (O_NOFOLLOW, a regular file of one
+name).
 """
 
 from __future__ import annotations
@@ -19,10 +26,10 @@ import json
 import os
 import re
 import secrets
-import shutil
+import stat
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -31,6 +38,7 @@ from cpverify.config import RUN_ID_ENV
 from cpverify.errors import ArtifactWriteError, InputError
 
 if TYPE_CHECKING:
+    from cpverify.parse import ParsedLog
     from cpverify.redact import Redactor
 
 DEFAULT_BASE = Path("artifacts")
@@ -76,10 +84,8 @@ def point_latest(run_dir: RunDir) -> Path:
     """Make `<artifacts root>/latest` a relative symlink to this run, replaced atomically: a script
     reading `artifacts/latest/verdict.json` sees the previous run or this one, never nothing."""
     link = run_dir.root.parent / LATEST
-    tmp = link.with_name(f".{LATEST}.{os.getpid()}.tmp")
+    tmp = link.with_name(f".{LATEST}.{secrets.token_hex(8)}.tmp")  # symlink(2) never replaces: a fresh name
     try:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
         os.symlink(run_dir.run_id, tmp)
         os.replace(tmp, link)  # rename(2) over the old link: atomic
     except OSError as exc:
@@ -93,6 +99,9 @@ def point_latest(run_dir: RunDir) -> Path:
 
 def fix_for_write(exc: OSError, path: Path, flag: str = "--out") -> str:
     """The fix for a file that could not be written; `flag` is the option that chose where it goes."""
+    if exc.errno == errno.ELOOP:  # open_in_place: a link (or no regular file) in the way
+        return (f"remove {path} (cpverify writes its own files there and never through a link), or pass {flag} "
+                "to a directory that only you can write")
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return f"free disk space on the filesystem of {path.parent}, or pass {flag} to a directory on another disk"
     if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
@@ -118,8 +127,9 @@ def atomic_writer(path: str | os.PathLike[str], *, mode: int = 0o644, binary: bo
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
-        # mkstemp creates 0600; artifacts are meant to be read (and commands.sh run) by the user.
-        os.chmod(tmp_name, mode)
+            # mkstemp creates 0600; artifacts are meant to be read (and commands.sh run) by the user.
+            # By descriptor: the name may have been swapped since mkstemp made it.
+            os.fchmod(handle.fileno(), mode)
         os.replace(tmp_name, target)
         tmp_name = None
         _fsync_dir(target.parent)
@@ -131,6 +141,34 @@ def atomic_writer(path: str | os.PathLike[str], *, mode: int = 0o644, binary: bo
         if tmp_name is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp_name)
+
+
+def open_in_place(path: str | os.PathLike[str], flags: int, mode: int = 0o644) -> int:
+    """os.open(path, flags, mode) for a file written where it lies (a log as it streams, a lock):
+    a symbolic link at `path` is never followed (O_NOFOLLOW), and only a regular file of one name
+    is taken (a hard link or a FIFO planted there would let the write reach another file, or hang
+    it). O_TRUNC is applied only once that is checked. Anything else in the way: OSError ELOOP
+    (fix_for_write names the fix)."""
+    truncate = flags & os.O_TRUNC
+    try:
+        fd = os.open(path, (flags & ~os.O_TRUNC) | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, mode)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENXIO):  # ENXIO: a FIFO nobody reads (O_NONBLOCK)
+            what = "a symbolic link" if exc.errno == errno.ELOOP else "not a regular file"
+            raise OSError(errno.ELOOP, f"{what} is in its place", str(path)) from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            what = "a file with other names (hard links)" if stat.S_ISREG(st.st_mode) else "not a regular file"
+            raise OSError(errno.ELOOP, f"{what} is in its place", str(path))
+        os.set_blocking(fd, True)
+        if truncate:
+            os.ftruncate(fd, 0)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -161,6 +199,33 @@ def atomic_write_json(path: str | os.PathLike[str], obj: Any, *, mode: int = 0o6
     return atomic_write_text(path, text, mode=mode, flag=flag)
 
 
+def check_out_apart(out: str | os.PathLike[str], inputs: dict[str, Path], *, flag: str = "--out") -> None:
+    """Refuse an output directory that holds, at any depth, a file the run reads (`inputs`: the
+    option that named it -> its path): the bundle written into it (logs/<arm>.log, verdict.md, ...)
+    could replace it. Directories are compared by device and inode along each input's real path,
+    so a relative, absolute, symlinked or bind-mounted spelling of one directory is that directory.
+    An `out` that does not exist yet holds nothing; one that is not a directory is refused."""
+    from cpverify._inputs import shown_name  # here: the noxfile imports this module with the standard library alone
+
+    try:
+        where = os.stat(out)  # following links: where the files would go
+    except OSError:
+        return  # nothing there (or unreachable: creating it names the problem)
+    fresh = Path(out) / f"verdict-{new_run_id()}"
+    if not stat.S_ISDIR(where.st_mode):
+        raise InputError(f"{flag} {shown_name(str(out))} is a file, not a directory",
+                         f"pass {flag} a directory for the bundle, e.g. {flag} {shown_name(str(Path(out).parent / fresh.name))}")
+    for option, path in inputs.items():
+        for folder in Path(os.path.realpath(path)).parents:
+            with contextlib.suppress(OSError):
+                if os.path.samestat(os.stat(folder), where):
+                    raise InputError(
+                        f"{flag} {shown_name(str(out))} holds {option} {shown_name(str(path))}: the bundle written "
+                        "there (logs/<arm>.log, verdict.md, ...) could replace what this run reads",
+                        f"pass {flag} a directory that holds no input, e.g. {flag} {shown_name(str(fresh))}, or "
+                        f"leave {flag} out (a fresh {DEFAULT_BASE}/<run-id>/)")
+
+
 @dataclass(frozen=True)
 class RunDir:
     """One verification's directory: artifacts/<run-id>/ with a logs/ subdirectory."""
@@ -175,6 +240,8 @@ class RunDir:
         run_dir = cls(root)
         try:
             run_dir.logs_dir.mkdir(parents=True, exist_ok=True)
+            if run_dir.logs_dir.is_symlink():  # mkdir(exist_ok) takes a link to a directory for one
+                raise OSError(errno.ELOOP, "a symbolic link is in its place", str(run_dir.logs_dir))
         except OSError as exc:
             raise ArtifactWriteError(f"could not create {run_dir.logs_dir}: {exc.strerror or exc}",
                                      fix_for_write(exc, run_dir.logs_dir)) from exc
@@ -251,32 +318,181 @@ def file_digest(path: Path) -> tuple[str, int]:
     return reader.sha256.hexdigest(), reader.size
 
 
-def snapshot_log(source: Path, bundled: Path, scrub: Redactor) -> dict:
-    """Copy the log `source` once, as it is now (it may still be growing), then write the bundle's
-    copy `bundled` from that snapshot, redacted by `scrub` (a log may hold tokens, keys or host
-    names). The digests name the bytes read and written, so env.json, the bundled log and the
-    verdict describe the same log."""
-    # Here, not at the top: the noxfile imports this module with the standard library alone.
-    from cpverify.parse import open_log
+# The bundle's copy of a log given to `cpverify verdict` is for reading and replaying, and a
+# log may be anything (a 200 KiB gzip inflates to 200 GiB; a line may run for 160 MiB): the
+# copy holds at most BUNDLED_LOG_MAX_BYTES, and of a line its first BUNDLED_LINE_MAX_BYTES
+# (more than the parser reads of a line, MAX_LINE_BYTES, so a replay judges the same lines).
+BUNDLED_LOG_MAX_BYTES = 64 << 20
+BUNDLED_LINE_MAX_BYTES = 1 << 20
+_BLOCK = 1 << 20
+_UP_TO_LAST_SPACE = re.compile(r"(?s).*\s")  # greedy: one pass back from the end
 
-    snapshot = bundled.with_name(f".{bundled.name}.snapshot")
-    written = hashlib.sha256()
+
+def _without_cut_word(text: str, reach: int = 4096) -> str:
+    """`text` without the word it ends in (within `reach` characters): a line cut inside a
+    credential must not keep its head, whose shape the redaction rules may not know."""
+    tail = text[-reach:]
+    kept = _UP_TO_LAST_SPACE.match(tail)
+    return text[: len(text) - len(tail) + (kept.end() if kept else 0)]
+
+
+class _BundledCopy(io.RawIOBase):
+    """A log's text as the bundle keeps it, read as a stream: each line redacted by `line`, a
+    line longer than `line_bytes` cut to its head (saying how much was left out), and the first
+    `max_bytes` written to `out` as they pass. Whoever reads it (the parser) reads every line;
+    the copy stops at a line's end once full (`complete` False). Memory: a block and a line."""
+
+    def __init__(self, text: IO[bytes], out: IO[bytes], line: Callable[[str], str], *,
+                 max_bytes: int, line_bytes: int) -> None:
+        self._text, self._out, self._line = text, out, line
+        self._max_bytes, self._line_bytes = max_bytes, line_bytes
+        self._held = b""  # the head of the line being read
+        self._dropped = 0  # bytes of that line past line_bytes
+        self._ready: list[bytes] = []  # redacted lines not yet handed to the reader
+        self._eof = False
+        self.sha256 = hashlib.sha256()  # of what the copy holds
+        self.copied = self.text_bytes = self.lines = self.copied_lines = self.lines_cut = 0
+        self.complete = True
+        self.ends_line = True  # the copy ends with a newline (or is empty)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._ready and not self._eof:
+            self._fill()
+        if not self._ready:
+            return 0
+        data = self._ready[0]
+        n = min(len(buffer), len(data))
+        buffer[:n] = data[:n]
+        if n == len(data):
+            self._ready.pop(0)
+        else:
+            self._ready[0] = data[n:]
+        return n
+
+    def _fill(self) -> None:
+        block = self._text.read(_BLOCK)
+        if not block:
+            self._eof = True
+            if self._held or self._dropped:  # a last line without its newline
+                self._emit(b"")
+            return
+        start = 0
+        while start < len(block):
+            nl = block.find(b"\n", start)
+            stop = len(block) if nl == -1 else nl
+            room = self._line_bytes - len(self._held)
+            if self._dropped or stop - start > room:  # only the head of this line is kept
+                self._held += block[start : start + max(room, 0)]
+                self._dropped += stop - start - max(room, 0)
+            else:
+                self._held += block[start:stop]
+            if nl == -1:
+                return
+            self._emit(b"\n")
+            start = nl + 1
+
+    def _emit(self, newline: bytes) -> None:
+        text = self._held.decode("utf-8", "replace")
+        if self._dropped:
+            text = _without_cut_word(text)
+        text = self._line(text + newline.decode())
+        if self._dropped:
+            self.lines_cut += 1
+            body = text[: len(text) - len(newline)]
+            text = f"{body} [cpverify: line cut here, {self._dropped} more bytes not copied]{newline.decode()}"
+        data = text.encode("utf-8")
+        self._held, self._dropped = b"", 0
+        self._ready.append(data)
+        self.text_bytes += len(data)
+        self.lines += bool(newline)
+        if self.complete and self.copied + len(data) <= self._max_bytes:
+            self._out.write(data)
+            self.sha256.update(data)
+            self.copied += len(data)
+            self.copied_lines += bool(newline)
+            self.ends_line = data.endswith(b"\n")
+        else:
+            self.complete = False
+
+    def close_note(self, log: dict) -> None:
+        """End a copy that stopped early with a line saying so, naming the log it was cut from."""
+        if self.complete:
+            return
+        note = (f"{'' if self.ends_line else chr(10)}[cpverify: this copy stops here, after line "
+                f"{self.copied_lines} of {self.lines}: it holds {self.copied} of the {self.text_bytes} bytes of "
+                f"text in the log ({log['bytes']} bytes as given, sha256 {log['sha256']}); the verdict "
+                "read every line]\n").encode()
+        self._out.write(note)
+        self.sha256.update(note)
+
+
+def bundle_log(source: Path, bundled: Path, scrub: Redactor, *, max_bytes: int = BUNDLED_LOG_MAX_BYTES,
+               line_bytes: int = BUNDLED_LINE_MAX_BYTES) -> tuple[dict, ParsedLog]:
+    """Take the log `source` once, as it is now (it may still be growing: its size when opened),
+    and parse its text, redacted by `scrub` (a log may hold tokens, keys or host names) while the
+    bundle's copy `bundled` is written from the same stream: the verdict judges what the copy
+    holds, line for line. The copy is capped (see BUNDLED_LOG_MAX_BYTES): a copy cut short ends
+    with a line saying so, and the returned record (env.json's `inputs`) has "copy" with the counts.
+    Returns (record, parsed log); the digests name the bytes read and the bytes written."""
+    # Here, not at the top: the noxfile imports this module with the standard library alone.
+    from cpverify.parse import open_text, parse_stream
+
+    how: dict[str, Any] = {}
+    with _snapshot(source, bundled.parent) as (snapshot, record):
+        with atomic_writer(bundled, binary=True) as out:
+            copy = _BundledCopy(open_text(snapshot, how), out, scrub.lines(), max_bytes=max_bytes,
+                                line_bytes=line_bytes)
+            parsed = parse_stream(copy)  # type: ignore[arg-type]
+            copy.close_note(record)
+    parsed.source = how  # how the log was stored, not the copy's (plain UTF-8 text)
+    record.update(bundled=f"logs/{bundled.name}", bundled_sha256=copy.sha256.hexdigest())
+    if not copy.complete or copy.lines_cut:
+        record["copy"] = {"complete": copy.complete, "lines": copy.copied_lines, "of_lines": copy.lines,
+                          "bytes": copy.copied, "of_bytes": copy.text_bytes, "lines_cut": copy.lines_cut,
+                          "max_bytes": max_bytes, "max_line_bytes": line_bytes}
+    return record, parsed
+
+
+@contextlib.contextmanager
+def _snapshot(source: Path, directory: Path) -> Iterator[tuple[IO[bytes], dict]]:
+    """(a copy of `source` as it is now, opened at its start; {"file", "sha256", "bytes"} of it). The
+    copy has no name (O_TMPFILE, or unlinked at once): there is no path to plant a link at. A log
+    still being written is taken at its size when opened, not chased while it grows."""
+    from cpverify._inputs import shown_name  # here, as bundle_log's imports
+
+    def unreadable(exc: OSError) -> InputError:
+        return InputError(f"could not read {shown_name(str(source))}: {exc.strerror or exc}",
+                          "copy the log to a local disk and pass the copy")
+
+    def unwritable(exc: OSError) -> ArtifactWriteError:
+        return ArtifactWriteError(f"could not write in {directory}: {exc.strerror or exc}",
+                                  fix_for_write(exc, directory / source.name))
+
     try:
-        with source.open("rb") as src, snapshot.open("wb") as copy:
-            read = HashingReader(src)
-            shutil.copyfileobj(read, copy)
-        # open_log: a gzip or UTF-16 log is copied as the text it holds. newline="": a "\r" (a
-        # progress bar) stays in its line, so the bundled log's line numbers are the source's.
-        with atomic_writer(bundled) as out, open_log(snapshot) as raw:
-            line = scrub.lines()  # a private-key block may span lines
-            for text in io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline=""):
-                redacted = line(text)
-                written.update(redacted.encode("utf-8"))
-                out.write(redacted)
+        src = source.open("rb")
+        size = os.fstat(src.fileno()).st_size
     except OSError as exc:
-        raise InputError(f"could not read {source}: {exc.strerror or exc}",
-                         "copy the log to a local disk and pass the copy") from None
-    finally:
-        snapshot.unlink(missing_ok=True)
-    return {"file": source.name, "sha256": read.sha256.hexdigest(), "bytes": read.size,
-            "bundled": f"logs/{bundled.name}", "bundled_sha256": written.hexdigest()}
+        raise unreadable(exc) from None
+    with src:
+        try:
+            snapshot = tempfile.TemporaryFile(dir=directory)
+        except OSError as exc:
+            raise unwritable(exc) from exc
+        with snapshot:
+            read = HashingReader(src)
+            while read.size < size:  # what was there when it was opened
+                try:
+                    block = read.read(min(_BLOCK, size - read.size))
+                except OSError as exc:
+                    raise unreadable(exc) from None
+                if not block:  # truncated meanwhile: what there was
+                    break
+                try:
+                    snapshot.write(block)
+                except OSError as exc:
+                    raise unwritable(exc) from exc
+            snapshot.seek(0)
+            yield snapshot, {"file": shown_name(source.name), "sha256": read.sha256.hexdigest(), "bytes": read.size}

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from cpverify.artifacts import atomic_writer, open_in_place
 from cpverify.errors import EnvironmentBlocked, InputError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,8 +94,9 @@ def stage_wheels(wheel_dir: Path) -> dict[str, str]:
         spec = read_lock().get("HYPERSCAN_PIP_SPEC", "")
         raise InputError(f"no wheels in {wheel_dir}",
                          f"`pip download -d {wheel_dir} {' '.join(CONTAINER_REQUIREMENTS)} {spec}` first")
-    for whl in wheels:
-        shutil.copy2(whl, target / whl.name)
+    for whl in wheels:  # through a temporary of its own: never through a link at the wheel's name
+        with whl.open("rb") as wheel, atomic_writer(target / whl.name, binary=True) as out:
+            shutil.copyfileobj(wheel, out)
     return {"PIP_ARGS": "--no-index"}
 
 
@@ -101,7 +104,8 @@ def build_image(*, tag: str, args: dict[str, str], client=None,
                 on_line: Callable[[str], None] = print, log_path: Path | None = None) -> str:
     """Build with docker-py, streaming each build line to `on_line` and `log_path`; return the image id."""
     client = client or _client()
-    log = open(log_path, "a", encoding="utf-8") if log_path else None
+    # never through a link planted at the log's name
+    log = open(open_in_place(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "a", encoding="utf-8") if log_path else None
     image_id = None
     last_error = None
     try:

@@ -10,12 +10,15 @@ held with flock(2) for as long as the run lasts:
     who to wait for.
 The default directory is /tmp, not $TMPDIR, because two users with different TMPDIRs
 share the same GPUs; CPVERIFY_LOCK_DIR overrides it (e.g. a directory on a shared mount
-is NOT safe: flock over NFS is not reliable, keep it local).
+is NOT safe: flock over NFS is not reliable, keep it local). Anyone can put a file in /tmp,
+so a lock file is opened without following a link and only if it is a regular file of one
+name (artifacts.open_in_place), and who holds it is read from the descriptor that was locked.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import fcntl
 import json
 import os
@@ -25,7 +28,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from cpverify import config
-from cpverify.artifacts import fix_for_write
+from cpverify.artifacts import fix_for_write, open_in_place
 from cpverify.config import LOCK_DIR_ENV
 from cpverify.errors import ArtifactWriteError, InputError, LockHeld
 
@@ -40,10 +43,22 @@ def lock_path(gpu_id: int | str, directory: Path | None = None) -> Path:
 def read_holder(path: Path) -> dict | None:
     """Who holds (or last held) a lock file, as written by its holder; None if unknown."""
     try:
-        text = path.read_text()
-        return json.loads(text) if text.strip() else None
+        fd = open_in_place(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        return _holder_of(fd)
+    finally:
+        os.close(fd)
+
+
+def _holder_of(fd: int) -> dict | None:
+    try:
+        text = os.pread(fd, 4096, 0).decode("utf-8")
+        holder = json.loads(text) if text.strip() else None
     except (OSError, ValueError):
         return None
+    return holder if isinstance(holder, dict) else None
 
 
 class _Flocks:
@@ -59,7 +74,7 @@ class _Flocks:
     def held(self) -> bool:
         return bool(self._fds)
 
-    def _refusal(self, path: Path) -> LockHeld:
+    def _refusal(self, path: Path, holder: dict | None) -> LockHeld:
         raise NotImplementedError
 
     def acquire(self):
@@ -71,8 +86,9 @@ class _Flocks:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
+                    holder = _holder_of(fd)  # the file that is locked, whatever its name points at now
                     os.close(fd)
-                    raise self._refusal(path) from None
+                    raise self._refusal(path, holder) from None
                 self._fds.append(fd)
                 if writable:
                     _write_holder(fd, self.run_id)
@@ -118,11 +134,19 @@ class GpuLock(_Flocks):
                 f"cannot create the lock directory {self.directory}: {exc.strerror or exc}",
                 fix=f"set {LOCK_DIR_ENV} to a writable local directory",
             ) from exc
-        return super().acquire()
+        try:
+            return super().acquire()
+        except OSError as exc:
+            path = Path(exc.filename or self.directory)
+            raise InputError(
+                f"cannot use the GPU lock file {path}: {exc.strerror or exc}",
+                fix=(f"remove {path}: cpverify makes a regular file there, never a link; or " if exc.errno == errno.ELOOP
+                     else "") + f"set {LOCK_DIR_ENV} to a local directory every user of these GPUs can write",
+            ) from exc
 
-    def _refusal(self, path: Path) -> LockHeld:
+    def _refusal(self, path: Path, holder: dict | None) -> LockHeld:
         gpu = self.gpu_ids[self.paths.index(path)]
-        who, stop = _holder(path)
+        who, stop = _holder(path, holder)
         return LockHeld(
             f"GPU {gpu} is in use by cpverify {who}; lock file {path}",
             fix=f"wait for that run to finish {stop}; the lock frees itself when that process exits, "
@@ -147,8 +171,8 @@ class RunDirLock(_Flocks):
             raise ArtifactWriteError(f"could not write {self.paths[0]}: {exc.strerror or exc}",
                                      fix_for_write(exc, self.paths[0])) from exc
 
-    def _refusal(self, path: Path) -> LockHeld:
-        who, stop = _holder(path)
+    def _refusal(self, path: Path, holder: dict | None) -> LockHeld:
+        who, stop = _holder(path, holder)
         return LockHeld(
             f"run directory {self.root} is in use by cpverify {who}",
             fix=f"wait for that run to finish {stop}, or start another run: --run-id {self.new_run_id}",
@@ -156,20 +180,14 @@ class RunDirLock(_Flocks):
 
 
 def _open(path: Path) -> tuple[int, bool]:
-    # os.open gives a non-inheritable descriptor (PEP 446): the workload must not inherit
-    # it, or an orphaned child would keep the GPUs locked after cpverify is gone.
+    # A non-inheritable descriptor (O_CLOEXEC): the workload must not inherit it, or an
+    # orphaned child would keep the GPUs locked after cpverify is gone.
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        fd = open_in_place(path, os.O_RDWR | os.O_CREAT, 0o666)
     except PermissionError:
         # Another user's lock file: flock works on a read-only descriptor too; we just
         # cannot record who we are.
-        try:
-            return os.open(path, os.O_RDONLY), False
-        except OSError as exc:
-            raise InputError(
-                f"cannot open the GPU lock file {path}: {exc.strerror or exc}",
-                fix=f"set {LOCK_DIR_ENV} to a local directory every user of these GPUs can write",
-            ) from exc
+        return open_in_place(path, os.O_RDONLY), False
     try:
         os.fchmod(fd, 0o666)  # other users must be able to open it (the umask took bits away)
     except OSError:
@@ -188,9 +206,8 @@ def _write_holder(fd: int, run_id: str) -> None:
     os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
 
 
-def _holder(path: Path) -> tuple[str, str]:
-    """(who holds the lock at `path`, how to stop them) for a refusal."""
-    holder = read_holder(path)
+def _holder(path: Path, holder: dict | None) -> tuple[str, str]:
+    """(who holds the lock at `path`, as `holder` recorded it; how to stop them) for a refusal."""
     if holder:
         who = (
             f"run {holder.get('run_id', '?')} (pid {holder.get('pid', '?')} on {holder.get('host', '?')}, "

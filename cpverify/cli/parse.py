@@ -9,6 +9,7 @@ import statistics
 import sys
 from typing import Any
 
+from cpverify._inputs import shown_name
 from cpverify.parse import ParsedLog, parse_file, parse_stream
 
 
@@ -29,7 +30,7 @@ def _cmd_parse(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(parsed.to_json()))
     else:
-        print(render_summary(parsed, "<stdin>" if args.log == "-" else args.log))
+        print(render_summary(parsed, "<stdin>" if args.log == "-" else shown_name(args.log)))
     return 0
 
 

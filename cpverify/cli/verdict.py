@@ -1,7 +1,9 @@
 """`cpverify verdict --baseline A.log --candidate B.log`: a verdict from logs you already have.
 
-The logs are copied into the bundle first (artifacts.snapshot_log), so a log still being written
-is judged as one snapshot, and the bundle's copy, its digest and the verdict describe the same bytes."""
+Each log is taken once (artifacts.bundle_log), so a log still being written is judged as one
+snapshot, and parsed as the bundle's copy of it is written: the copy, its digest and the verdict
+describe the same text. The copy is capped (a gzip bomb, a runaway line); a copy cut short says
+so in itself, in env.json and in a row of the verdict."""
 
 from __future__ import annotations
 
@@ -13,12 +15,12 @@ import sys
 from pathlib import Path
 
 from cpverify import __version__
-from cpverify.artifacts import RunDir, snapshot_log
+from cpverify._inputs import shown_name
+from cpverify.artifacts import RunDir, bundle_log, check_out_apart
 from cpverify.errors import InputError
 from cpverify.fixes import WORKLOADS
-from cpverify.parse import parse_file
 from cpverify.redact import Redactor
-from cpverify.verdict import ArmEvidence, Thresholds, decide
+from cpverify.verdict import ArmEvidence, Check, Thresholds, decide
 
 
 def register(subparsers) -> None:
@@ -67,7 +69,7 @@ def run_verdict_command(args: argparse.Namespace) -> int:
     paths = {"baseline": Path(args.baseline), "candidate": Path(args.candidate)}
     for role, path in paths.items():
         if not path.is_file():
-            raise InputError(f"--{role} {path} is not a readable file",
+            raise InputError(f"--{role} {shown_name(str(path))} is not a readable file",
                              "pass the path of a saved slime log (stdout and stderr of train.py / ray job logs)")
         if requested[role] < 1:
             raise InputError(f"--{role}-cp {requested[role]} must be >= 1",
@@ -79,14 +81,16 @@ def run_verdict_command(args: argparse.Namespace) -> int:
         raise InputError(f"--expected-rollouts {args.expected_rollouts} leaves no rollout after the warm-up "
                          f"({args.warmup})", "pass the --num-rollout the arms were started with, e.g. 8")
 
+    if args.out is not None:  # the bundle must not land on the logs it is made from
+        check_out_apart(args.out, {f"--{role}": path for role, path in paths.items()})
     run_dir = RunDir.create(args.out)
     scrub = Redactor()  # one for the bundle: a host is the same host-N in its logs and in verdict.md
     inputs, parsed = {}, {}
     for role, path in paths.items():
-        # Judge the bundled copy itself: a log that grows while it is read, the bundle's copy, its
-        # sha256 and the verdict all describe the same bytes, and commands.sh replays it exactly.
-        inputs[role] = snapshot_log(path, run_dir.log_path(role), scrub)
-        parsed[role] = parse_file(run_dir.log_path(role))
+        # Judge what the bundle keeps: one snapshot of a log that grows while it is read, parsed as
+        # its redacted copy is written, so that the copy, its sha256 and the verdict describe the
+        # same text, and commands.sh replays it (exactly, unless the copy had to be cut short).
+        inputs[role], parsed[role] = bundle_log(path, run_dir.log_path(role), scrub)
     # Without a claim, two logs that state two different CPs are judged at those: a CP=2 log given
     # as --baseline is not "CP=1 that did not take effect". A log whose CP did not take effect
     # states the same CP as the other (cp=1 twice), so the defaults stand and cp_effective fails.
@@ -101,20 +105,23 @@ def run_verdict_command(args: argparse.Namespace) -> int:
     b_role, c_role = sorted(paths, key=lambda role: requested[role])
     if b_role != "baseline" and claimed:
         print(f"note: --baseline-cp {requested['baseline']} > --candidate-cp {requested['candidate']}: judging "
-              f"CP={requested[c_role]} ({paths[c_role]}) against CP={requested[b_role]} ({paths[b_role]})",
-              file=sys.stderr)
+              f"CP={requested[c_role]} ({shown_name(str(paths[c_role]))}) against CP={requested[b_role]} "
+              f"({shown_name(str(paths[b_role]))})", file=sys.stderr)
     b_cp, c_cp = requested[b_role], requested[c_role]
     arms = {f"cp{b_cp}": b_role, f"cp{c_cp}": c_role}
-    evidence = []
+    evidence, cut = [], []
     for name, role in arms.items():
         bundled = run_dir.log_path(name)
         run_dir.log_path(role).replace(bundled)  # logs/<arm>.log, as every bundle names its logs
         inputs[role] = {**inputs[role], "bundled": f"logs/{bundled.name}", "cp": requested[role]}
+        if not inputs[role].get("copy", {}).get("complete", True):
+            cut.append(_cut_copy(name, inputs[role]))
         evidence.append(ArmEvidence(name, requested[role], parsed[role], expected_rollouts=args.expected_rollouts,
                                     log_path=bundled))
     inputs = {"baseline": inputs[b_role], "candidate": inputs[c_role]}  # env.json: the baseline is the smaller CP
     names = list(arms)
-    verdict = decide(evidence, comparisons=[(names[0], names[1])], thresholds=thresholds, workload=args.workload)
+    verdict = decide(evidence, comparisons=[(names[0], names[1])], thresholds=thresholds, workload=args.workload,
+                     run_checks=cut)
 
     reproduce = ["cpverify", "verdict", "--baseline", f"logs/{names[0]}.log", "--candidate", f"logs/{names[1]}.log",
                  "--baseline-cp", str(b_cp), "--candidate-cp", str(c_cp), "--pass-ratio", f"{args.pass_ratio:g}",
@@ -125,7 +132,8 @@ def run_verdict_command(args: argparse.Namespace) -> int:
     commands = ("#!/usr/bin/env bash\n"
                 "# Reproduce this verdict from the logs in this bundle (run it from this directory).\n"
                 "# The slime commands behind the logs were not recorded: the logs were given to cpverify.\n"
-                "set -euo pipefail\n" + shlex.join(reproduce) + "\n")
+                + "".join(f"# {check.detail}: this replay judges the copy, not the whole log.\n" for check in cut)
+                + "set -euo pipefail\n" + shlex.join(reproduce) + "\n")
     logs_state = {"baseline": _stated(parsed[b_role]), "candidate": _stated(parsed[c_role])}
     written = report.write_report(run_dir, verdict, env=_basic_env(inputs, logs_state), commands_sh=commands,
                                   redactor=scrub, command=shlex.join(["cpverify", "verdict", *sys.argv[2:]])
@@ -135,9 +143,19 @@ def run_verdict_command(args: argparse.Namespace) -> int:
         print(json.dumps(json.loads(written["verdict.json"].read_text(encoding="utf-8")), indent=2))
     else:
         print(report.render_summary(verdict))
-    print(f"artifacts: {run_dir.root}", file=sys.stderr)
+    print(f"artifacts: {shown_name(str(run_dir.root))}", file=sys.stderr)
     print(report.share_lines(written), file=sys.stderr)
     return verdict.exit_code
+
+
+def _cut_copy(arm: str, record: dict) -> Check:
+    """The row saying that the bundle's copy of an arm's log stops before the log does."""
+    copy = record["copy"]
+    return Check("bundled_log", "warn",
+                 f"{record['bundled']} holds lines 1-{copy['lines']} of {copy['of_lines']} ({copy['bytes']} of "
+                 f"{copy['of_bytes']} bytes of text; the copy stops at {copy['max_bytes']}) of the log given "
+                 f"({record['bytes']} bytes, sha256 {record['sha256']}); the verdict read every line",
+                 "attach the log itself where the whole of it is needed: its sha256 is above", arm)
 
 
 # Megatron-LM's argument dump, for the setup line: what each run was started with.

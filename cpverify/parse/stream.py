@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from cpverify._inputs import shown_name
 from cpverify.errors import InputError
 from cpverify.parse import parser as parsing  # parsing.MAX_LINE_BYTES is read where used: tests change it
 from cpverify.parse import scan
@@ -79,6 +80,34 @@ class _Utf16AsUtf8(io.RawIOBase):
         return len(data)
 
 
+class _EndsWhereCut(io.RawIOBase):
+    """A decompressing stream that ends where its data breaks off (a cut download, a killed
+    writer), reading with read1 (read(n) would drop what it inflated before the break): what came
+    before counts and source["cut"] says why; broken before its first byte, it is no log at all."""
+
+    def __init__(self, inner: gzip.GzipFile, source: dict[str, Any]) -> None:
+        self._inner, self._source, self._read_any = inner, source, False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._source.get("cut"):
+            return 0
+        try:
+            data = self._inner.read1(len(buffer))
+        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            if not self._read_any:
+                raise InputError(f"the log looks {self._source['compression']} but cannot be read: {exc}",
+                                 fix="check the file (gzip -t LOG) or pass the uncompressed log") from None
+            self._source["cut"] = (f"the {self._source['compression']} data breaks off ({exc}): "
+                                   "the log was read up to there")
+            return 0
+        self._read_any = self._read_any or bool(data)
+        buffer[: len(data)] = data
+        return len(data)
+
+
 def _head(stream: IO[bytes], size: int) -> bytes:
     head = b""
     while len(head) < size:
@@ -96,7 +125,8 @@ def _decoded(stream: IO[bytes], source: dict[str, Any]) -> IO[bytes]:
     raw: IO[bytes] = _Unread(head, stream)  # type: ignore[assignment]
     if head[:2] == b"\x1f\x8b" and "compression" not in source:
         source["compression"] = "gzip"
-        return _decoded(gzip.GzipFile(fileobj=raw, mode="rb"), source)  # type: ignore[arg-type]
+        inflated = gzip.GzipFile(fileobj=raw, mode="rb")
+        return _decoded(_EndsWhereCut(inflated, source), source)  # type: ignore[arg-type]
     source.setdefault("compression", None)
     # A BOM alone could be Latin-1 "ÿþ"; UTF-16 text also has the NUL half of its ASCII characters.
     if head[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) and b"\x00" in head[2:]:
@@ -108,24 +138,18 @@ def _decoded(stream: IO[bytes], source: dict[str, Any]) -> IO[bytes]:
     return raw
 
 
+def open_text(stream: IO[bytes], source: dict[str, Any] | None = None) -> IO[bytes]:
+    """A log's text as a buffered binary UTF-8 stream, read as it streams: gzip inflated (up to
+    where it breaks off), UTF-16 re-encoded, a UTF-8 byte-order mark dropped. `source`, if given,
+    is filled with how the log was stored (ParsedLog.source)."""
+    return io.BufferedReader(_decoded(stream, {} if source is None else source))  # type: ignore[type-var]
+
+
 @contextlib.contextmanager
 def open_log(path: str | Path) -> Iterator[IO[bytes]]:
     """A log file's text as a binary UTF-8 stream (gzip and UTF-16 read transparently)."""
     with Path(path).open("rb") as stream:
-        yield io.BufferedReader(_decoded(stream, {}))  # type: ignore[type-var]
-
-
-def _read(stream: IO[bytes], source: dict[str, Any]) -> bytes:
-    """The next block; a compressed stream that breaks off ends the log (what came before counts)."""
-    if source.get("cut"):
-        return b""
-    try:
-        return stream.read(READ_BLOCK_BYTES)
-    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-        if source.get("compression") is None:
-            raise
-        source["cut"] = f"the {source['compression']} data breaks off ({exc}): the log was read up to there"
-        return b""
+        yield open_text(stream)
 
 
 def parse_stream(stream: IO[bytes]) -> ParsedLog:
@@ -139,17 +163,8 @@ def parse_stream(stream: IO[bytes]) -> ParsedLog:
     parser = LogParser()
     block_scan = scan.BlockScan(scan.ENGINE, parser._via_seen)
     source: dict[str, Any] = {}
-    try:
-        stream = _decoded(stream, source)
-        first = _read(stream, source)
-    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-        raise InputError(
-            f"the log looks {source.get('compression') or 'compressed'} but cannot be read: {exc}",
-            fix="check the file (gzip -t LOG) or pass the uncompressed log",
-        ) from None
-    if not first and source.get("cut"):
-        raise InputError(f"the log cannot be read: {source['cut']}", fix="check the file (gzip -t LOG) "
-                         "or pass the uncompressed log")
+    stream = _decoded(stream, source)
+    first = stream.read(READ_BLOCK_BYTES)
     lineno = 0  # lines completed so far
     carry = b""  # the unfinished last line of the previous block (at most MAX_LINE_BYTES+1)
     overlong = False  # the carried line passed MAX_LINE_BYTES: its tail is being dropped
@@ -161,7 +176,7 @@ def parse_stream(stream: IO[bytes]) -> ParsedLog:
                 carry += block
                 if len(carry) > parsing.MAX_LINE_BYTES:
                     carry, overlong = carry[: parsing.MAX_LINE_BYTES + 1], True
-            block = _read(stream, source)
+            block = stream.read(READ_BLOCK_BYTES)
             continue
         begin = 0
         if carry or overlong:
@@ -178,7 +193,7 @@ def parse_stream(stream: IO[bytes]) -> ParsedLog:
         if len(carry) > parsing.MAX_LINE_BYTES:
             carry, overlong = carry[: parsing.MAX_LINE_BYTES + 1], True
         lineno = _feed_block(parser, block_scan, block, begin, last_nl + 1, lineno)
-        block = _read(stream, source)
+        block = stream.read(READ_BLOCK_BYTES)
     if carry:
         lineno += 1
         parser.feed(_without_cut_pair(carry), lineno)
@@ -230,26 +245,27 @@ def _feed_block(parser: LogParser, block_scan: scan.BlockScan, data: bytes, begi
 def parse_file(path: str | Path) -> ParsedLog:
     """Parse one log file, streamed in binary mode. Unreadable -> InputError with the fix."""
     path = Path(path)
+    name = shown_name(str(path))  # printable: a name may hold bytes that are not UTF-8, or escapes
     try:
         with path.open("rb") as stream:
             return parse_stream(stream)
     except FileNotFoundError:
         raise InputError(
-            f"log file {path} does not exist",
+            f"log file {name} does not exist",
             fix="check the path (a cpverify run keeps its logs under artifacts/<run-id>/logs/<arm>.log)",
         ) from None
     except IsADirectoryError:
         raise InputError(
-            f"log path {path} is a directory, not a log file",
+            f"log path {name} is a directory, not a log file",
             fix="pass one log file inside it (a cpverify run keeps one per arm in artifacts/<run-id>/logs/)",
         ) from None
     except PermissionError:
         raise InputError(
-            f"log file {path} is not readable by this user",
-            fix=f"make it readable (chmod a+r {path}) or run cpverify as its owner",
+            f"log file {name} is not readable by this user",
+            fix=f"make it readable (chmod a+r {name}) or run cpverify as its owner",
         ) from None
     except OSError as exc:
         raise InputError(
-            f"log file {path} could not be read: {exc.strerror or exc}",
+            f"log file {name} could not be read: {exc.strerror or exc}",
             fix="copy the log to a local disk and parse the copy",
         ) from None

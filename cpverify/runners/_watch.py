@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import logging
+import os
 import signal
 import threading
 import time
@@ -43,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cpverify.artifacts import fix_for_write
+from cpverify.artifacts import fix_for_write, open_in_place
 from cpverify.errors import ArtifactWriteError
 from cpverify.fixes import for_outcome
 from cpverify.model import ArmInterrupted, ArmResult, Limits, Outcome
@@ -392,14 +393,15 @@ class LogWatcher:
     def _open_log(self) -> None:
         try:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            if self.log_path.exists():
-                self._line_base = _count_lines(self.log_path)
-            # Unbuffered append: every write is on disk at once, whatever happens next.
-            self._file = open(self.log_path, "ab", buffering=0)
+            # Never through a link planted at the log's name; unbuffered append: every write is on
+            # disk at once, whatever happens next. Lines already there are counted from the start.
+            self._file = open(open_in_place(self.log_path, os.O_RDWR | os.O_APPEND | os.O_CREAT), "ab+",
+                              buffering=0)
+            self._line_base = _count_lines(self._file)
         except OSError as exc:
             raise ArtifactWriteError(
                 f"cannot write the log {self.log_path}: {exc.strerror or exc}",
-                fix="choose a writable --out directory with free space",
+                fix=fix_for_write(exc, self.log_path),
             ) from exc
 
     def _finish(self, reader: threading.Thread) -> None:
@@ -477,9 +479,10 @@ def _write_all(file, data: bytes) -> None:
         view = view[written:]
 
 
-def _count_lines(path: Path) -> int:
-    count = 0
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            count += block.count(b"\n")
+def _count_lines(file: Any) -> int:
+    """Newlines in an open file, read from its start (positional reads: an O_APPEND file writes at its end)."""
+    count, offset = 0, 0
+    while block := os.pread(file.fileno(), 1 << 20, offset):
+        count += block.count(b"\n")
+        offset += len(block)
     return count

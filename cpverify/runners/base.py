@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Protocol
 
+from cpverify.artifacts import atomic_write_text
 from cpverify.errors import EnvironmentBlocked, InputError
 from cpverify.model import Arm, ArmInterrupted, ArmResult, Limits, Mount, Outcome
 from cpverify.runners._env import secret_values, workload_env
@@ -169,8 +170,7 @@ class BaseRunner:
             # TimeoutExpired carries bytes even with text=True
             printed = b"".join(_bytes(part) for part in (exc.stdout, exc.stderr)).decode("utf-8", "replace")
             code, output = -1, f"{printed}\n{tool.name}: no result after {timeout_s:.0f}s"
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        log_path.write_text(output)
+        atomic_write_text(log_path, output)  # never through a link planted at the log's name
         return code, output
 
     def run_arm(self, arm: Arm, *, log_path: Path | str, limits: Limits) -> ArmResult:

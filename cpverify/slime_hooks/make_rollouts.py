@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
+import tempfile
 from pathlib import Path
 
 MANIFEST = "cpverify-rollouts.json"
@@ -85,7 +87,11 @@ def main(argv: list[str] | None = None) -> int:
         samples = make_samples(rollout_id, batch=a.rollout_batch_size, n=a.n_samples_per_prompt,
                                prompt_len=a.prompt_len, response_len=a.response_len, vocab=a.vocab, seed=a.seed)
         save(a.out, samples, rollout_id)
-    manifest.write_text(json.dumps(request, indent=1) + "\n")
+    # through a temporary of its own (mkstemp: O_EXCL, a fresh name), then renamed: never through a link
+    fd, tmp = tempfile.mkstemp(dir=manifest.parent, prefix=f".{MANIFEST}.", suffix=".tmp")
+    with os.fdopen(fd, "w") as out:
+        out.write(json.dumps(request, indent=1) + "\n")
+    os.replace(tmp, manifest)
     print(f"cpverify-rollouts: wrote {a.num_rollout} rollouts of {a.rollout_batch_size * a.n_samples_per_prompt} "
           f"samples ({a.prompt_len} prompt + {a.response_len} response tokens) to {manifest.parent}", flush=True)
     return 0
