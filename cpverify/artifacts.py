@@ -435,8 +435,8 @@ def bundle_log(source: Path, bundled: Path, scrub: Redactor, *, max_bytes: int =
     and parse its text, redacted by `scrub` (a log may hold tokens, keys or host names) while the
     bundle's copy `bundled` is written from the same stream: the verdict judges what the copy
     holds, line for line. The copy is capped (see BUNDLED_LOG_MAX_BYTES): a copy cut short ends
-    with a line saying so, and the returned record (env.json's `inputs`) has "copy" with the counts.
-    Returns (record, parsed log); the digests name the bytes read and the bytes written."""
+    with a line saying so, and the returned record (env.json's `inputs`) has "copy" with the counts;
+    "stored" is how the log was stored (ParsedLog.source: gzip, UTF-16, where it breaks off). Returns (record, parsed log); the digests name the bytes read and the bytes written."""
     # Here, not at the top: the noxfile imports this module with the standard library alone.
     from cpverify.parse import open_text, parse_stream
 
@@ -448,7 +448,7 @@ def bundle_log(source: Path, bundled: Path, scrub: Redactor, *, max_bytes: int =
             parsed = parse_stream(copy)  # type: ignore[arg-type]
             copy.close_note(record)
     parsed.source = how  # how the log was stored, not the copy's (plain UTF-8 text)
-    record.update(bundled=f"logs/{bundled.name}", bundled_sha256=copy.sha256.hexdigest())
+    record.update(stored=how, bundled=f"logs/{bundled.name}", bundled_sha256=copy.sha256.hexdigest())
     if not copy.complete or copy.lines_cut:
         record["copy"] = {"complete": copy.complete, "lines": copy.copied_lines, "of_lines": copy.lines,
                           "bytes": copy.copied, "of_bytes": copy.text_bytes, "lines_cut": copy.lines_cut,

@@ -18,9 +18,9 @@ from cpverify import __version__
 from cpverify._inputs import shown_name
 from cpverify.artifacts import RunDir, bundle_log, check_out_apart
 from cpverify.errors import InputError
-from cpverify.fixes import WORKLOADS
+from cpverify.fixes import FIX_INCOMPLETE, WORKLOADS
 from cpverify.redact import Redactor
-from cpverify.verdict import ArmEvidence, Check, Thresholds, decide
+from cpverify.verdict import INCONCLUSIVE, ArmEvidence, Check, Thresholds, decide
 
 
 def register(subparsers) -> None:
@@ -114,8 +114,7 @@ def run_verdict_command(args: argparse.Namespace) -> int:
         bundled = run_dir.log_path(name)
         run_dir.log_path(role).replace(bundled)  # logs/<arm>.log, as every bundle names its logs
         inputs[role] = {**inputs[role], "bundled": f"logs/{bundled.name}", "cp": requested[role]}
-        if not inputs[role].get("copy", {}).get("complete", True):
-            cut.append(_cut_copy(name, inputs[role]))
+        cut += _shortened(name, inputs[role])
         evidence.append(ArmEvidence(name, requested[role], parsed[role], expected_rollouts=args.expected_rollouts,
                                     log_path=bundled))
     inputs = {"baseline": inputs[b_role], "candidate": inputs[c_role]}  # env.json: the baseline is the smaller CP
@@ -132,7 +131,8 @@ def run_verdict_command(args: argparse.Namespace) -> int:
     commands = ("#!/usr/bin/env bash\n"
                 "# Reproduce this verdict from the logs in this bundle (run it from this directory).\n"
                 "# The slime commands behind the logs were not recorded: the logs were given to cpverify.\n"
-                + "".join(f"# {check.detail}: this replay judges the copy, not the whole log.\n" for check in cut)
+                + "".join(f"# {check.detail}: this replay judges the copy, not the whole log.\n"
+                          for check in cut if check.name == "bundled_log")
                 + "set -euo pipefail\n" + shlex.join(reproduce) + "\n")
     logs_state = {"baseline": _stated(parsed[b_role]), "candidate": _stated(parsed[c_role])}
     written = report.write_report(run_dir, verdict, env=_basic_env(inputs, logs_state), commands_sh=commands,
@@ -148,14 +148,22 @@ def run_verdict_command(args: argparse.Namespace) -> int:
     return verdict.exit_code
 
 
-def _cut_copy(arm: str, record: dict) -> Check:
-    """The row saying that the bundle's copy of an arm's log stops before the log does."""
-    copy = record["copy"]
-    return Check("bundled_log", "warn",
-                 f"{record['bundled']} holds lines 1-{copy['lines']} of {copy['of_lines']} ({copy['bytes']} of "
-                 f"{copy['of_bytes']} bytes of text; the copy stops at {copy['max_bytes']}) of the log given "
-                 f"({record['bytes']} bytes, sha256 {record['sha256']}); the verdict read every line",
-                 "attach the log itself where the whole of it is needed: its sha256 is above", arm)
+def _shortened(arm: str, record: dict) -> list[Check]:
+    """The rows saying that an arm's log, or the bundle's copy of it, stops before it should: a
+    compressed log that breaks off is not a whole log (INCONCLUSIVE, as a log that ends mid-step);
+    a copy cut short still let the verdict read every line (a warning: the replay reads less)."""
+    rows = []
+    if record["stored"].get("cut"):
+        rows.append(Check("log_cut", "fail", f"the log given is not whole: {record['stored']['cut']}",
+                          f"check it with `gzip -t`; {FIX_INCOMPLETE}", arm, INCONCLUSIVE))
+    copy = record.get("copy", {"complete": True})
+    if not copy["complete"]:
+        rows.append(Check("bundled_log", "warn",
+                          f"{record['bundled']} holds lines 1-{copy['lines']} of {copy['of_lines']} ({copy['bytes']} "
+                          f"of {copy['of_bytes']} bytes of text; a copy stops at {copy['max_bytes']}) of the log given "
+                          f"({record['bytes']} bytes, sha256 {record['sha256']}); the verdict read every line",
+                          "attach the log itself where the whole of it is needed (its sha256 is above)", arm))
+    return rows
 
 
 # Megatron-LM's argument dump, for the setup line: what each run was started with.
