@@ -9,7 +9,6 @@ uses and shows the file behind it untouched (same bytes, same mode, nothing crea
 from __future__ import annotations
 
 import errno
-import json
 import os
 import stat
 import string
