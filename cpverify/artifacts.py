@@ -325,15 +325,15 @@ def file_digest(path: Path) -> tuple[str, int]:
 BUNDLED_LOG_MAX_BYTES = 64 << 20
 BUNDLED_LINE_MAX_BYTES = 1 << 20
 _BLOCK = 1 << 20
-_UP_TO_LAST_SPACE = re.compile(r"(?s).*\s")  # greedy: one pass back from the end
+_UP_TO_LAST_SPACE = re.compile(rb"(?s).*\s")  # greedy: one pass back from the end
 
 
-def _without_cut_word(text: str, reach: int = 4096) -> str:
-    """`text` without the word it ends in (within `reach` characters): a line cut inside a
-    credential must not keep its head, whose shape the redaction rules may not know."""
-    tail = text[-reach:]
+def _without_cut_word(head: bytes, reach: int = 4096) -> bytes:
+    """`head` without the word it ends in (within `reach` bytes): a line cut inside a credential
+    must not keep the credential's head, whose shape the redaction rules may not know."""
+    tail = head[-reach:]
     kept = _UP_TO_LAST_SPACE.match(tail)
-    return text[: len(text) - len(tail) + (kept.end() if kept else 0)]
+    return head[: len(head) - len(tail) + (kept.end() if kept else 0)]
 
 
 class _BundledCopy(io.RawIOBase):
@@ -395,10 +395,11 @@ class _BundledCopy(io.RawIOBase):
             start = nl + 1
 
     def _emit(self, newline: bytes) -> None:
-        text = self._held.decode("utf-8", "replace")
+        head = self._held
         if self._dropped:
-            text = _without_cut_word(text)
-        text = self._line(text + newline.decode())
+            head = _without_cut_word(head)
+            self._dropped += len(self._held) - len(head)
+        text = self._line(head.decode("utf-8", "replace") + newline.decode())
         if self._dropped:
             self.lines_cut += 1
             body = text[: len(text) - len(newline)]

@@ -1,0 +1,338 @@
+"""What `cpverify verdict` (and `cpverify parse`) take as input, whatever it is.
+
+* `--out` never holds an input: the bundle written there could replace the logs it is made from.
+* The bundle's copy of a log is capped (a gzip bomb, a runaway line): a copy cut short says so in
+  itself, in env.json and in a row of the verdict, and the verdict still reads every line.
+* Memory stays flat in a line's length (measured in benchmarks/bundle_memory.md; here, tracemalloc).
+* A file name that is not UTF-8, or holds control characters, is read and shown escaped.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import tracemalloc
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cpverify._inputs import shown_name
+from cpverify.artifacts import BUNDLED_LINE_MAX_BYTES, BUNDLED_LOG_MAX_BYTES, bundle_log, check_out_apart
+from cpverify.cli import main
+from cpverify.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE, InputError
+from cpverify.parse import parse_stream
+from cpverify.parse.parser import MAX_LINE_BYTES
+from cpverify.redact import Redactor
+from helpers.slime_log import synthetic_arm
+
+ROOT = Path(__file__).resolve().parents[1]
+CUT_MARK = re.compile(rb" \[cpverify: line cut here, (\d+) more bytes not copied\]$")
+NOTE = re.compile(rb"^\[cpverify: this copy stops here, after line (\d+) of (\d+): it holds (\d+) of the (\d+) bytes "
+                  rb"of text in the log \((\d+) bytes as given, sha256 ([0-9a-f]{64})\); the verdict read every line\]$")
+
+
+def _cli(*args, cwd, env=None):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    return subprocess.run([sys.executable, "-m", "cpverify", *args], cwd=cwd, env=env, capture_output=True,
+                          timeout=300)
+
+
+def _pair(folder: Path) -> tuple[Path, Path]:
+    return (synthetic_arm(cp=1, actor_train_time=1.0, seed=1).write(folder / "cp1.log"),
+            synthetic_arm(cp=2, actor_train_time=1.05, seed=2).write(folder / "cp2.log"))
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+# -- --out never holds an input -----------------------------------------------------------------
+
+@st.composite
+def layouts(draw):
+    """A directory chain d0/d1/.../dn, the input in one of them, --out one of them or a side branch,
+    each spelled one of several ways (relative, absolute, through a symlink, with ./ and ../)."""
+    depth = draw(st.integers(1, 4))
+    at = draw(st.integers(0, depth))  # the input lies in d<at>
+    out = draw(st.one_of(st.integers(0, depth), st.just("side")))
+    return depth, at, out, draw(st.sampled_from(["absolute", "relative", "symlink", "dotted", "trailing"])), \
+        draw(st.booleans())
+
+
+@settings(max_examples=60, deadline=None)
+@given(layouts())
+def test_out_is_refused_exactly_when_it_holds_an_input_however_it_is_spelled(layout):
+    depth, at, out, spelling, input_through_link = layout
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp).resolve()
+        chain = [root / "d0"]
+        for i in range(1, depth + 1):
+            chain.append(chain[-1] / f"d{i}")
+        chain[-1].mkdir(parents=True)
+        (root / "side").mkdir()
+        log = chain[at] / "cp2.log"
+        log.write_text("x\n")
+        given_log = log
+        if input_through_link:  # the input named through a link that lives elsewhere
+            given_log = root / "side" / "link.log"
+            given_log.symlink_to(log)
+        target = root / "side" if out == "side" else chain[out]
+        spelled = {"absolute": str(target), "relative": os.path.relpath(target),
+                   "dotted": f"{target}/./../{target.name}", "trailing": f"{target}/"}.get(spelling)
+        if spelling == "symlink":
+            (root / "alias").symlink_to(target)
+            spelled = str(root / "alias")
+        holds = out != "side" and out <= at
+        if holds:
+            with pytest.raises(InputError) as raised:
+                check_out_apart(spelled, {"--candidate": given_log})
+            assert raised.value.exit_code == EXIT_USAGE and "--out" in raised.value.fix
+        else:
+            check_out_apart(spelled, {"--candidate": given_log})
+
+
+def test_an_input_linked_into_out_is_refused(tmp_path):
+    """The name given lies elsewhere, the bytes live inside --out: writing there could replace them."""
+    base, cand = _pair(tmp_path / "out" / "logs")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "b.log").symlink_to(cand)
+    with pytest.raises(InputError):
+        check_out_apart(tmp_path / "out", {"--baseline": tmp_path / "elsewhere" / "b.log"})
+
+
+def test_replaying_a_bundle_into_itself_is_refused_and_the_bundle_kept(tmp_path):
+    base, cand = _pair(tmp_path)
+    bundle = tmp_path / "bundle"
+    assert _cli("verdict", "--baseline", str(base), "--candidate", str(cand), "--out", str(bundle),
+                cwd=tmp_path).returncode == EXIT_OK
+    before = _files(bundle)
+    proc = _cli("verdict", "--baseline", "logs/cp1.log", "--candidate", "logs/cp2.log", "--out", ".", cwd=bundle)
+    assert proc.returncode == EXIT_USAGE, proc.stderr
+    assert b"--out" in proc.stderr and b"fix:" in proc.stderr
+    assert _files(bundle) == before
+
+
+@pytest.mark.parametrize("out", [".", "./", "{abs}", "../{name}", "sub/.."])
+def test_out_as_the_inputs_own_directory_is_refused_and_nothing_written(tmp_path, out):
+    folder = tmp_path / "logs-here"
+    base, cand = _pair(folder)
+    (folder / "sub").mkdir()
+    before = _files(folder)
+    proc = _cli("verdict", "--baseline", "cp1.log", "--candidate", str(cand),
+                "--out", out.format(abs=folder, name=folder.name), cwd=folder)
+    assert proc.returncode == EXIT_USAGE, proc.stderr
+    assert _files(folder) == before and sorted(p.name for p in folder.iterdir()) == ["cp1.log", "cp2.log", "sub"]
+
+
+def test_out_inside_the_inputs_directory_is_allowed(tmp_path):
+    base, cand = _pair(tmp_path)
+    proc = _cli("verdict", "--baseline", "cp1.log", "--candidate", "cp2.log", "--out", "bundle", cwd=tmp_path)
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert (tmp_path / "bundle" / "verdict.json").is_file()
+
+
+def test_out_that_is_a_file_is_bad_input(tmp_path):
+    base, cand = _pair(tmp_path / "in")
+    (tmp_path / "taken").write_text("mine\n")
+    proc = _cli("verdict", "--baseline", str(base), "--candidate", str(cand), "--out", "taken", cwd=tmp_path)
+    assert proc.returncode == EXIT_USAGE and (tmp_path / "taken").read_text() == "mine\n"
+
+
+# -- the bundle's copy: capped, and saying so ----------------------------------------------------
+
+class Unredacted:
+    """A scrub that changes nothing: the copy's lines can then be compared with the log's."""
+
+    def lines(self):
+        return lambda line: line
+
+
+def _bundle(tmp: Path, data: bytes, **caps):
+    source = tmp / "given.log"
+    source.write_bytes(data)
+    (tmp / "logs").mkdir(exist_ok=True)
+    record, parsed = bundle_log(source, tmp / "logs" / "cp2.log", Unredacted(), **caps)  # type: ignore[arg-type]
+    return record, parsed, (tmp / "logs" / "cp2.log").read_bytes()
+
+
+LINES = st.lists(st.one_of(st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=60),
+                           st.integers(0, 300).map(lambda n: "x" * n), st.integers(1, 300).map(lambda n: "word " * n)),
+                 max_size=40)
+
+
+@settings(max_examples=80, deadline=None)
+@given(lines=LINES, newline_at_end=st.booleans(), max_bytes=st.integers(0, 3000), line_bytes=st.integers(8, 200))
+def test_the_copy_holds_a_prefix_of_the_log_line_for_line_within_its_caps(lines, newline_at_end, max_bytes,
+                                                                            line_bytes):
+    data = "\n".join(lines).encode() + (b"\n" if newline_at_end and lines else b"")
+    with tempfile.TemporaryDirectory() as tmp:
+        record, parsed, copy = _bundle(Path(tmp), data, max_bytes=max_bytes, line_bytes=line_bytes)
+    source = data.split(b"\n")
+    if source[-1] == b"":
+        source.pop()
+    assert parsed.lines == len(source)  # the verdict read every line, whatever the copy holds
+    assert record["sha256"] == hashlib.sha256(data).hexdigest() and record["bytes"] == len(data)
+    assert record["bundled_sha256"] == hashlib.sha256(copy).hexdigest()
+    kept = copy.split(b"\n")
+    if kept[-1] == b"":
+        kept.pop()
+    summary = record.get("copy", {"complete": True, "lines_cut": 0})
+    if not summary["complete"]:
+        note = NOTE.match(kept.pop())
+        assert note is not None
+        assert [int(n) for n in note.groups()[:4]] == [summary["lines"], summary["of_lines"], summary["bytes"],
+                                                       summary["of_bytes"]]
+        assert (int(note[5]), note[6].decode()) == (len(data), record["sha256"])
+        assert summary["bytes"] <= max_bytes and len(kept) == summary["lines"]
+    else:
+        assert len(kept) == len(source)
+    assert len(b"\n".join(kept)) <= max(max_bytes, 0) + 1 or summary["complete"]
+    cut = 0
+    for mine, theirs in zip(kept, source, strict=False):
+        mark = CUT_MARK.search(mine)
+        if mark is None:
+            assert mine == theirs and len(theirs) <= line_bytes
+            continue
+        cut += 1
+        head = mine[: mark.start()]
+        assert len(theirs) > line_bytes and len(head) <= line_bytes
+        assert theirs.startswith(head) and int(mark[1]) == len(theirs) - len(head)
+        assert head == b"" or head[-1:].isspace() or len(theirs) - len(head) > 4096  # no word is cut in two
+    assert cut == summary["lines_cut"] or not summary["complete"]
+
+
+def test_the_line_cap_keeps_more_of_a_line_than_the_parser_reads():
+    """A replay of the bundle judges the lines the verdict judged."""
+    assert BUNDLED_LINE_MAX_BYTES >= MAX_LINE_BYTES
+
+
+def test_a_line_cut_inside_a_credential_keeps_none_of_it(tmp_path):
+    token = "hf_" + "A1b2C3d4" * 5
+    line = ("x " * 100 + token + "y" * 500).encode()
+    record, _, copy = _bundle(tmp_path, line + b"\n", line_bytes=200 + 20)
+    assert b"hf_" not in copy and record["copy"]["lines_cut"] == 1
+
+
+def test_invalid_utf8_and_carriage_returns_keep_their_lines(tmp_path):
+    data = b"ok\n\xff\xfe broken\r progress 1\r progress 2\nlast"
+    record, parsed, copy = _bundle(tmp_path, data)
+    assert copy.split(b"\n")[0] == b"ok" and copy.count(b"\n") == 2 and parsed.lines == 3
+    assert "\ufffd".encode() in copy and b"\r progress 2" in copy
+
+
+def test_a_gzip_bomb_makes_a_capped_copy_and_a_row_saying_so(tmp_path):
+    """A small gzip inflating past the copy's cap: the bundle holds the cap, the copy's last line,
+    env.json and a warning row name the log's size and sha256; the verdict still read all of it."""
+    base, cand = _pair(tmp_path)
+    bomb = tmp_path / "cp2.log.gz"
+    junk = b" " * (BUNDLED_LINE_MAX_BYTES - 16) + b"\n"  # blank: the fastest text to redact
+    with gzip.open(bomb, "wb", compresslevel=9) as out:
+        out.write(cand.read_bytes())
+        for _ in range(BUNDLED_LOG_MAX_BYTES // len(junk) + 4):
+            out.write(junk)
+    assert bomb.stat().st_size < BUNDLED_LOG_MAX_BYTES // 100
+    out = tmp_path / "bundle"
+    proc = _cli("verdict", "--baseline", str(base), "--candidate", str(bomb), "--out", str(out), cwd=tmp_path)
+    assert proc.returncode == EXIT_OK, proc.stderr
+    copy = (out / "logs" / "cp2.log").read_bytes()
+    assert len(copy) <= BUNDLED_LOG_MAX_BYTES + 1024
+    note = NOTE.match(copy.rstrip(b"\n").rsplit(b"\n", 1)[1])
+    env = json.loads((out / "env.json").read_text())["inputs"]["candidate"]
+    assert note is not None and note[6].decode() == env["sha256"] == hashlib.sha256(bomb.read_bytes()).hexdigest()
+    assert env["copy"]["complete"] is False and env["stored"]["compression"] == "gzip"
+    assert env["copy"]["of_lines"] > env["copy"]["lines"]
+    data = json.loads((out / "verdict.json").read_text())
+    assert [(c["name"], c["status"], c["arm"]) for c in data["checks"] if c["name"] == "bundled_log"] == [
+        ("bundled_log", "warn", "cp2")]
+    assert data["arms"][1]["log_lines"] == env["copy"]["of_lines"]
+    assert "this replay judges the copy" in (out / "commands.sh").read_text()
+
+
+def test_a_gzip_that_breaks_off_is_judged_as_far_as_it_goes_and_inconclusive(tmp_path):
+    base, cand = _pair(tmp_path)
+    whole = gzip.compress(cand.read_bytes())
+    cut = tmp_path / "cut.log.gz"
+    cut.write_bytes(whole[: len(whole) * 2 // 3])
+    out = tmp_path / "bundle"
+    proc = _cli("verdict", "--baseline", str(base), "--candidate", str(cut), "--out", str(out), cwd=tmp_path)
+    assert proc.returncode == EXIT_INCONCLUSIVE, proc.stderr
+    data = json.loads((out / "verdict.json").read_text())
+    assert [(c["name"], c["effect"], c["arm"]) for c in data["checks"] if c["name"] == "log_cut"] == [
+        ("log_cut", "INCONCLUSIVE", "cp2")]
+    assert "breaks off" in json.loads((out / "env.json").read_text())["inputs"]["candidate"]["stored"]["cut"]
+
+
+def test_a_file_that_only_looks_gzip_is_bad_input(tmp_path):
+    base, _ = _pair(tmp_path)
+    (tmp_path / "fake.log").write_bytes(b"\x1f\x8b" + b"not gzip" * 20)
+    proc = _cli("verdict", "--baseline", str(base), "--candidate", "fake.log", "--out", "o", cwd=tmp_path)
+    assert proc.returncode == EXIT_USAGE and b"gzip -t" in proc.stderr
+
+
+def test_memory_stays_flat_in_a_lines_length(tmp_path):
+    """One line of 48 MiB in the log: the bundle step holds a block and a capped line, not the line."""
+    cand = synthetic_arm(cp=2, actor_train_time=1.05, seed=2).text().encode()
+    source = tmp_path / "long.log"
+    with source.open("wb") as out:
+        out.write(cand)
+        out.write(b"y" * (48 << 20) + b"\n")
+        out.write(cand)
+    (tmp_path / "logs").mkdir()
+    tracemalloc.start()
+    try:
+        record, parsed = bundle_log(source, tmp_path / "logs" / "cp2.log", Redactor())
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20, peak
+    assert record["copy"]["lines_cut"] == 1 and record["copy"]["complete"]
+    assert parsed.lines == 2 * cand.count(b"\n") + 1
+    assert [s.step for s in parsed.steps] == [s.step for s in parse_stream(io.BytesIO(cand)).steps] * 2
+
+
+# -- file names that are not UTF-8, or not printable ----------------------------------------------
+
+@settings(max_examples=200)
+@given(st.binary(min_size=1, max_size=40).filter(lambda b: b"/" not in b and b"\0" not in b))
+def test_a_shown_name_is_printable_text_and_keeps_printable_names_as_they_are(raw):
+    shown = shown_name(raw)
+    assert shown.isprintable() and shown.encode("utf-8")  # strict: no surrogate survives
+    assert shown_name(os.fsdecode(raw)) == shown
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return
+    if text.isprintable():
+        assert shown == text
+
+
+def test_a_log_whose_name_is_not_utf8_is_read_and_its_name_escaped(tmp_path):
+    base, cand = _pair(tmp_path)
+    odd = b"\xff\xfe-cp1.log"  # relative to tmp_path, where the commands run
+    os.rename(base, os.fsencode(tmp_path) + b"/" + odd)
+    strict = {"PYTHONIOENCODING": "utf-8:strict", "LC_ALL": "C.UTF-8"}
+    proc = _cli("verdict", "--baseline", odd, "--candidate", str(cand), "--out", "o", cwd=tmp_path, env=strict)
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert json.loads((tmp_path / "o" / "env.json").read_text())["inputs"]["baseline"]["file"] == "\\xff\\xfe-cp1.log"
+    parsed = _cli("parse", odd, cwd=tmp_path, env=strict)
+    assert parsed.returncode == EXIT_OK and parsed.stdout.startswith(rb"\xff\xfe-cp1.log: ")
+    missing = _cli("parse", odd + b".gone", cwd=tmp_path, env=strict)
+    assert missing.returncode == EXIT_USAGE and rb"\xff\xfe-cp1.log.gone" in missing.stderr
+
+
+def test_a_name_with_control_characters_reaches_no_terminal_raw(tmp_path):
+    base, _ = _pair(tmp_path)
+    name = "cp1\x1b]52;c;ZWNobyBwd25lZA==\x07\r.log"
+    os.rename(base, tmp_path / name)
+    proc = _cli("parse", name, cwd=tmp_path)
+    assert proc.returncode == EXIT_OK and b"\x1b" not in proc.stdout and b"\x07" not in proc.stdout
+    assert proc.stdout.startswith(rb"cp1\x1b]52;c;ZWNobyBwd25lZA==\x07\r.log: ")
