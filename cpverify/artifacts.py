@@ -432,12 +432,14 @@ class _BundledCopy(io.RawIOBase):
 
 def bundle_log(source: Path, bundled: Path, scrub: Redactor, *, max_bytes: int = BUNDLED_LOG_MAX_BYTES,
                line_bytes: int = BUNDLED_LINE_MAX_BYTES) -> tuple[dict, ParsedLog]:
-    """Take the log `source` once, as it is now (it may still be growing: its size when opened),
-    and parse its text, redacted by `scrub` (a log may hold tokens, keys or host names) while the
-    bundle's copy `bundled` is written from the same stream: the verdict judges what the copy
-    holds, line for line. The copy is capped (see BUNDLED_LOG_MAX_BYTES): a copy cut short ends
-    with a line saying so, and the returned record (env.json's `inputs`) has "copy" with the counts;
-    "stored" is how the log was stored (ParsedLog.source: gzip, UTF-16, where it breaks off). Returns (record, parsed log); the digests name the bytes read and the bytes written."""
+    """Take the log `source` once, as it is now (a log still being written: its size when opened),
+    and parse its text, redacted by `scrub` (a log may hold tokens, keys or host names), while the
+    bundle's copy `bundled` is written from the same stream: the verdict judges the text the copy
+    holds, line for line, and goes on reading where a capped copy stops (BUNDLED_LOG_MAX_BYTES).
+    Returns (record, parsed log). The record is env.json's `inputs` entry: the digests of the bytes
+    read and of the bytes written; "stored", how the log was stored (ParsedLog.source: gzip, UTF-16,
+    where it breaks off); "copy", when a line or the copy was cut, the counts (the copy's last line
+    says so too)."""
     # Here, not at the top: the noxfile imports this module with the standard library alone.
     from cpverify.parse import open_text, parse_stream
 

@@ -27,7 +27,6 @@ from hypothesis import strategies as st
 
 from cpverify._inputs import shown_name
 from cpverify.artifacts import BUNDLED_LINE_MAX_BYTES, BUNDLED_LOG_MAX_BYTES, bundle_log, check_out_apart
-from cpverify.cli import main
 from cpverify.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE, InputError
 from cpverify.parse import parse_stream
 from cpverify.parse.parser import MAX_LINE_BYTES
