@@ -348,7 +348,7 @@ class _BundledCopy(io.RawIOBase):
         self._max_bytes, self._line_bytes = max_bytes, line_bytes
         self._held = b""  # the head of the line being read
         self._dropped = 0  # bytes of that line past line_bytes
-        self._ready: list[bytes] = []  # redacted lines not yet handed to the reader
+        self._ready, self._at = b"", 0  # redacted text not yet handed to the reader, from _at
         self._eof = False
         self.sha256 = hashlib.sha256()  # of what the copy holds
         self.copied = self.text_bytes = self.lines = self.copied_lines = self.lines_cut = 0
@@ -359,64 +359,72 @@ class _BundledCopy(io.RawIOBase):
         return True
 
     def readinto(self, buffer: Any) -> int:
-        while not self._ready and not self._eof:
-            self._fill()
-        if not self._ready:
-            return 0
-        data = self._ready[0]
-        n = min(len(buffer), len(data))
-        buffer[:n] = data[:n]
-        if n == len(data):
-            self._ready.pop(0)
-        else:
-            self._ready[0] = data[n:]
+        while self._at == len(self._ready) and not self._eof:
+            self._ready, self._at = self._fill(), 0
+        n = min(len(buffer), len(self._ready) - self._at)
+        buffer[:n] = memoryview(self._ready)[self._at : self._at + n]
+        self._at += n
         return n
 
-    def _fill(self) -> None:
+    def _fill(self) -> bytes:
+        """The next block's lines, redacted (the copy takes those that fit)."""
         block = self._text.read(_BLOCK)
+        lines: list[bytes] = []
         if not block:
             self._eof = True
             if self._held or self._dropped:  # a last line without its newline
-                self._emit(b"")
-            return
+                lines.append(self._emit(b""))
         start = 0
         while start < len(block):
             nl = block.find(b"\n", start)
             stop = len(block) if nl == -1 else nl
-            room = self._line_bytes - len(self._held)
-            if self._dropped or stop - start > room:  # only the head of this line is kept
-                self._held += block[start : start + max(room, 0)]
-                self._dropped += stop - start - max(room, 0)
+            if not self._held and not self._dropped and stop - start <= self._line_bytes and nl != -1:
+                self._held = block[start:stop]  # the common case: a whole line in this block
             else:
-                self._held += block[start:stop]
+                room = max(self._line_bytes - len(self._held), 0)
+                self._held += block[start : start + min(room, stop - start)]
+                self._dropped += max(stop - start - room, 0)
             if nl == -1:
-                return
-            self._emit(b"\n")
+                break
+            lines.append(self._emit(b"\n"))
             start = nl + 1
+        if self.complete and lines:
+            self._copy(lines)
+        return b"".join(lines)
 
-    def _emit(self, newline: bytes) -> None:
-        head = self._held
-        if self._dropped:
-            head = _without_cut_word(head)
-            self._dropped += len(self._held) - len(head)
-        text = self._line(head.decode("utf-8", "replace") + newline.decode())
-        if self._dropped:
-            self.lines_cut += 1
-            body = text[: len(text) - len(newline)]
-            text = f"{body} [cpverify: line cut here, {self._dropped} more bytes not copied]{newline.decode()}"
-        data = text.encode("utf-8")
+    def _emit(self, newline: bytes) -> bytes:
+        """The held line, redacted (and cut, when it ran past line_bytes), with its newline."""
+        head, dropped = self._held, self._dropped
         self._held, self._dropped = b"", 0
-        self._ready.append(data)
-        self.text_bytes += len(data)
         self.lines += bool(newline)
-        if self.complete and self.copied + len(data) <= self._max_bytes:
-            self._out.write(data)
-            self.sha256.update(data)
-            self.copied += len(data)
-            self.copied_lines += bool(newline)
-            self.ends_line = data.endswith(b"\n")
+        if dropped:
+            kept = _without_cut_word(head)
+            dropped += len(head) - len(kept)
+            self.lines_cut += 1
+            text = self._line(kept.decode("utf-8", "replace") + newline.decode())
+            text = f"{text[: len(text) - len(newline)]} [cpverify: line cut here, {dropped} more bytes not copied]"
+            data = (text + newline.decode()).encode()
         else:
-            self.complete = False
+            data = self._line(head.decode("utf-8", "replace") + newline.decode()).encode()
+        self.text_bytes += len(data)
+        return data
+
+    def _copy(self, lines: list[bytes]) -> None:
+        """Into the copy, the lines that fit; the first that does not ends it."""
+        room, taken = self._max_bytes - self.copied, 0
+        for data in lines:
+            if len(data) > room:
+                self.complete = False
+                break
+            room -= len(data)
+            taken += 1
+        chunk = b"".join(lines[:taken])
+        if chunk:
+            self._out.write(chunk)
+            self.sha256.update(chunk)
+            self.copied += len(chunk)
+            self.copied_lines += chunk.count(b"\n")
+            self.ends_line = chunk.endswith(b"\n")
 
     def close_note(self, log: dict) -> None:
         """End a copy that stopped early with a line saying so, naming the log it was cut from."""
