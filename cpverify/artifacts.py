@@ -235,16 +235,22 @@ class RunDir:
     @classmethod
     def create(cls, out: str | os.PathLike[str] | None = None, *, base: str | os.PathLike[str] = DEFAULT_BASE,
                run_id: str | None = None) -> RunDir:
-        """`out` if given (the user's --out), else base/<run-id>; creates root and logs/."""
+        """`out` if given (the user's --out), else base/<run-id>; creates root and logs/. A link is
+        followed only where the user named it (--out): cpverify makes base/<run-id> and logs/ as
+        directories, so a link in their place was planted there."""
         root = Path(out) if out is not None else Path(base) / (check_run_id(run_id) if run_id else new_run_id())
         run_dir = cls(root)
         try:
+            # mkdir(exist_ok) takes a link to a directory for a directory: each is checked before use
+            if out is None and root.is_symlink():
+                raise OSError(errno.ELOOP, "a symbolic link is in its place", str(root))
             run_dir.logs_dir.mkdir(parents=True, exist_ok=True)
-            if run_dir.logs_dir.is_symlink():  # mkdir(exist_ok) takes a link to a directory for one
+            if run_dir.logs_dir.is_symlink():
                 raise OSError(errno.ELOOP, "a symbolic link is in its place", str(run_dir.logs_dir))
         except OSError as exc:
-            raise ArtifactWriteError(f"could not create {run_dir.logs_dir}: {exc.strerror or exc}",
-                                     fix_for_write(exc, run_dir.logs_dir)) from exc
+            where = Path(exc.filename or run_dir.logs_dir)
+            raise ArtifactWriteError(f"could not create {where}: {exc.strerror or exc}",
+                                     fix_for_write(exc, where)) from exc
         return run_dir
 
     @property
@@ -483,8 +489,14 @@ def _snapshot(source: Path, directory: Path) -> Iterator[tuple[IO[bytes], dict]]
                                   fix_for_write(exc, directory / source.name))
 
     try:
-        src = source.open("rb")
-        size = os.fstat(src.fileno()).st_size
+        fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO must not hang the open
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            raise InputError(f"{shown_name(str(source))} is not a regular file (a pipe, a device, a directory)",
+                             "save the log to a file and pass that file")
+        os.set_blocking(fd, True)
+        src, size = os.fdopen(fd, "rb"), st.st_size
     except OSError as exc:
         raise unreadable(exc) from None
     with src:

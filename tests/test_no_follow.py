@@ -79,14 +79,23 @@ def test_verdict_writes_through_no_link_planted_in_its_out_directory(tmp_path, d
         assert not (out / name).is_symlink() and (out / name).is_file(), name
 
 
-def test_a_link_in_place_of_the_logs_directory_is_refused(tmp_path):
-    victims, out = Victims(tmp_path / "victims"), tmp_path / "out"
-    out.mkdir()
-    (out / "logs").symlink_to(victims.folder)
+@pytest.mark.parametrize("where", ["out/logs", "base/run-1", "base/run-1/logs"])
+def test_a_link_in_place_of_a_directory_cpverify_makes_is_refused(tmp_path, where):
+    """--out is the user's to name (a link there is followed); base/<run-id> and logs/ are cpverify's."""
+    victims = Victims(tmp_path / "victims")
+    (tmp_path / where).parent.mkdir(parents=True)
+    (tmp_path / where).symlink_to(victims.folder)
     with pytest.raises(ArtifactWriteError) as raised:
-        RunDir.create(out)
-    assert raised.value.exit_code == EXIT_BLOCKED and "remove" in raised.value.fix
+        RunDir.create(tmp_path / "out") if where.startswith("out") else RunDir.create(base=tmp_path / "base",
+                                                                                      run_id="run-1")
+    assert raised.value.exit_code == EXIT_BLOCKED and f"remove {tmp_path / where}" in raised.value.fix
     assert list(victims.folder.iterdir()) == []
+
+
+def test_a_link_the_user_names_as_out_is_followed(tmp_path):
+    (tmp_path / "disk").mkdir()
+    (tmp_path / "out").symlink_to(tmp_path / "disk")
+    assert RunDir.create(tmp_path / "out").logs_dir.is_dir() and (tmp_path / "disk" / "logs").is_dir()
 
 
 # -- the atomic writers ----------------------------------------------------------------------------

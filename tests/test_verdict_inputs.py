@@ -277,6 +277,18 @@ def test_a_file_that_only_looks_gzip_is_bad_input(tmp_path):
     assert proc.returncode == EXIT_USAGE and b"gzip -t" in proc.stderr
 
 
+def test_a_log_that_is_a_pipe_is_refused_without_waiting_for_a_writer(tmp_path):
+    os.mkfifo(tmp_path / "fifo.log")
+    code = ("import sys; from pathlib import Path; from cpverify.artifacts import bundle_log; "
+            "from cpverify.errors import InputError; from cpverify.redact import Redactor\n"
+            "try:\n    bundle_log(Path(sys.argv[1]), Path(sys.argv[2]), Redactor())\n"
+            "except InputError as exc:\n    print(exc.problem)")
+    (tmp_path / "logs").mkdir()
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "fifo.log"), str(tmp_path / "logs" / "x.log")],
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=60)
+    assert "is not a regular file" in proc.stdout, proc.stderr
+
+
 def test_memory_stays_flat_in_a_lines_length(tmp_path):
     """One line of 48 MiB in the log: the bundle step holds a block and a capped line, not the line."""
     cand = synthetic_arm(cp=2, actor_train_time=1.05, seed=2).text().encode()
