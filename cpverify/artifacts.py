@@ -122,7 +122,10 @@ def atomic_writer(path: str | os.PathLike[str], *, mode: int = 0o644, binary: bo
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        opened = os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+        # backslashreplace: a path from argv may hold bytes that are not UTF-8 (surrogates); in JSON,
+        # the escape it leaves (\udcff) reads back as the same path
+        opened = (os.fdopen(fd, "wb") if binary
+                  else os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="\n"))
         with opened as handle:
             yield handle
             handle.flush()

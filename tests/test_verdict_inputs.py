@@ -347,3 +347,20 @@ def test_a_name_with_control_characters_reaches_no_terminal_raw(tmp_path):
     proc = _cli("parse", name, cwd=tmp_path)
     assert proc.returncode == EXIT_OK and b"\x1b" not in proc.stdout and b"\x07" not in proc.stdout
     assert proc.stdout.startswith(rb"cp1\x1b]52;c;ZWNobyBwd25lZA==\x07\r.log: ")
+
+
+def test_a_path_that_is_not_utf8_is_printed_back_as_its_bytes(tmp_path):
+    """Any command on a terminal that takes only UTF-8: the path's bytes come back, no traceback."""
+    proc = _cli("plan", "--slime-dir", b"/tmp/\xff-slime", "--sh", cwd=tmp_path,
+                env={"PYTHONIOENCODING": "utf-8:strict"})
+    assert proc.returncode == EXIT_OK, proc.stderr[-2000:]
+    assert b"cd '/tmp/\xff-slime'" in proc.stdout
+
+
+def test_a_path_that_is_not_utf8_is_written_to_json_and_read_back(tmp_path):
+    from cpverify.artifacts import atomic_write_json
+
+    path = os.fsdecode(b"/data/\xff\xfe/slime")
+    atomic_write_json(tmp_path / "plan.json", {"slime_dir": path})
+    assert os.fsencode(json.loads((tmp_path / "plan.json").read_text(encoding="utf-8"))["slime_dir"]) == \
+        b"/data/\xff\xfe/slime"

@@ -43,6 +43,11 @@ def main(argv: list[str] | None = None, *, commands: tuple[str, ...] = COMMANDS)
         return 2
     from cpverify.redact import Redactor, redacted_terminal  # only once a command runs
 
+    if getattr(sys.stdout, "errors", None) == "strict" and hasattr(sys.stdout, "reconfigure"):
+        # A path from argv may hold bytes that are not UTF-8 (Python holds them as surrogates): they
+        # are printed back as those bytes, as Python does under the C locale, not a traceback.
+        sys.stdout.reconfigure(errors="surrogateescape")
+
     # Everything printed is redacted like verdict.md (an error may quote a URL with a password,
     # a summary a host name); `run` swaps in its own rules, sharing its files' placeholders.
     with redacted_terminal(Redactor(identity=not getattr(args, "no_redact", False))):
