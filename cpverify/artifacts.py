@@ -251,7 +251,7 @@ class RunDir:
             if run_dir.logs_dir.is_symlink():
                 raise OSError(errno.ELOOP, "a symbolic link is in its place", str(run_dir.logs_dir))
         except OSError as exc:
-            where = Path(exc.filename or run_dir.logs_dir)
+            where = Path(exc.filename) if exc.errno == errno.ELOOP else run_dir.logs_dir  # the link, or what was asked
             raise ArtifactWriteError(f"could not create {where}: {exc.strerror or exc}",
                                      fix_for_write(exc, where)) from exc
         return run_dir
