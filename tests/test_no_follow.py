@@ -98,6 +98,27 @@ def test_a_link_the_user_names_as_out_is_followed(tmp_path):
     assert RunDir.create(tmp_path / "out").logs_dir.is_dir() and (tmp_path / "disk" / "logs").is_dir()
 
 
+def test_a_link_planted_among_the_logs_never_reaches_the_archive(tmp_path):
+    """The archive (cpverify-<run-id>.zip, made to be attached to an issue) takes the run's logs: a
+    link planted in logs/ must not carry the file it points at into it."""
+    import zipfile
+
+    base = synthetic_arm(cp=1, actor_train_time=1.0, seed=1).write(tmp_path / "in" / "a.log")
+    cand = synthetic_arm(cp=2, actor_train_time=1.05, seed=2).write(tmp_path / "in" / "b.log")
+    secret = tmp_path / "private" / "notes.txt"
+    secret.parent.mkdir()
+    secret.write_text("root:$6$saltsalt$hashedpassword:19000:0:99999:7:::\n")
+    out = tmp_path / "out"
+    (out / "logs").mkdir(parents=True)
+    (out / "logs" / "zz-planted.log").symlink_to(secret)
+    assert main(["verdict", "--baseline", str(base), "--candidate", str(cand), "--out", str(out)]) == EXIT_OK
+    archives = list(out.glob("*.zip"))
+    assert len(archives) == 1
+    with zipfile.ZipFile(archives[0]) as zf:
+        assert "logs/zz-planted.log" not in zf.namelist() and {"logs/cp1.log", "logs/cp2.log"} <= set(zf.namelist())
+        assert not any(b"hashedpassword" in zf.read(name) for name in zf.namelist())
+
+
 # -- the atomic writers ----------------------------------------------------------------------------
 
 NAMES = st.text(string.ascii_letters + string.digits + "._-", min_size=1, max_size=20).filter(

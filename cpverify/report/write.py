@@ -3,11 +3,19 @@ attach to an issue, each atomically and redacted (the only part of the report th
 
 from __future__ import annotations
 
+import os
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from cpverify.artifacts import RunDir, atomic_write_bytes, atomic_write_json, atomic_write_text, atomic_writer
+from cpverify.artifacts import (
+    RunDir,
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_text,
+    atomic_writer,
+    open_in_place,
+)
 from cpverify.redact import Redactor
 from cpverify.report import plots as plotting
 from cpverify.report.data import finite, render_json
@@ -73,8 +81,12 @@ def write_archive(run_dir: RunDir, written: dict[str, Path], scrub: Redactor) ->
         for file in [*extra, *logs]:
             if file.name in _NOT_SHARED:
                 continue
+            try:  # never through a link planted among the logs: it would put the file it points at in the archive
+                src = os.fdopen(open_in_place(file, os.O_RDONLY), "rb")
+            except OSError:
+                continue
             arcname = str(file.relative_to(run_dir.root))
-            with zf.open(arcname, "w", force_zip64=True) as out, file.open("rb") as src:
+            with zf.open(arcname, "w", force_zip64=True) as out, src:
                 line, sent = scrub.lines(), 0
                 for raw in src:
                     if sent + len(raw) > ARCHIVE_LOG_BYTES:
