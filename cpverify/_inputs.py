@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -52,3 +53,8 @@ def shown_name(name: str | bytes) -> str:
     raw = name if isinstance(name, bytes) else os.fsencode(name)
     text = raw.decode("utf-8", "backslashreplace")
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+def shown_command(argv: list[str]) -> str:
+    """A command line from argv as printable shell text (each word through shown_name)."""
+    return shlex.join(shown_name(word) for word in argv)

@@ -31,7 +31,6 @@ import dataclasses
 import functools
 import io
 import os
-import shlex
 import sys
 import time
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from pathlib import Path
 from typing import IO, cast
 
 from cpverify import config, doctor, fetch, image
+from cpverify._inputs import shown_command
 from cpverify.artifacts import (
     LATEST,
     HashingReader,
@@ -609,7 +609,7 @@ def _write(ctx: Context, plan, verdict) -> None:
     env["sources"] = _sources(ctx)
     written = report.write_report(ctx.run_dir, verdict, env=env, commands_sh=plan.commands_sh(),
                                   redactor=ctx.redactor, plan_arms=plan.arms,
-                                  command=shlex.join(["cpverify", *sys.argv[1:]]))
+                                  command=shown_command(["cpverify", *sys.argv[1:]]))
     print(report.render_summary(verdict))
     ctx.say(f"verdict: {verdict.status} -> {ctx.run_dir.verdict_md}")
     print(report.share_lines(written), file=sys.stderr)

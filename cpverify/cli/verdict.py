@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from cpverify import __version__
-from cpverify._inputs import shown_name
+from cpverify._inputs import shown_command, shown_name
 from cpverify.artifacts import RunDir, bundle_log, check_out_apart
 from cpverify.errors import InputError
 from cpverify.fixes import FIX_INCOMPLETE, WORKLOADS
@@ -136,7 +136,7 @@ def run_verdict_command(args: argparse.Namespace) -> int:
                 + "set -euo pipefail\n" + shlex.join(reproduce) + "\n")
     logs_state = {"baseline": _stated(parsed[b_role]), "candidate": _stated(parsed[c_role])}
     written = report.write_report(run_dir, verdict, env=_basic_env(inputs, logs_state), commands_sh=commands,
-                                  redactor=scrub, command=shlex.join(["cpverify", "verdict", *sys.argv[2:]])
+                                  redactor=scrub, command=shown_command(["cpverify", "verdict", *sys.argv[2:]])
                                   if sys.argv[1:2] == ["verdict"] else shlex.join(reproduce[:-2]))
 
     if args.json:
