@@ -160,8 +160,8 @@ def _shortened(arm: str, record: dict) -> list[Check]:
     if not copy["complete"]:
         rows.append(Check("bundled_log", "warn",
                           f"{record['bundled']} holds lines 1-{copy['lines']} of {copy['of_lines']} ({copy['bytes']} "
-                          f"of {copy['of_bytes']} bytes of text; a copy stops at {copy['max_bytes']}) of the log given "
-                          f"({record['bytes']} bytes, sha256 {record['sha256']}); the verdict read every line",
+                          f"of {copy['of_bytes']} bytes of text; a copy stops at {copy['max_bytes']}); the verdict read "
+                          f"every line of the log given: {record['bytes']} bytes, sha256 {record['sha256']}",
                           "attach the log itself where the whole of it is needed (its sha256 is above)", arm))
     return rows
 
