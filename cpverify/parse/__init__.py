@@ -35,7 +35,7 @@ from cpverify.parse.records import (
     TracebackRecord,
 )
 from cpverify.parse.signatures import COARSE_CLASS, coarse_class
-from cpverify.parse.stream import open_log, open_text, parse_file, parse_stream
+from cpverify.parse.stream import open_text, parse_file, parse_stream
 
 __all__ = [
     "COARSE_CLASS",
@@ -55,7 +55,6 @@ __all__ = [
     "TracebackRecord",
     "coarse_class",
     "normalise_transport",
-    "open_log",
     "open_text",
     "parse_dict",
     "parse_file",

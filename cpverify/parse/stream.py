@@ -13,11 +13,9 @@ compressed log breaks off (what came before is kept).
 from __future__ import annotations
 
 import codecs
-import contextlib
 import gzip
 import io
 import zlib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -143,13 +141,6 @@ def open_text(stream: IO[bytes], source: dict[str, Any] | None = None) -> IO[byt
     where it breaks off), UTF-16 re-encoded, a UTF-8 byte-order mark dropped. `source`, if given,
     is filled with how the log was stored (ParsedLog.source)."""
     return io.BufferedReader(_decoded(stream, {} if source is None else source))  # type: ignore[type-var]
-
-
-@contextlib.contextmanager
-def open_log(path: str | Path) -> Iterator[IO[bytes]]:
-    """A log file's text as a binary UTF-8 stream (gzip and UTF-16 read transparently)."""
-    with Path(path).open("rb") as stream:
-        yield open_text(stream)
 
 
 def parse_stream(stream: IO[bytes]) -> ParsedLog:
