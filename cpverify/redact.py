@@ -23,6 +23,7 @@ import functools
 import getpass
 import ipaddress
 import json
+import os
 import re
 import socket
 import sys
@@ -399,8 +400,17 @@ class _RedactingStream:
         self._pending += text
         if "\n" in self._pending:
             *complete, self._pending = self._pending.split("\n")
-            self._stream.write("".join(self._clean(self._line(line + "\n")) for line in complete))
+            self._emit("".join(self._clean(self._line(line + "\n")) for line in complete))
         return len(text)
+
+    def _emit(self, text: str) -> None:
+        """Write to the real stream. A reader that went away (`cpverify verdict ... | head`) ends what
+        is shown, not the command: it goes on and exits with its own code (a FAIL must not become the
+        0 of a closed pipe); later output goes to /dev/null, so the interpreter's last flush is quiet."""
+        try:
+            self._stream.write(text)
+        except BrokenPipeError:
+            _discard(self._stream)
 
     def writelines(self, lines: Iterable[str]) -> None:
         for line in lines:
@@ -408,12 +418,24 @@ class _RedactingStream:
 
     def flush(self) -> None:
         if self._pending:  # a progress line redrawn with \r, or a prompt: it is shown now
-            self._stream.write(self._clean(self._line(self._pending)))
+            self._emit(self._clean(self._line(self._pending)))
             self._pending = ""
-        self._stream.flush()
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            _discard(self._stream)
 
     def __getattr__(self, name: str):  # isatty, encoding, fileno ...: the real stream's
         return getattr(self._stream, name)
+
+
+def _discard(stream) -> None:
+    """Point a stream whose reader has gone at /dev/null (Python's advice for SIGPIPE:
+    https://docs.python.org/3/library/signal.html#note-on-sigpipe)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
 
 
 @contextlib.contextmanager

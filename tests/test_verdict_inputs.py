@@ -364,3 +364,27 @@ def test_a_path_that_is_not_utf8_is_written_to_json_and_read_back(tmp_path):
     atomic_write_json(tmp_path / "plan.json", {"slime_dir": path})
     assert os.fsencode(json.loads((tmp_path / "plan.json").read_text(encoding="utf-8"))["slime_dir"]) == \
         b"/data/\xff\xfe/slime"
+
+
+# -- a reader that goes away ---------------------------------------------------------------------
+
+OOM = Path(__file__).parent / "data" / "real-logs" / "slime-train-only-h200x2" / "oom64k"
+
+
+@pytest.mark.parametrize("json_out", [False, True])
+def test_a_closed_pipe_on_stdout_keeps_the_verdicts_exit_code(tmp_path, json_out):
+    """`cpverify verdict ... | head`: the reader is gone before the first byte, and the command still
+    writes its bundle and exits with the status's code (a FAIL is never the 0 of a closed pipe)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # every write to stdout now fails with EPIPE
+    try:
+        proc = subprocess.run([sys.executable, "-m", "cpverify", "verdict", "--baseline", str(OOM / "slime-cp1.log"),
+                               "--candidate", str(OOM / "slime-cp2.log"), "--out", str(tmp_path / "out"),
+                               *(["--json"] if json_out else [])],
+                              stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    written = json.loads((tmp_path / "out" / "verdict.json").read_text())
+    assert written["status"] == "FAIL"
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
