@@ -89,7 +89,9 @@ ERROR_FIXES: dict[str, str] = {
     "slime_grad_norm_mismatch": ("on identical rollouts CP>1's gradients differ from CP=1's beyond slime's 1% tolerance: "
                                  "a CP numerics problem; rerun once to rule out a nondeterministic kernel "
                                  "(NVTE_ALLOW_NONDETERMINISTIC_ALGO=0), then report it upstream with this bundle"),
-    "layout_mismatch": "ranks disagree on the parallel layout: make every node use the same train args",
+    "layout_mismatch": ("ranks state two parallel layouts: a log holding two runs (give each arm its own log file) or "
+                        "an edited one (judge the arm's own log); if one run's nodes really differ, give every node "
+                        "the same train args"),
     "run_restarted": "the log holds more than one run (step numbers go backwards): give each arm its own log file",
 }
 FIX_ERROR_DEFAULT = "read the excerpt and the lines before it in the arm's log; " + FIX_COLLECT
@@ -135,6 +137,12 @@ FIX_LAYOUT_HOOK = ("run through `cpverify run` (it adds the layout hook), or add
                    "log states the effective CP")
 FIX_DAMAGED_TIMINGS = ("judge the arm's own, unedited log: slime's timers print positive seconds; if it is the arm's "
                        "own log, rerun the arm (a timer at or below zero, NaN or inf means its clock or metrics broke)")
+FIX_CONFLICTING_LOG = ("judge one run's own, unedited log: this one states the same fact twice with two values (two "
+                       "runs appended to one file, or an edit); give each arm its own log file")
+FIX_NONFINITE = ("a loss or gradient norm of NaN or inf means training broke in this arm: if it is the CP>1 arm, compare "
+                 "it with CP=1 on the same rollouts (--profile train-only, slime's grad-norm check) and rule out FA3 "
+                 "(--attention-backend flash), then report it upstream with this bundle; if CP=1 breaks too, fix the "
+                 "run itself (learning rate, data) before judging CP")
 FIX_INCOMPLETE = ("judge the whole log of a finished arm (a copy taken while the arm ran ends mid-step); if the arm's "
                   "own log ends there, the arm died: read its last lines (the Evidence section) and rerun")
 

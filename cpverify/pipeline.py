@@ -562,7 +562,7 @@ def step_verdict(ctx: Context) -> int:
                                fix=f"run `cpverify run --only {'cp1' if arm.cp == p.baseline_cp else 'cp2'}` first "
                                    "(or `nox -s verify_cp`)")
         evidence.append(ArmEvidence(arm.name, arm.cp, parsed, result,
-                                    grad_norm_checked=GRAD_NORM_LOAD in arm.argv,
+                                    grad_norm_planned=GRAD_NORM_LOAD in arm.argv,
                                     expected_rollouts=p.planned_rollouts,
                                     log_path=ctx.run_dir.root / recorded.log if recorded else None))
     run_checks = []

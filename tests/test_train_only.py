@@ -317,6 +317,18 @@ def test_gradients_that_differ_under_cp_fail_the_verdict(workspace):
     assert gate["status"] == "fail" and gate["effect"] == "FAIL" and "grad norm mismatch" in gate["detail"]
 
 
+def test_a_grad_norm_check_the_arms_logs_do_not_show_is_never_claimed(workspace):
+    """The plan passes --ci-load-grad-norm; the slime that ran never got it (its argument dump says
+    None, nothing was compared): the gate reports the log, not the plan."""
+    env = ",".join(f"{k}={v}" for k, v in TRAIN_ONLY.env) + ",FAKE_SLIME_DROP_CI=1"
+    proc, run_dir = run_train_only(workspace, "--set", f"env={env}")
+    assert proc.returncode == 3, proc.stderr[-3000:]
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    gate = _check(verdict, "numerics:cp2-s1k")
+    assert verdict["status"] == "INCONCLUSIVE" and gate["status"] == "fail" and gate["effect"] == "INCONCLUSIVE"
+    assert "ci_load_grad_norm None" in gate["detail"] and "matched" not in gate["detail"]
+
+
 def test_deep_lint_stops_a_flag_this_slime_does_not_have_before_any_arm(workspace):
     """--seq-length is a Megatron flag (the static list knows it) that the slime under test (the
     stand-in) does not consume: only slime's own parsers can tell."""

@@ -73,7 +73,7 @@ def test_slime_logs_keep_the_slime_metric_and_one_slime_arm_is_enough():
 def test_warm_up_leaves_out_the_first_logged_iterations():
     pre = parse_file(DATA / "25_megatron-llm-issue11-iteration-lines.log")
     assert list(v.counted_iterations(pre, 1)) == [123, 124, 125]
-    assert v.counted_iterations(pre, 0)[122] == {v.ITERATION_METRIC: 86545.2}
+    assert v.counted_iterations(pre, 0)[122][v.ITERATION_METRIC] == 86545.2
 
 
 def test_a_launcher_killed_by_sigkill_is_named_in_the_verdict():

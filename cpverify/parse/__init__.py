@@ -22,6 +22,7 @@ from cpverify.parse.parser import LogParser, normalise_transport, strip_ansi
 from cpverify.parse.records import (
     BandwidthRecord,
     CheckRecord,
+    ConflictRecord,
     ErrorRecord,
     FrameRecord,
     IterationRecord,
@@ -41,6 +42,7 @@ __all__ = [
     "COARSE_CLASS",
     "BandwidthRecord",
     "CheckRecord",
+    "ConflictRecord",
     "ErrorRecord",
     "FrameRecord",
     "IterationRecord",

@@ -61,6 +61,9 @@ cpverify's own lines (print them anywhere in a line; a Ray prefix or logger head
   prints at start-up (`_print_args`: `  context_parallel_size ........................... 2`,
   dots to column 50; data_parallel_size, tensor_model_parallel_size, pipeline_model_parallel_size,
   world_size alike), with source "megatron-arguments" and ranks [0]; the first dump counts.
+  Where the log states a fact twice, differently, and one value is kept, `conflicts` says so
+  (ConflictRecord): a later dump printing another value for an argument, or a hook line whose
+  layout is not the dump's. The hook's layout is still the one reported; the verdict trusts neither.
   cpverify-check name=<name> status=pass|fail|warn value=<float> bound=<float> detail="<text>"
       -> `checks`; status=fail also adds error class cp_correctness. value/bound may be nan,
          inf or absent; detail is double-quoted, with backslash escapes.
@@ -83,6 +86,7 @@ from cpverify.parse.records import (
     UNKNOWN_ROLLOUT,
     BandwidthRecord,
     CheckRecord,
+    ConflictRecord,
     ErrorRecord,
     FrameRecord,
     IterationRecord,
@@ -113,6 +117,7 @@ from cpverify.redact import is_secret_name
 MAX_LINE_BYTES = 64 * 1024
 EXCERPT_CHARS = 300
 _MAX_TRACEBACKS = 50
+_MAX_CONFLICTS = 50  # a few say that the log contradicts itself; a million would only cost memory
 _MAX_FRAMES = 40
 _TRACEBACK_PATIENCE = 8  # lines without a frame before a cut traceback is given up
 _MAX_SLOW_BARS = 64  # slow bars not finished yet, remembered at once
@@ -394,6 +399,8 @@ class LogParser:
         self._root_cause_until = 0  # last line that may still be a root-cause row of a ChildFailedError
         self._megatron_args: dict[str, int] = {}  # cp, dp, tp, pp, world of Megatron's argument dump
         self._slow_bars: dict[str, tuple[Bar, int, str]] = {}  # desc -> a slow bar not finished yet, its line
+        self._megatron_lines: dict[str, int] = {}  # where the dump stated each of them
+        self._layout_line: int | None = None  # the first cpverify-layout line
 
     @property
     def wants_every_line(self) -> bool:
@@ -459,7 +466,24 @@ class LogParser:
             tracebacks=list(log.tracebacks),
             timers_open=sorted(self._open_timers.items(), key=lambda kv: kv[1]),
             arguments=dict(log.arguments),
+            conflicts=[*log.conflicts, *self._layout_conflict(layout)],
         )
+
+    def _layout_conflict(self, hook: Layout | None) -> list[ConflictRecord]:
+        """The hook's line and Megatron's argument dump stating different sizes (each size the dump
+        states, whether or not they make a job): the hook's layout is kept (see result()), but a log
+        that says both is two runs pasted together, or an edited one."""
+        dumped = self._megatron_args
+        if hook is None or not dumped:
+            return []
+        hook_sizes = {"cp": hook.cp, "dp": hook.dp, "tp": hook.tp, "pp": hook.pp, "world": hook.world}
+        differ = [name for name, value in dumped.items() if hook_sizes[name] is not None and hook_sizes[name] != value]
+        if not differ:
+            return []
+        names = [name for name in hook_sizes if name in dumped and hook_sizes[name] is not None]
+        return [ConflictRecord("layout", " ".join(f"{name}={hook_sizes[name]}" for name in names) + " (cpverify-layout)",
+                               " ".join(f"{name}={dumped[name]}" for name in names) + " (Megatron's argument dump)",
+                               self._layout_line, min(self._megatron_lines[name] for name in differ))]
 
     # -- one physical line -------------------------------------------------------------
     def _nccl_info(self, line: bytes) -> None:
@@ -517,7 +541,7 @@ class LogParser:
             self._nccl_facts(msg)
             if " NCCL INFO " in msg:
                 return
-        if ".. " in msg and self._megatron_argument(msg):
+        if ".. " in msg and self._megatron_argument(msg, lineno):
             return
         if "perf/" in msg and self._fragment_line(msg, lineno):
             return
@@ -601,6 +625,7 @@ class LogParser:
         current = self._log.layout
         if current is None:
             self._log.layout = Layout(**dims, world=world, ranks=[] if rank is None else [rank])
+            self._layout_line = lineno
         elif dims == {"cp": current.cp, "dp": current.dp, "tp": current.tp, "pp": current.pp}:
             if rank is not None and rank not in current.ranks:
                 current.ranks.append(rank)
@@ -609,16 +634,19 @@ class LogParser:
             self._error("layout_mismatch", lineno, msg, 0, {"rank": rank, "reported": dims, "first": first})
         return True
 
-    def _megatron_argument(self, msg: str) -> bool:
+    def _megatron_argument(self, msg: str, lineno: int) -> bool:
         m = _MEGATRON_ARG.search(msg)
         if m is None or len(m.group(2)) != _MEGATRON_DOTS_END - len(m.group(1)):
             return False
         name, text = m.group(1), m.group(3)
         if not is_secret_name(name):  # --wandb-key's value is kept nowhere, not even as "None"
-            self._log.arguments.setdefault(name, text)  # the first dump counts
+            first = self._log.arguments.setdefault(name, text)  # the first dump counts
+            if first != text and len(self._log.conflicts) < _MAX_CONFLICTS:  # a second dump that says otherwise
+                self._log.conflicts.append(ConflictRecord(f"argument {name}", first, text, None, lineno))
         value = integer(text) if name in _MEGATRON_LAYOUT_ARGS else None
-        if value is not None:
-            self._megatron_args.setdefault(_MEGATRON_LAYOUT_ARGS[name], value)
+        if value is not None and _MEGATRON_LAYOUT_ARGS[name] not in self._megatron_args:
+            self._megatron_args[_MEGATRON_LAYOUT_ARGS[name]] = value
+            self._megatron_lines[_MEGATRON_LAYOUT_ARGS[name]] = lineno
         return True
 
     def _megatron_layout(self) -> Layout | None:

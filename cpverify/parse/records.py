@@ -134,6 +134,19 @@ class Layout:
     source: str = "cpverify-layout"
 
 
+@dataclass(slots=True)
+class ConflictRecord:
+    """A fact the log states twice, with two different values, where the parse keeps one: the
+    layout (the hook's line against Megatron's argument dump) or an argument (a second dump). The
+    value kept is `first`; a log that contradicts itself says neither for sure."""
+
+    what: str  # "layout", or "argument <name>"
+    first: str  # the value kept, as stated
+    then: str  # the other value, as stated
+    first_line: int | None  # where `first` was printed (None: not known)
+    line: int  # where `then` was printed
+
+
 @dataclass
 class ParsedLog:
     steps: list[StepRecord] = field(default_factory=list)
@@ -152,6 +165,7 @@ class ParsedLog:
     arguments: dict[str, str] = field(default_factory=dict)  # Megatron-LM's argument dump, name -> value as printed
     # How the bytes were stored: {"compression": "gzip"|None, "encoding": "utf-8"|"utf-16", "cut": why|None}
     source: dict[str, Any] = field(default_factory=dict)
+    conflicts: list[ConflictRecord] = field(default_factory=list)  # facts stated twice, differently
 
     # -- questions the verdict asks -------------------------------------------------
     @property
@@ -267,6 +281,8 @@ class ParsedLog:
             "timers_open": [{"name": n, "line": ln} for n, ln in self.timers_open],
             "arguments": dict(self.arguments),
             "source": dict(self.source),
+            "conflicts": [{"what": c.what, "first": c.first, "then": c.then, "first_line": c.first_line,
+                           "line": c.line} for c in self.conflicts],
         }
 
 

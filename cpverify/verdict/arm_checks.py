@@ -11,8 +11,10 @@ from packaging.version import Version
 
 from cpverify._versions import parse_version
 from cpverify.fixes import (
+    FIX_CONFLICTING_LOG,
     FIX_DAMAGED_TIMINGS,
     FIX_INCOMPLETE,
+    FIX_NONFINITE,
     FIX_OLD_STACK,
     FIX_P2P_OFF,
     FIX_SOCKETS_SEEN,
@@ -186,6 +188,33 @@ def complete(arm: ArmFacts) -> Iterator[Check]:
         yield Check("complete", "pass", detail, arm=ev.name)
 
 
+def consistent(arm: ArmFacts) -> Iterator[Check]:
+    """Does the log state each fact once? Two values for one fact (a layout line against the argument
+    dump, two perf records of one rollout with other timings) leave it unsaid which is the arm's:
+    never one silently."""
+    name = arm.ev.name
+    if not arm.conflicts:
+        return
+    said = [f"{c.what}: {c.first}" + (f" (line {c.first_line})" if c.first_line else "") + f" and {c.then} "
+            f"(line {c.line})" for c in arm.conflicts[:4]]
+    more = f"; and {len(arm.conflicts) - 4} more" if len(arm.conflicts) > 4 else ""
+    yield Check("consistent", "fail", "the log contradicts itself: " + "; ".join(said) + more, FIX_CONFLICTING_LOG,
+                name, INCONCLUSIVE, brief=f"arm {name}'s log contradicts itself: {said[0]}")
+
+
+def numerics_finite(arm: ArmFacts) -> Iterator[Check]:
+    """Are the losses and grad norms numbers? A NaN or inf in either arm is a broken computation:
+    a FAIL whatever the speed, deterministic runs or not."""
+    name, found = arm.ev.name, arm.nonfinite
+    if found:
+        shown = ", ".join(f"{what} at {record} (line {line})" for record, line, what in found[:3])
+        more = f" and {len(found) - 3} more" if len(found) > 3 else ""
+        yield Check("numerics_finite", "fail", f"losses or grad norms that are not finite: {shown}{more}",
+                    FIX_NONFINITE, name, FAIL, brief=f"arm {name} computed a non-finite loss or grad norm: {shown}")
+    elif arm.parsed.steps or arm.parsed.iterations:
+        yield Check("numerics_finite", "pass", "every loss and grad norm printed is finite", arm=name)
+
+
 def nccl(arm: ArmFacts) -> Iterator[Check]:
     """NCCL's transport and version: warnings, which explain a slow CP and do not decide it."""
     parsed, name = arm.parsed, arm.ev.name
@@ -210,7 +239,7 @@ def nccl(arm: ArmFacts) -> Iterator[Check]:
 
 # In the order of the table; a blocked arm gets the runner's row alone (nothing ran: the log's rows
 # would only restate that).
-ARM_CHECKS = (runner, errors, cp_effective, timings, counted_steps, complete, nccl)
+ARM_CHECKS = (runner, errors, cp_effective, consistent, numerics_finite, timings, counted_steps, complete, nccl)
 
 
 def check_arm(ev: ArmEvidence, t: Thresholds, workload: str) -> tuple[ArmSummary, list[Check]]:
@@ -241,7 +270,7 @@ def summarize(arm: ArmFacts) -> ArmSummary:
         outcome=ev.result.outcome if ev.result else None, counted_rollouts=list(primary),
         values={t.primary_metric: list(primary.values())},
         metrics={m: stats.summarize(v) for m, v in samples.items() if v}, nccl=nccl_facts, lines=parsed.lines,
-        samples=samples, log_path=ev.log_path or (ev.result.log_path if ev.result else None))
+        samples=samples, work=arm.work, log_path=ev.log_path or (ev.result.log_path if ev.result else None))
 
 
 def failure(arm: ArmFacts, checks: list[Check]) -> dict | None:
@@ -258,6 +287,9 @@ def failure(arm: ArmFacts, checks: list[Check]) -> dict | None:
               if ERROR_EFFECTS.get(cls, FAIL) == FAIL]
     # The root cause: the innermost error, not the wrapper that reports it (WRAPPER_ERRORS).
     fatal = min(firsts, key=lambda e: (e.cls in WRAPPER_ERRORS, e.line), default=None)
+    if fatal is None and arm.nonfinite:  # no error line, but a step that printed NaN or inf
+        record, line, what = arm.nonfinite[0]
+        return {"line": line, "class": "numerics_finite", "text": f"{record}: {what}", "why": why}
     if fatal is None:
         return {"line": None, "class": None, "text": None, "why": why}
     return {"line": fatal.line, "class": fatal.cls, "text": fatal.text, "why": why}

@@ -41,6 +41,7 @@ ERROR_EFFECTS: dict[str, str | None] = {
     "nccl_warn": None, "sglang_http_500": None, "sglang_http_5xx": None, "python_traceback": None,
     "ray_placement_group_wait": None, "resource_wait": None,
     "run_restarted": INCONCLUSIVE,  # two runs in one log: the timings mix, nothing failed for sure
+    "layout_mismatch": INCONCLUSIVE,  # ranks state two layouts: the log contradicts itself (two runs, an edit)
 }
 
 # Errors that report another process's or task's failure, whose cause the log prints elsewhere (Ray's
@@ -104,9 +105,10 @@ class ArmEvidence:
     cp_requested: int
     parsed: ParsedLog
     result: ArmResult | None = None
-    # slime itself compared this arm's grad norm at every step with the baseline arm's on identical
-    # rollouts (train-only: --ci-load-grad-norm of the path the baseline saved to)
-    grad_norm_checked: bool = False
+    # The plan asked slime to compare this arm's grad norm at every step with the baseline arm's on
+    # identical rollouts (train-only: --ci-load-grad-norm of the path the baseline saves to). Whether
+    # slime did is for the arms' logs to show (their argument dumps); a plan only says it should have.
+    grad_norm_planned: bool = False
     # Rollouts the plan asked this arm for (ids 0..n-1: slime's --num-rollout, the probe's warm-up +
     # measured steps); None when nobody said. An arm that counted fewer did not finish.
     expected_rollouts: int | None = None
@@ -152,6 +154,8 @@ class ArmSummary:
     lines: int
     values: dict[str, list[float]] = field(default_factory=dict)  # primary metric per counted rollout (plots)
     samples: dict[str, list[float]] = field(default_factory=dict, repr=False)  # every timing metric's samples
+    # The work of each counted step (cpverify.verdict.evidence.work: tokens, samples, TFLOP per GPU)
+    work: dict[int, dict[str, float]] = field(default_factory=dict, repr=False)
     log_path: Path | None = None
     # Why this arm failed, for the evidence in verdict.md: {"line": first fatal error line or None
     # (then the end of the log), "class", "text", "why"}; None when the arm did not fail.
@@ -163,7 +167,13 @@ class ArmSummary:
                 "layout": self.layout, "outcome": self.outcome, "counted_rollouts": self.counted_rollouts,
                 "counted_steps": len(self.counted_rollouts),
                 "metrics": {name: s.to_json() for name, s in self.metrics.items()}, "nccl": self.nccl,
-                "log_lines": self.lines, "values": self.values, "failure": self.failure}
+                "log_lines": self.lines, "values": self.values, "failure": self.failure,
+                "work": self.work_medians()}
+
+    def work_medians(self) -> dict[str, float]:
+        """Per fact of the work (tokens, samples, TFLOP per GPU), its median over the counted steps."""
+        facts = sorted({fact for step in self.work.values() for fact in step})
+        return {fact: stats.median([step[fact] for step in self.work.values() if fact in step]) for fact in facts}
 
 
 @dataclass

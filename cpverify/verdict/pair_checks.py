@@ -4,19 +4,21 @@ from the pair's facts to its rows of the table."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from cpverify._versions import parse_version
-from cpverify.fixes import NO_PERF, fix_more_steps, fix_slow_cp, for_error
+from cpverify.fixes import NO_LAYOUT, NO_PERF, fix_more_steps, fix_slow_cp, for_error
 from cpverify.verdict import stats
 from cpverify.verdict.arm_checks import MIN_NCCL
-from cpverify.verdict.evidence import LEADING_TAGS, excerpt, first_step_numerics
+from cpverify.verdict.evidence import FAR_BEYOND_NOISE, LEADING_TAGS, WORK, excerpt, first_step_numerics
 from cpverify.verdict.model import (
     FAIL,
     INCONCLUSIVE,
     SECONDARY_GATED,
+    SEVERITY,
     ArmEvidence,
     ArmSummary,
     Check,
@@ -24,6 +26,35 @@ from cpverify.verdict.model import (
     short_metric,
     timing_metrics,
 )
+
+# Work per step that differs by more than this between the arms is other work, not the same job at
+# another CP. Identical rollouts agree exactly (the real train-only pairs of tests/data/real-logs/
+# slime-train-only-h200x2: to the token at every rollout), sampled rollouts of one job by a few
+# percent in the median; beyond 10 % the difference in work alone moves the ratio as much as two
+# identical runs differ (5 % on 2x H200, the README beside those logs).
+WORK_TOLERANCE = 0.10
+
+
+@dataclass(frozen=True)
+class WorkRatio:
+    """One fact of the work per step (evidence.WORK) in both arms: its medians over the steps both
+    arms counted (over each arm's own where they share none)."""
+
+    fact: str
+    baseline: float
+    candidate: float
+    steps: str  # which steps the medians are over, in words
+
+    @property
+    def ratio(self) -> float:
+        return self.candidate / self.baseline
+
+    @property
+    def agrees(self) -> bool:
+        return 1 / (1 + WORK_TOLERANCE) <= self.ratio <= 1 + WORK_TOLERANCE
+
+    def __str__(self) -> str:
+        return f"{WORK[self.fact]} {self.baseline:.4g} vs {self.candidate:.4g} ({self.ratio:.2f}×, medians {self.steps})"
 
 
 @dataclass
@@ -73,21 +104,75 @@ class PairFacts:
     def what(self, metric: str) -> str:
         return f"{self.labels[self.cand.name]} {short_metric(metric)} vs {self.labels[self.base.name]}"
 
+    def work(self, *facts: str) -> WorkRatio | None:
+        """The first of `facts` both arms' logs state, compared (None: neither states any)."""
+        b, c = self.b_arm.work, self.c_arm.work
+        for fact in facts:
+            common = [step for step in b.keys() & c.keys() if fact in b[step] and fact in c[step]]
+            if common:
+                b_values, c_values = [b[s][fact] for s in common], [c[s][fact] for s in common]
+                steps = f"over the {len(common)} steps both counted"
+            else:
+                b_values = [w[fact] for w in b.values() if fact in w]
+                c_values = [w[fact] for w in c.values() if fact in w]
+                steps = f"over {len(b_values)} and {len(c_values)} steps"
+            if b_values and c_values:
+                return WorkRatio(fact, stats.median(b_values), stats.median(c_values), steps)
+        return None
+
+    def worlds(self) -> tuple[int, int] | None:
+        """Both arms' world sizes, where both logs state a layout."""
+        layouts = (self.b_arm.layout, self.c_arm.layout)
+        if not all(layouts):
+            return None
+        b_world, c_world = (layout.get("world") or layout["cp"] * layout["dp"] * layout["tp"] * layout["pp"]
+                            for layout in layouts if layout)
+        return b_world, c_world
+
+    def unestablished(self, name: str, detail: str, fix: str) -> Check:
+        """A sameness the logs cannot show: never a PASS; no row of its own where the arms' checks decide."""
+        if self.arms_decide:
+            return Check(name, "skip", detail + "; the arms' own checks decide")
+        return Check(name, "fail", detail, fix, effect=INCONCLUSIVE, brief=detail)
+
+
+FIX_SAME_JOB = ("compare two runs that differ only in --context-parallel-size (DP absorbs it on the same GPUs): "
+                "`cpverify run` plans such arms, `cpverify plan --sh` prints their commands")
+FIX_WHOLE_LOGS = ("judge whole logs, from the start of each run: slime prints Megatron's argument dump at start-up and "
+                  "each rollout's tokens (perf/actor_train_tok_per_s) with its timings")
+
 
 def same_gpus(pair: PairFacts) -> Iterator[Check]:
     """Same GPUs: CP=1/DP=2 against CP=2/DP=1 keeps the world size; anything else compares different
-    jobs (CP=2 on twice the GPUs of CP=1 would look cheap), so the ratio proves nothing."""
-    b_layout, c_layout = pair.b_arm.layout, pair.c_arm.layout
-    if not (b_layout and c_layout):
+    jobs (CP=2 on twice the GPUs of CP=1 would look cheap), so the ratio proves nothing. The layouts
+    say it; where a log states none, the work per GPU does (the same work on other GPUs differs)."""
+    name = f"same_gpus:{pair.name}"
+    worlds = pair.worlds()
+    if worlds is not None:
+        b_world, c_world = worlds
+        if b_world != c_world:
+            yield Check(name, "fail", f"the arms ran on different world sizes ({b_world} vs {c_world}): the ratio "
+                        "compares different jobs", "run both arms on the same GPUs; only the CP flag may differ (DP "
+                        "absorbs it)", effect=INCONCLUSIVE,
+                        brief=f"the arms ran on different numbers of GPUs ({b_world} vs {c_world})")
+        else:
+            yield Check(name, "pass", f"both arms ran on {b_world} GPUs (their layouts)")
         return
-    world = {name: layout.get("world") or layout["cp"] * layout["dp"] * layout["tp"] * layout["pp"]
-             for name, layout in ((pair.base.name, b_layout), (pair.cand.name, c_layout))}
-    b_world, c_world = world[pair.base.name], world[pair.cand.name]
-    if b_world != c_world:
-        yield Check(f"same_gpus:{pair.name}", "fail",
-                    f"the arms ran on different world sizes ({b_world} vs {c_world}): the ratio compares different jobs",
-                    "run both arms on the same GPUs; only the CP flag may differ (DP absorbs it)", effect=INCONCLUSIVE,
-                    brief=f"the arms ran on different numbers of GPUs ({b_world} vs {c_world})")
+    unstated = " and ".join(arm.name for arm in (pair.b_arm, pair.c_arm) if not arm.layout)
+    whole, per_gpu = pair.work("tokens", "samples"), pair.work("tflop_per_gpu")
+    if whole is not None and per_gpu is not None and whole.agrees:
+        if per_gpu.agrees:
+            yield Check(name, "pass", f"{unstated}'s log states no layout; the arms did the same work ({whole}) and "
+                        f"the same work per GPU ({per_gpu}), which differs on another number of GPUs")
+        else:
+            yield Check(name, "fail", f"the arms did the same work ({whole}) but not the same work per GPU "
+                        f"({per_gpu}): they ran on different numbers of GPUs ({unstated}'s log states no layout)",
+                        "run both arms on the same GPUs; only the CP flag may differ (DP absorbs it)",
+                        effect=INCONCLUSIVE, brief=f"the arms ran on different numbers of GPUs ({per_gpu})")
+        return
+    yield pair.unestablished(name, f"could not establish that the arms ran on the same GPUs: {unstated}'s log states "
+                             "no layout (no cpverify-layout line, no Megatron argument dump) and the logs show no "
+                             "work per GPU to compare", NO_LAYOUT[pair.workload] + "; or " + FIX_WHOLE_LOGS)
 
 
 # Megatron-LM arguments that may differ between the arms of one CP comparison: CP itself and its
@@ -97,27 +182,25 @@ _CP_ONLY_ARGUMENTS = re.compile(r"context_parallel|^cp_|^data_parallel_size$|^wo
                                 r"|^(?:local_)?rank$")
 # Differences that leave each step's work alone: where results and metrics go, how long and how often
 # (the per-step timings compare), ports and addresses, the seed. A path that differs may still hold
-# other data: that is a warning.
+# other data: that is a warning where the work per step agrees, and not enough to call it one job
+# where the logs show no work per step.
 _INCIDENTAL_ARGUMENTS = re.compile(r"^(?:wandb|tensorboard|swanlab|mlflow)_|_(?:port|addr|address|project|group|"
                                    r"run_name|exp_name|interval|iters)$|^(?:seed|num_rollout|train_iters|exit_\w+|"
                                    r"timing_log_level)$")
 
 
 def same_workload(pair: PairFacts) -> Iterator[Check]:
-    """Do two arms' logs show the same job but for CP? Megatron-LM prints every argument at start-up
-    (slime's and Megatron's own logs both carry the dump): a CP=1 log at 32K tokens against a CP=2
-    log at 1K gives a ratio of 0.3 that says nothing about CP. No row when neither log has a dump
-    (the parser keeps no secret-named argument)."""
+    """Do two arms' logs show the same job but for CP? A CP=1 log at 32K tokens against a CP=2 log
+    at 1K gives a ratio of 0.3 that says nothing about CP. What the logs show: Megatron-LM's argument
+    dump (slime's and Megatron's own logs carry it; the parser keeps no secret-named argument) and
+    the work per step (tokens, samples; TFLOP per GPU where the GPUs are the same). Any of them
+    differing is another job; neither showing the same job is no PASS either."""
     base, cand = pair.base, pair.cand
     b_args, c_args = base.parsed.arguments, cand.parsed.arguments
     name = f"same_workload:{pair.name}"
-    if not b_args and not c_args:
-        return
-    if not b_args or not c_args:
-        missing = base.name if not b_args else cand.name
-        yield Check(name, "skip", f"{missing}'s log has no Megatron argument dump to compare with the other's",
-                    "compare whole logs, from the start of each run")
-        return
+    whole = pair.work("tokens", "samples")
+    worlds = pair.worlds()
+    per_gpu = pair.work("tflop_per_gpu") if worlds is not None and worlds[0] == worlds[1] else None
 
     def shown(value: str | None) -> str:
         return "(absent)" if value is None else value if len(value) <= 60 else value[:57] + "..."
@@ -126,25 +209,45 @@ def same_workload(pair: PairFacts) -> Iterator[Check]:
                     if b_args.get(key) != c_args.get(key) and not _CP_ONLY_ARGUMENTS.search(key))
     paths = [key for key in differ if "/" in (b_args.get(key) or "") + (c_args.get(key) or "")
              or _INCIDENTAL_ARGUMENTS.search(key)]
-    real = [key for key in differ if key not in paths]
+    real = [key for key in differ if key not in paths] if b_args and c_args else []
 
     def listed(keys: list[str]) -> str:
         text = ", ".join(f"{key} {shown(b_args.get(key))} vs {shown(c_args.get(key))}" for key in keys[:6])
         return text + (f" (and {len(keys) - 6} more)" if len(keys) > 6 else "")
 
-    if real:
-        yield Check(name, "fail", f"the arms ran different jobs, not only a different CP: {listed(real)} "
-                    "(Megatron's argument dumps)", "compare two runs that differ only in --context-parallel-size "
-                    "(DP absorbs it on the same GPUs): `cpverify run` plans such arms, `cpverify plan --sh` prints "
-                    "their commands", effect=INCONCLUSIVE,
-                    brief=f"the arms ran different jobs, not only a different CP: {listed(real[:2])}")
-    elif paths:
+    other = [str(work) for work in (whole, per_gpu) if work is not None and not work.agrees]
+    if real or other:
+        said = ([f"{listed(real)} (Megatron's argument dumps)"] if real else []) + other
+        yield Check(name, "fail", "the arms ran different jobs, not only a different CP: " + "; ".join(said),
+                    FIX_SAME_JOB, effect=INCONCLUSIVE, brief="the arms ran different jobs, not only a different CP: "
+                    + (listed(real[:2]) if real else other[0]))
+        return
+    agreeing = [str(work) for work in (whole, per_gpu) if work is not None]
+    dumps_match = bool(b_args and c_args) and not paths
+    if dumps_match:
+        agreeing.insert(0, f"Megatron's argument dumps match in all {len(b_args)} arguments but CP, DP and slime's "
+                           "grad-norm handoff")
+    if whole is None and not dumps_match:
+        without = " and ".join(arm.name for arm in (base, cand) if not arm.parsed.arguments)
+        why = (f"{without}'s log has no Megatron argument dump" if without else
+               f"the argument dumps differ in paths that may hold other data ({listed(paths)})")
+        yield pair.unestablished(name, f"could not establish that the arms ran the same job: {why}, and the logs "
+                                 "show no work per step (tokens, samples) to compare", FIX_WHOLE_LOGS)
+    elif paths and b_args and c_args:
         yield Check(name, "warn", f"the arms' arguments match but for CP and these, which do not change a step's "
-                    f"work (if the paths hold the same data and model): {listed(paths)}",
+                    f"work (if the paths hold the same data and model): {listed(paths)}; " + "; ".join(agreeing),
                     "give both arms the same data, checkpoint and settings; only the CP flag may differ")
     else:
-        yield Check(name, "pass", f"Megatron's argument dumps match in all {len(b_args)} arguments but CP, DP "
-                    "and slime's grad-norm handoff")
+        yield Check(name, "pass", "; ".join(agreeing))
+
+
+# CP=c runs on the GPUs where CP=1 ran c data-parallel ranks per CP group. At best it spreads over
+# those c GPUs the work the slowest of the c ranks did alone (every other rank idle): 1/c of CP=1's
+# time, the same FLOPs on the same GPUs. Half of that again leaves room for what this reckoning
+# leaves out; a ratio below it is a broken comparison (timings in ms against s, other work), not CP.
+def ratio_floor(b_cp: int, c_cp: int) -> float:
+    """The smallest candidate/baseline ratio CP=c_cp can give against CP=b_cp on the same GPUs."""
+    return b_cp / c_cp / 2
 
 
 def speed(pair: PairFacts) -> Iterator[Check]:
@@ -152,7 +255,14 @@ def speed(pair: PairFacts) -> Iterator[Check]:
     t, workload, name = pair.t, pair.workload, f"speed:{pair.name}"
     primary = pair.estimates.get(t.primary_metric)
     what = pair.what(t.primary_metric)
-    if primary is None or primary.ratio is None or primary.ci is None:
+    floor = ratio_floor(pair.base.cp_requested, pair.cand.cp_requested)
+    if primary is not None and primary.ratio is not None and primary.ratio < floor:
+        yield Check(name, "fail", f"{what}: {primary.ratio:.2g}×, below the {floor:.2f}× that CP={pair.cand.cp_requested} "
+                    f"can give at best against CP={pair.base.cp_requested} on the same GPUs: the comparison is broken, "
+                    "not CP fast", "check that both logs' timings are in seconds (slime prints seconds) and that the "
+                    "arms ran the same job; judge each arm's own, unedited log", effect=INCONCLUSIVE,
+                    brief=f" — below the {floor:.2f}× CP can give at best: a broken comparison")
+    elif primary is None or primary.ratio is None or primary.ci is None:
         if primary is None or primary.ratio is None:
             detail = f"{what}: no ratio ({primary.note if primary else 'no values'})"
             fix = NO_PERF[workload] + "; " + fix_more_steps(workload)
@@ -199,48 +309,97 @@ def nccl_same_version(pair: PairFacts) -> Iterator[Check]:
 
 
 def numerics(pair: PairFacts) -> Iterator[Check]:
-    """slime's own grad-norm check where it ran (train-only arms), else the first common step's
-    numerics, a gate only in deterministic mode."""
+    """One row: slime's own grad-norm check where the logs show it ran (train-only arms), and the first
+    common step's numerics (a gate in deterministic mode; far beyond noise, INCONCLUSIVE in any
+    mode), whichever forces the worse status (slime's check where they tie)."""
+    rows = [row for row in (_grad_norm_gate(pair), _first_step(pair)) if row is not None]
+    if rows:
+        yield max(rows, key=lambda row: SEVERITY[row.effect] if row.effect else -1)
+
+
+def _first_step(pair: PairFacts) -> Check | None:
     t, name, rows = pair.t, f"numerics:{pair.name}", pair.numerics
-    if pair.cand.grad_norm_checked:
-        yield _grad_norm_gate(pair.cand, pair.name)
-    elif rows:
-        off = [row for row in rows if not row["within_tolerance"]]
-        step = rows[0]["step"]
-        if not t.deterministic:
-            worst_rel = max((row["rel_diff"] or 0.0) for row in rows)
-            yield Check(name, "skip", f"step {step}: largest relative difference {worst_rel:.3g} (reported only: runs "
-                        f"are not deterministic)", "enable deterministic mode to gate numerics")
-        elif off:
-            names = ", ".join(f"{r['metric']} {r['baseline']:.6g} vs {r['candidate']:.6g}" for r in off)
-            yield Check(name, "fail", f"step {step} differs beyond rel/abs {t.numerics_tolerance:g}: {names}",
-                        "compare on the same rollout data (--load-debug-rollout-data) with dropout 0 and "
-                        "--attention-backend flash; report the CP path if it persists", effect=FAIL)
-        else:
-            yield Check(name, "pass", f"step {step}: all within rel/abs {t.numerics_tolerance:g}")
-    elif t.deterministic:
-        yield Check(name, "fail", "no common train step to compare", "make sure both logs hold slime's `step N:` lines",
-                    effect=INCONCLUSIVE)
+    if not rows:
+        return (Check(name, "fail", "no common train step to compare", "make sure both logs hold slime's `step N:` "
+                      "lines", effect=INCONCLUSIVE) if t.deterministic else None)
+    step = rows[0]["step"]
+
+    def said(found: list[dict]) -> str:
+        return ", ".join(f"{r['metric']} {r['baseline']:.6g} vs {r['candidate']:.6g}" for r in found)
+
+    off = [row for row in rows if not row["within_tolerance"]]
+    far = [row for row in rows if row["beyond_noise"]]
+    if t.deterministic and off:
+        return Check(name, "fail", f"step {step} differs beyond rel/abs {t.numerics_tolerance:g}: {said(off)}",
+                     "compare on the same rollout data (--load-debug-rollout-data) with dropout 0 and "
+                     "--attention-backend flash; report the CP path if it persists", effect=FAIL)
+    if far:
+        return Check(name, "fail", f"step {step} differs far beyond run-to-run noise (more than "
+                     f"{FAR_BEYOND_NOISE:g}× apart, where identical inputs differ by rounding): {said(far)}",
+                     "compare CP=1 and CP=2 on the same rollouts (--profile train-only runs slime's grad-norm check "
+                     "at every step); a CP that changes the first step this much computes something else: report it "
+                     "upstream with this bundle", effect=INCONCLUSIVE,
+                     brief=f"first-step numerics far apart: {said(far[:1])}")
+    if t.deterministic:
+        return Check(name, "pass", f"step {step}: all within rel/abs {t.numerics_tolerance:g}")
+    finite = [row["rel_diff"] for row in rows if row["rel_diff"] is not None and math.isfinite(row["rel_diff"])]
+    return Check(name, "skip", f"step {step}: largest relative difference {max(finite, default=0.0):.3g} (reported "
+                 "only: runs are not deterministic)", "enable deterministic mode to gate numerics")
 
 
-def _grad_norm_gate(cand: ArmEvidence, pair: str) -> Check:
-    """slime's grad-norm check as the numerics gate: slime asserts, at every step, that the
-    candidate's grad norm matches the one the baseline saved (math.isclose, rel/abs 0.01)."""
-    name = f"numerics:{pair}"
+def _handoff(value: str | None) -> str | None:
+    """A path argument as Megatron's dump prints it: None where unset."""
+    return None if value in (None, "None") else value
+
+
+FIX_GRAD_NORM_CHECK = ("give the CP>1 arm --ci-load-grad-norm with the path the CP=1 arm saves to (--ci-save-grad-norm) "
+                       "and no --ci-save-grad-norm of its own (slime saves instead of checking when both are set); "
+                       "judge whole logs, whose argument dumps show both")
+
+
+def _grad_norm_gate(pair: PairFacts) -> Check | None:
+    """slime's grad-norm check as the numerics gate, as far as the logs show it: at every step slime
+    asserts that the candidate's grad norm matches the one loaded from ci_load_grad_norm
+    (math.isclose, rel/abs 0.01), when ci_save_grad_norm is unset (slime/backends/megatron_utils/
+    model.py). It compares with the baseline only where the baseline's dump saved to that path.
+    None: neither the plan nor the logs involve it."""
+    cand, base = pair.cand, pair.base
+    name, args = f"numerics:{pair.name}", cand.parsed.arguments
+    loaded, saves_too = _handoff(args.get("ci_load_grad_norm")), _handoff(args.get("ci_save_grad_norm"))
+    checked = loaded is not None and "ci_save_grad_norm" in args and saves_too is None
+    if not checked:
+        if not cand.grad_norm_planned:
+            return None
+        why = ("has no Megatron argument dump" if not args else f"shows ci_load_grad_norm {loaded or 'None'}"
+               + (f" and ci_save_grad_norm {saves_too}" if saves_too else ""))
+        return Check(name, "fail", f"the plan asked slime to check this arm's grad norm against the baseline's at every "
+                     f"step, but its log {why}: the check did not run", FIX_GRAD_NORM_CHECK, cand.name, INCONCLUSIVE,
+                     brief=f"slime's grad-norm check did not run in arm {cand.name} (its log {why})")
+    saved = _handoff(base.parsed.arguments.get("ci_save_grad_norm"))
+    if saved != loaded:
+        whose = (f"its ci_save_grad_norm is {saved}" if saved else "its log shows no ci_save_grad_norm"
+                 if base.parsed.arguments else "its log has no Megatron argument dump")
+        return Check(name, "fail", f"slime checked this arm's grad norm against {loaded}, which the baseline's log does "
+                     f"not show it saved ({whose}): a comparison with some other run", FIX_GRAD_NORM_CHECK, cand.name,
+                     INCONCLUSIVE, brief=f"slime's grad-norm check in arm {cand.name} compared with a file the "
+                     "baseline did not write")
     mismatch = next((e for e in cand.parsed.errors if e.cls == "slime_grad_norm_mismatch"), None)
     steps = sum(1 for s in cand.parsed.steps if s.kind == "step")
     outcome = cand.result.outcome if cand.result else None
+    rollouts = _handoff(args.get("load_debug_rollout_data"))
+    same_data = (f" on the same rollout files ({rollouts})"
+                 if rollouts and rollouts == _handoff(base.parsed.arguments.get("load_debug_rollout_data")) else "")
     if mismatch is not None:
         return Check(name, "fail", f"slime's grad-norm check failed at line {mismatch.line}: "
-                     f"{excerpt(LEADING_TAGS.sub('', mismatch.text), 160)} (same rollouts as the baseline, "
+                     f"{excerpt(LEADING_TAGS.sub('', mismatch.text), 160)} (against the baseline's{same_data}, "
                      "rel/abs 0.01)", for_error("slime_grad_norm_mismatch"), cand.name, FAIL,
                      brief=" — slime's grad-norm check failed")
     if steps and outcome in (None, "ok"):
-        return Check(name, "pass", f"slime checked the grad norm of all {steps} steps against the baseline's on "
-                     "the same rollouts (--ci-load-grad-norm, rel/abs 0.01): every one matched", arm=cand.name)
+        return Check(name, "pass", f"slime checked the grad norm of all {steps} steps against the baseline's"
+                     f"{same_data} (the argument dumps: this arm's ci_load_grad_norm is the baseline's "
+                     "ci_save_grad_norm; rel/abs 0.01): every one matched", arm=cand.name)
     return Check(name, "fail", f"slime's grad-norm check did not run to the end ({steps} step(s) checked, runner "
                  f"outcome {outcome!r})", "see this arm's other checks for what stopped it", cand.name, INCONCLUSIVE)
-
 
 
 # Whether the two arms ran one job but for CP; then, only if they did, what CP cost.

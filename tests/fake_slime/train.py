@@ -16,6 +16,8 @@ Behaviour is steered by environment variables, never by cpverify itself:
   FAKE_SLIME_IGNORE_CP   1 = behave like a misspelled CP flag: report cp=1 whatever was asked
   FAKE_SLIME_GRAD_DRIFT  relative change of the grad norm when --context-parallel-size > 1 (default 0):
                          with --ci-load-grad-norm, beyond 1% it fails slime's check as slime does
+  FAKE_SLIME_DROP_CI     1 = run as if --ci-save-grad-norm/--ci-load-grad-norm never reached slime (a
+                         wrapper that drops them): its argument dump says None and nothing is checked
 Train-only flags behave as slime's: --load-debug-rollout-data reads rollout_{rollout_id} files
 (a missing one stops the run with torch.load's error), --ci-save-grad-norm writes each step's grad
 norm and --ci-load-grad-norm asserts math.isclose(rel/abs 0.01) against it ("grad norm mismatch").
@@ -54,6 +56,8 @@ parser.add_argument("--load-debug-rollout-data", default=None)
 parser.add_argument("--ci-save-grad-norm", default=None)
 parser.add_argument("--ci-load-grad-norm", default=None)
 args, _unknown = parser.parse_known_args()  # slime ignores unknown flags too
+if os.environ.get("FAKE_SLIME_DROP_CI") == "1":
+    args.ci_save_grad_norm = args.ci_load_grad_norm = None
 
 cp = 1 if os.environ.get("FAKE_SLIME_IGNORE_CP") == "1" else args.context_parallel_size
 world = args.actor_num_gpus_per_node
@@ -129,6 +133,16 @@ if shm_bytes:
         os.close(fd)
         os.unlink(segment)
 
+# Megatron's argument dump, as slime's driver prints it at start-up (`_print_args`: a name, dots to
+# column 50, the value; unset paths print None): what the verdict reads of the arm's settings.
+dumped = {"context_parallel_size": cp, "data_parallel_size": world // cp, "tensor_model_parallel_size": 1,
+          "pipeline_model_parallel_size": 1, "world_size": world, "num_rollout": args.num_rollout,
+          "ci_save_grad_norm": args.ci_save_grad_norm, "ci_load_grad_norm": args.ci_load_grad_norm,
+          "load_debug_rollout_data": args.load_debug_rollout_data, "prompt_data": args.prompt_data}
+say("------------------------ arguments ------------------------")
+for name, value in sorted(dumped.items()):
+    say(f"  {name} {'.' * (48 - len(name))} {value}")
+say("-------------------- end of arguments ---------------------")
 say(f"({'MegatronTrainRayActor'} pid={pid}) NCCL INFO NCCL version 2.28.9+cuda12.9")
 for rank in range(world):
     say(f"(MegatronTrainRayActor pid={pid + rank}) cpverify-layout rank={rank} world={world} tp=1 pp=1 cp={cp} dp={world // cp}")
@@ -206,9 +220,14 @@ for rollout in range(args.num_rollout):
         if not math.isclose(grad_norm, expected, rel_tol=0.01, abs_tol=0.01):
             say(f"(MegatronTrainRayActor pid={pid}) AssertionError: grad norm mismatch: {grad_norm} != {expected}")
             sys.exit(1)
+    # slime's throughput keys: the rollout batch's tokens (the same rollouts in every arm) and its
+    # forward TFLOP over the world size, per second of each timer
+    tokens = 4096 + 512 * (rollout % 5)
+    fwd_tflop = tokens * 1.02e-3 / world
     log("MegatronTrainRayActor", "train_metric_utils.py", 401,
         f"perf {rollout}: {{'perf/sleep_time': 4.03, 'perf/update_weights_time': 0.33, 'perf/wake_up_time': 1.94, "
         f"'perf/data_preprocess_time': 0.002, 'perf/train_wait_time': {rollout_time}, 'perf/ref_log_probs_time': {ref_log_probs}, "
         f"'perf/log_probs_time': {log_probs}, 'perf/actor_train_time': {actor_train}, 'perf/train_time': {train}, "
-        f"'perf/log_probs_tflops': 11.6, 'perf/actor_train_tflops': 3.7, 'perf/actor_train_tok_per_s': 2355.6, "
+        f"'perf/log_probs_tflops': {fwd_tflop / log_probs}, 'perf/actor_train_tflops': {3 * fwd_tflop / actor_train}, "
+        f"'perf/actor_train_tok_per_s': {tokens / actor_train}, "
         f"'perf/step_time': {rollout_time + train}, 'perf/wait_time_ratio': 0.8}}")

@@ -156,12 +156,16 @@ class SlimeLog:
     def iteration(self, rollout_id: int, *, actor_train_time: float, log_probs_time: float = 0.11,
                   ref_log_probs_time: float = 1.40, rollout_time: float = 3.25, steps: int = 1,
                   step_metrics: dict[str, float] | None = None, duplicate_pids: tuple[int, ...] = (),
-                  update_weights_time: float = 0.33) -> None:
+                  update_weights_time: float = 0.33, tokens: float | None = None, world: int = 2,
+                  throughput: bool = True) -> None:
         """One slime iteration, in slime's print order.
 
         RolloutManager `perf N` (rollout side), Timer lines, Memory-Usage, `rollout N`,
-        `step K` per optimizer step, then the train-side `perf N`. `duplicate_pids` repeats
-        the train-side perf line from other ranks (with other values) after rank 0's.
+        `step K` per optimizer step, then the train-side `perf N`. `duplicate_pids` prints the
+        train-side perf line again, as it is, with those actor pids (a log that holds a line twice).
+        `tokens`: the rollout batch's tokens (default: rollout_tokens(rollout_id)); slime's
+        throughput and TFLOPS keys are computed from them as slime does, on `world` GPUs
+        (`throughput=False`: left out, as slime before 3f87d04 and pasted excerpts have none).
         """
         self.advance(rollout_time)
         rollout_side = {
@@ -206,18 +210,18 @@ class SlimeLog:
             "perf/wake_up_time": wake_up_time, "perf/data_preprocess_time": preprocess,
             "perf/train_wait_time": train_wait, "perf/ref_log_probs_time": ref_log_probs_time,
             "perf/log_probs_time": log_probs_time, "perf/actor_train_time": actor_train_time,
-            "perf/train_time": train_time, "perf/log_probs_tflops": 11.6, "perf/actor_train_tflops": 3.7,
-            "perf/actor_train_tok_per_s": 2355.6, "perf/step_time": step_time,
-            "perf/wait_time_ratio": train_wait / step_time,
+            "perf/train_time": train_time,
+            **(slime_throughput(rollout_tokens(rollout_id) if tokens is None else tokens, world, actor_train_time,
+                                log_probs_time) if throughput else {}),
+            "perf/step_time": step_time, "perf/wait_time_ratio": train_wait / step_time,
         }
         line = self.logger(f"perf {rollout_id}: {perf!r}", file="train_metric_utils.py", lineno=401,
                            mark="train_perf")
         self.truth.perf.append(PerfRecord(rollout_id, "train", line, dict(perf)))
-        for n, pid in enumerate(duplicate_pids, start=1):
-            other = {key: value * (1 + 0.5 * n) for key, value in perf.items()}
-            line = self.logger(f"perf {rollout_id}: {other!r}", file="train_metric_utils.py", lineno=401, pid=pid,
+        for pid in duplicate_pids:
+            line = self.logger(f"perf {rollout_id}: {perf!r}", file="train_metric_utils.py", lineno=401, pid=pid,
                                mark="train_perf_duplicate")
-            self.truth.perf.append(PerfRecord(rollout_id, "train", line, other))
+            self.truth.perf.append(PerfRecord(rollout_id, "train", line, dict(perf)))
         self.advance(sleep_time)
 
     def _timer_start(self, name: str) -> None:
@@ -308,6 +312,30 @@ ERROR_LINES = {
 }
 
 
+# slime's forward FLOPs per token of the real runs beside tests/data/real-logs/slime-train-only-h200x2
+# (Qwen2.5-0.5B-shaped, ~730-token samples): actor_train TFLOP per GPU per step x world / tokens / 3.
+FWD_TFLOP_PER_TOKEN = 1.02e-3
+
+
+def rollout_tokens(rollout_id: int) -> int:
+    """The tokens of rollout N's batch: the same in every arm (identical rollouts), varying by rollout."""
+    return 4096 + 512 * (rollout_id % 5)
+
+
+def slime_throughput(tokens: float, world: int, actor_train_time: float, log_probs_time: float) -> dict[str, float]:
+    """slime's throughput keys (slime/observability/train_metric_utils.py log_perf_data): the batch's
+    forward TFLOP over the world size per timer, and its tokens per second of actor_train; none where
+    the timer is not above zero, as slime leaves them out."""
+    fwd = tokens * FWD_TFLOP_PER_TOKEN / world
+    keys = {}
+    if log_probs_time > 0:
+        keys["perf/log_probs_tflops"] = fwd / log_probs_time
+    if actor_train_time > 0:
+        keys["perf/actor_train_tflops"] = 3 * fwd / actor_train_time
+        keys["perf/actor_train_tok_per_s"] = tokens / actor_train_time
+    return keys
+
+
 def default_step_metrics(step: int) -> dict[str, float]:
     """The train-side step dict slime prints (values from a real CP run, slime issue #1136)."""
     return {
@@ -324,7 +352,8 @@ def synthetic_arm(*, cp: int, actor_train_time: float, rollouts: int = 8, jitter
                   nccl_version: str = "2.28.9", warmup_factor: float = 3.0,
                   step_metrics: dict[str, float] | None = None, duplicate_pids: tuple[int, ...] = (),
                   secondary: float | None = None, update_weights_time: float = 0.33,
-                  times: list[float] | None = None, arguments: dict[str, object] | None = None) -> SlimeLog:
+                  times: list[float] | None = None, arguments: dict[str, object] | None = None,
+                  work: float = 1.0, tokens: list[float] | None = None, throughput: bool = True) -> SlimeLog:
     """A whole arm: layout line, NCCL start-up, `rollouts` iterations with seeded +/-jitter.
 
     Rollout 0 is `warmup_factor` times slower (torch.compile, NCCL lazy init), as in real runs.
@@ -333,17 +362,21 @@ def synthetic_arm(*, cp: int, actor_train_time: float, rollouts: int = 8, jitter
     (two GPUs). log_probs and ref_log_probs scale with `secondary` (default: actor_train_time), so
     every metric moves together unless a test moves one alone. `times`: actor_train_time per
     rollout exactly as given (no jitter, no warm-up factor; its length sets the rollouts).
-    `arguments`: Megatron's argument dump first, with these (context_parallel_size and
-    data_parallel_size added from cp and dp unless given).
+    `arguments`: Megatron's argument dump first, with these (context_parallel_size, data_parallel_size
+    and world_size added from the layout the run had unless given). `work` scales every rollout's
+    tokens (rollout_tokens()); `tokens` gives each rollout's tokens exactly; `throughput=False` leaves
+    slime's throughput keys out of the perf lines.
     """
     rng = random.Random(seed)
     log = SlimeLog()
-    if arguments is not None:
-        log.megatron_arguments({"context_parallel_size": cp, "data_parallel_size": dp or max(1, 2 // cp),
-                                "world_size": 2, **arguments})
     effective = cp if layout_cp == "same" else layout_cp
+    ran_cp = cp if effective is None else int(effective)  # a misspelled flag: slime ran (and prints) cp=1
+    ran_dp = dp if dp is not None else max(1, 2 // ran_cp)
+    if arguments is not None:
+        log.megatron_arguments({"context_parallel_size": ran_cp, "data_parallel_size": ran_dp,
+                                "world_size": ran_cp * ran_dp, **arguments})
     if effective is not None:
-        log.layout(cp=int(effective), dp=dp if dp is not None else max(1, 2 // int(effective)))
+        log.layout(cp=ran_cp, dp=ran_dp)
     log.nccl_init(version=nccl_version, transport=transport)
     scale = actor_train_time
     other = actor_train_time if secondary is None else secondary
@@ -356,5 +389,7 @@ def synthetic_arm(*, cp: int, actor_train_time: float, rollouts: int = 8, jitter
         log.iteration(rid, actor_train_time=times[rid] if times is not None else noisy(scale),
                       log_probs_time=noisy(0.11 * other), ref_log_probs_time=noisy(0.14 * other),
                       rollout_time=round(rng.uniform(3.0, 3.5), 4), step_metrics=step_metrics,
-                      duplicate_pids=duplicate_pids, update_weights_time=update_weights_time)
+                      duplicate_pids=duplicate_pids, update_weights_time=update_weights_time,
+                      tokens=tokens[rid] if tokens is not None else work * rollout_tokens(rid), world=ran_cp * ran_dp,
+                      throughput=throughput)
     return log
