@@ -9,19 +9,21 @@ and judged by the real decide(); the pair is clean (it PASSes) until the test br
 from __future__ import annotations
 
 import io
+import json
 import random
 import re
 
+import jsonschema
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_verdict import ARGS, REAL, SCHEMA
 
 from cpverify import verdict as v
 from cpverify.parse import parse_stream
 from cpverify.verdict.evidence import FAR_BEYOND_NOISE
 from cpverify.verdict.pair_checks import WORK_TOLERANCE, ratio_floor
 from helpers.slime_log import SlimeLog, synthetic_arm
-from test_verdict import ARGS, REAL
 
 THRESHOLDS = {"resamples": 500}  # the rules here never ride on the resampler's precision
 PROPERTY = settings(max_examples=30, deadline=None)
@@ -39,6 +41,7 @@ def judge(base: SlimeLog, cand: SlimeLog, *, c_cp: int = 2, planned: bool = Fals
                         v.ArmEvidence(f"cp{c_cp}", c_cp, parsed(cand), grad_norm_planned=planned)],
                        comparisons=[("cp1", f"cp{c_cp}")], thresholds=v.Thresholds(**{**THRESHOLDS, **thresholds}))
     assert (verdict.status == v.PASS) == (not [c for c in verdict.checks if c.effect])
+    jsonschema.validate(json.loads(json.dumps(verdict.to_json())), SCHEMA)
     return verdict
 
 
@@ -283,6 +286,17 @@ def test_a_layout_line_the_argument_dump_contradicts_never_passes(size, stated):
     else:
         assert verdict.status == v.INCONCLUSIVE and forced(verdict, "consistent", "cp2") == {v.INCONCLUSIVE}
         assert verdict.arms[1].cp_effective == 2  # the hook's line is still the layout reported
+
+
+def test_the_parse_states_each_fact_the_log_gives_twice():
+    log = synthetic_arm(cp=2, actor_train_time=1.0, seed=2, arguments=ARGS)
+    line = next(i for i, text in enumerate(log.lines) if text.startswith("  context_parallel_size ."))
+    log.lines[line] = log.lines[line].replace(" 2", " 1")
+    log.lines.append(f"  seed {'.' * (48 - len('seed'))} 99")  # a second dump's seed: ARGS has 1234
+    data = parsed(log).to_json()
+    assert [(c["what"], c["first"], c["then"]) for c in data["conflicts"]] == [
+        ("argument seed", "1234", "99"),
+        ("layout", "cp=2 dp=1 tp=1 world=2 (cpverify-layout)", "cp=1 dp=1 tp=1 world=2 (Megatron's argument dump)")]
 
 
 def test_two_argument_dumps_that_disagree_are_inconclusive():

@@ -54,7 +54,10 @@ class WorkRatio:
         return 1 / (1 + WORK_TOLERANCE) <= self.ratio <= 1 + WORK_TOLERANCE
 
     def __str__(self) -> str:
-        return f"{WORK[self.fact]} {self.baseline:.4g} vs {self.candidate:.4g} ({self.ratio:.2f}×, medians {self.steps})"
+        def number(x: float) -> str:  # tokens whole, TFLOP to three digits
+            return f"{x:.0f}" if x >= 100 else f"{x:.3g}"
+
+        return f"{WORK[self.fact]} {number(self.baseline)} vs {number(self.candidate)} ({self.ratio:.2f}×, medians {self.steps})"
 
 
 @dataclass

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from cpverify.verdict.evidence import FAR_BEYOND_NOISE
 from cpverify.verdict.model import NUMERICS_METRICS, Thresholds, short_metric
+from cpverify.verdict.pair_checks import WORK_TOLERANCE
 
 
 def decision_rule(t: Thresholds) -> str:
@@ -11,27 +13,33 @@ def decision_rule(t: Thresholds) -> str:
                 f"rel/abs {t.numerics_tolerance:g} (deterministic mode)" if t.deterministic else "")
     return (
         f"PASS when every compared arm finished without an error signature, its log does not end inside a step "
-        f"and holds every rollout its plan asked for (when the plan says), every counted timing is a positive "
-        f"duration, its effective CP read from the log equals the requested CP, it has at least "
-        f"{t.min_counted_steps} counted steps (train-side perf records of rollouts >= {t.warmup}, a rollout seen "
-        f"from several ranks counted once), and the upper bound of the {conf} percentile-bootstrap interval "
+        f"and holds every rollout its plan asked for (when the plan says), states each fact once, every counted "
+        f"timing is a positive duration and every loss and grad norm a finite number, its effective CP read from "
+        f"the log equals the requested CP, the two logs show one job on the same GPUs but for CP (layouts, "
+        f"Megatron's argument dumps, work per step within {WORK_TOLERANCE:.0%}), it has at least "
+        f"{t.min_counted_steps} counted steps (train-side perf records of rollouts >= {t.warmup}, a rollout printed "
+        f"twice alike counted once), and the upper bound of the {conf} percentile-bootstrap interval "
         f"({t.resamples} resamples, fixed seed) of median(candidate {t.primary_metric}) / median(baseline "
         f"{t.primary_metric}) is <= {t.pass_ratio:.2f}, the candidate being the arm with the larger CP. "
-        f"FAIL when an arm shows an error signature or the runner reports failed, fatal, hang, stalled or "
-        f"deadline; when the effective CP differs from the requested CP; when the interval's lower bound is "
-        f"> {t.pass_ratio:.2f}{numerics}. BLOCKED when an arm could not start (environment). INCONCLUSIVE "
-        f"otherwise: too few counted steps, an arm that did not finish, a timing that is zero, negative, NaN or "
-        f"infinite, an interval that straddles {t.pass_ratio:.2f}, or a CP>1 arm whose "
-        f"effective CP the log does not state (slime ignores misspelled flags, so an unconfirmed CP never "
-        f"passes). Over several comparisons the worst status wins: FAIL > BLOCKED > INCONCLUSIVE > PASS."
+        f"FAIL when an arm shows an error signature, a NaN or infinite loss or grad norm, or the runner reports "
+        f"failed, fatal, hang, stalled or deadline; when the effective CP differs from the requested CP; when "
+        f"slime's grad-norm check failed; when the interval's lower bound is > {t.pass_ratio:.2f}{numerics}. "
+        f"BLOCKED when an arm could not start (environment). INCONCLUSIVE otherwise: too few counted steps, an arm "
+        f"that did not finish, a timing that is zero, negative, NaN or infinite, an interval that straddles "
+        f"{t.pass_ratio:.2f}, a CP>1 arm whose effective CP the log does not state (slime ignores misspelled "
+        f"flags, so an unconfirmed CP never passes), a log that states one fact twice with two values, arms whose "
+        f"logs show other jobs or other GPUs or cannot show they ran the same, a ratio below half of "
+        f"baseline CP / candidate CP (more than CP can give on the same GPUs: a broken comparison), first-step "
+        f"numerics more than {FAR_BEYOND_NOISE:g}x apart, or a grad-norm check the plan asked for that the logs "
+        f"do not show. Over several comparisons the worst status wins: FAIL > BLOCKED > INCONCLUSIVE > PASS."
     )
 
 
 def short_rule(t: Thresholds) -> str:
     """The rule in one line, for terminals; decision_rule() has the whole of it."""
     # "PASS if", not "PASS:": a `NAME: value` pair whose name reads like a password is redacted.
-    return (f"PASS if no errors, arms finished, timings are durations, effective CP confirmed, "
-            f">= {t.min_counted_steps} steps per arm, and the "
+    return (f"PASS if no errors, arms finished, timings are durations, losses finite, effective CP confirmed, "
+            f"one job on the same GPUs, >= {t.min_counted_steps} steps per arm, and the "
             f"{t.confidence:.0%} CI upper bound of {short_metric(t.primary_metric)} candidate/baseline <= "
-            f"{t.pass_ratio:.2f}; FAIL if errors, CP mismatch, or the lower bound > {t.pass_ratio:.2f}; "
+            f"{t.pass_ratio:.2f}; FAIL if errors, NaN losses, CP mismatch, or the lower bound > {t.pass_ratio:.2f}; "
             f"otherwise INCONCLUSIVE (BLOCKED if an arm could not start)")
