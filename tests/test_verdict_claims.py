@@ -230,6 +230,24 @@ def test_real_logs_of_one_run_without_their_dumps_are_still_one_job(folder):
     assert forced(verdict, "same_workload") == {None} and forced(verdict, "same_gpus") == {None}
 
 
+@pytest.mark.parametrize("pasted", [False, True])
+def test_a_real_cp1_log_on_one_gpu_is_no_baseline_for_cp2_on_two(pasted):
+    """The same rollouts (the same tokens per step) on one H200 at CP=1 and two at CP=2: whole, the
+    layouts tell; pasted without the layout line and the argument dump, slime's TFLOP per GPU does."""
+    one_gpu = REAL / "slime-train-only-h200x1-aa" / "aa-r1.log"
+    base = _without_dump(one_gpu) if pasted else SlimeLog(lines=one_gpu.read_text(encoding="utf-8").splitlines())
+    if pasted:
+        base.lines = [line for line in base.lines if "cpverify-layout" not in line]
+    cand = SlimeLog(lines=(REAL / "slime-train-only-h200x2" / "aa-24rollouts" / "slime-cp2.log").read_text(
+        encoding="utf-8").splitlines())
+    verdict = judge(base, cand)
+    assert verdict.status == v.INCONCLUSIVE and forced(verdict, "same_gpus") == {v.INCONCLUSIVE}
+    if pasted:  # the same rollouts, all the excerpts show of the job (whole, the dumps name the GPU counts too)
+        assert forced(verdict, "same_workload") == {None}
+    works = [arm["work"] for arm in verdict.to_json()["arms"]]
+    assert works[0]["tflop_per_gpu"] > 1.9 * works[1]["tflop_per_gpu"]
+
+
 # -- ratios CP cannot give are a broken comparison ------------------------------------------------------
 
 @PROPERTY
