@@ -230,12 +230,12 @@ def same_workload(pair: PairFacts) -> Iterator[Check]:
     if dumps_match:
         agreeing.insert(0, f"Megatron's argument dumps match in all {len(b_args)} arguments but CP, DP and slime's "
                            "grad-norm handoff")
-    if whole is None and not dumps_match:
+    if not agreeing:
         without = " and ".join(arm.name for arm in (base, cand) if not arm.parsed.arguments)
         why = (f"{without}'s log has no Megatron argument dump" if without else
                f"the argument dumps differ in paths that may hold other data ({listed(paths)})")
         yield pair.unestablished(name, f"could not establish that the arms ran the same job: {why}, and the logs "
-                                 "show no work per step (tokens, samples) to compare", FIX_WHOLE_LOGS)
+                                 "show no work per step (tokens, samples, TFLOP per GPU) to compare", FIX_WHOLE_LOGS)
     elif paths and b_args and c_args:
         yield Check(name, "warn", f"the arms' arguments match but for CP and these, which do not change a step's "
                     f"work (if the paths hold the same data and model): {listed(paths)}; " + "; ".join(agreeing),
@@ -396,7 +396,7 @@ def _grad_norm_gate(pair: PairFacts) -> Check | None:
         return Check(name, "fail", f"slime's grad-norm check failed at line {mismatch.line}: "
                      f"{excerpt(LEADING_TAGS.sub('', mismatch.text), 160)} (against the baseline's{same_data}, "
                      "rel/abs 0.01)", for_error("slime_grad_norm_mismatch"), cand.name, FAIL,
-                     brief=" — slime's grad-norm check failed")
+                     brief=f"slime's grad-norm check failed in arm {cand.name} at line {mismatch.line}")
     if steps and outcome in (None, "ok"):
         return Check(name, "pass", f"slime checked the grad norm of all {steps} steps against the baseline's"
                      f"{same_data} (the argument dumps: this arm's ci_load_grad_norm is the baseline's "
