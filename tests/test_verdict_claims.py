@@ -8,10 +8,12 @@ and judged by the real decide(); the pair is clean (it PASSes) until the test br
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import random
 import re
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -206,12 +208,16 @@ def test_sameness_the_logs_cannot_show_is_not_assumed(dumps, status):
     assert forced(verdict, "same_workload") == ({None} if status == v.PASS else {v.INCONCLUSIVE})
 
 
-def _without_dump(path) -> SlimeLog:
+def _real(path: Path) -> SlimeLog:
+    """A real log, whole (gzip or not)."""
+    data = path.read_bytes()
+    return SlimeLog(lines=(gzip.decompress(data) if path.suffix == ".gz" else data).decode("utf-8").splitlines())
+
+
+def _without_dump(path: Path) -> SlimeLog:
     """A real log as pasted into an issue: from after Megatron's argument dump on."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    end = next(i for i, line in enumerate(lines) if "end of arguments" in line)
-    log = SlimeLog()
-    log.lines = lines[end + 1:]
+    log = _real(path)
+    log.lines = log.lines[next(i for i, line in enumerate(log.lines) if "end of arguments" in line) + 1:]
     return log
 
 
@@ -234,12 +240,11 @@ def test_real_logs_of_one_run_without_their_dumps_are_still_one_job(folder):
 def test_a_real_cp1_log_on_one_gpu_is_no_baseline_for_cp2_on_two(pasted):
     """The same rollouts (the same tokens per step) on one H200 at CP=1 and two at CP=2: whole, the
     layouts tell; pasted without the layout line and the argument dump, slime's TFLOP per GPU does."""
-    one_gpu = REAL / "slime-train-only-h200x1-aa" / "aa-r1.log"
-    base = _without_dump(one_gpu) if pasted else SlimeLog(lines=one_gpu.read_text(encoding="utf-8").splitlines())
+    one_gpu = REAL.parent / "aa-rounds" / "h200x1-aa-r1.log.gz"  # CP=1 on one H200, the same rollouts
+    base = _without_dump(one_gpu) if pasted else _real(one_gpu)
     if pasted:
         base.lines = [line for line in base.lines if "cpverify-layout" not in line]
-    cand = SlimeLog(lines=(REAL / "slime-train-only-h200x2" / "aa-24rollouts" / "slime-cp2.log").read_text(
-        encoding="utf-8").splitlines())
+    cand = _real(REAL / "slime-train-only-h200x2" / "aa-24rollouts" / "slime-cp2.log")
     verdict = judge(base, cand)
     assert verdict.status == v.INCONCLUSIVE and forced(verdict, "same_gpus") == {v.INCONCLUSIVE}
     if pasted:  # the same rollouts, all the excerpts show of the job (whole, the dumps name the GPU counts too)
@@ -383,14 +388,12 @@ def test_a_grad_norm_check_against_a_file_the_baseline_did_not_write_proves_noth
 
 def test_real_train_only_logs_show_slimes_grad_norm_check():
     folder = REAL / "slime-train-only-h200x2" / "kit-check-12rollouts"
-    verdict = judge(SlimeLog(lines=(folder / "slime-cp1.log").read_text().splitlines()),
-                    SlimeLog(lines=(folder / "slime-cp2.log").read_text().splitlines()))
+    verdict = judge(_real(folder / "slime-cp1.log"), _real(folder / "slime-cp2.log"))
     assert gate(verdict).status == "pass" and "all 12 steps" in gate(verdict).detail
 
 
 def test_a_step_zero_with_rounding_differences_is_within_noise():
     """The real logs' first steps: 0.05 % apart in grad norm, nowhere near far beyond noise."""
     folder = REAL / "slime-train-only-h200x2"
-    verdict = judge(SlimeLog(lines=(folder / "slime-cp1.log").read_text().splitlines()),
-                    SlimeLog(lines=(folder / "slime-cp2.log").read_text().splitlines()))
+    verdict = judge(_real(folder / "slime-cp1.log"), _real(folder / "slime-cp2.log"))
     assert verdict.numerics and not any(row["beyond_noise"] for row in verdict.numerics)
