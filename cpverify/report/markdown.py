@@ -29,6 +29,7 @@ from cpverify.report.gfm import code, details, fenced, prose, table
 from cpverify.report.plots import arm_infos
 from cpverify.terminal import inert
 from cpverify.verdict import ArmSummary, Comparison, Verdict, short_metric, timing_metrics, worst
+from cpverify.verdict.evidence import FAR_BEYOND_NOISE
 
 EVIDENCE_LINES = 30  # lines of a failed arm's log shown up to its root cause
 LIMIT = 65_536  # GitHub's longest comment, in UTF-16 code units (what its textarea counts)
@@ -273,7 +274,8 @@ class _Renderer:
                             1, "_The comparison and timing tables are left out: see verdict.json in {pointer}._"),
                   Block(details("Arms", self.arms_table()), 6, "")]
         if v.numerics:
-            gate = "gated" if v.thresholds.deterministic else "reported only; the runs were not deterministic"
+            gate = ("gated" if v.thresholds.deterministic else  # not deterministic: only a gap beyond noise decides
+                    f"the runs were not deterministic: gated only where {FAR_BEYOND_NOISE:g}× apart")
             blocks.append(Block(details(f"Numerics (first common step; {gate})", self.numerics_table()), 1,
                                 "_The numerics table is left out: see verdict.json in {pointer}._"))
         blocks.append(Block(details("Decision rule", self.p(v.rule, 10_000)), 7, ""))
