@@ -83,6 +83,7 @@ from typing import Any
 from cpverify.parse.bars import Bar, last_bar
 from cpverify.parse.dicts import _SALVAGE_PAIR, parse_dict
 from cpverify.parse.records import (
+    MAX_CONFLICTS,
     UNKNOWN_ROLLOUT,
     BandwidthRecord,
     CheckRecord,
@@ -117,7 +118,6 @@ from cpverify.redact import is_secret_name
 MAX_LINE_BYTES = 64 * 1024
 EXCERPT_CHARS = 300
 _MAX_TRACEBACKS = 50
-_MAX_CONFLICTS = 50  # a few say that the log contradicts itself; a million would only cost memory
 _MAX_FRAMES = 40
 _TRACEBACK_PATIENCE = 8  # lines without a frame before a cut traceback is given up
 _MAX_SLOW_BARS = 64  # slow bars not finished yet, remembered at once
@@ -641,7 +641,7 @@ class LogParser:
         name, text = m.group(1), m.group(3)
         if not is_secret_name(name):  # --wandb-key's value is kept nowhere, not even as "None"
             first = self._log.arguments.setdefault(name, text)  # the first dump counts
-            if first != text and len(self._log.conflicts) < _MAX_CONFLICTS:  # a second dump that says otherwise
+            if first != text and len(self._log.conflicts) < MAX_CONFLICTS:  # a second dump that says otherwise
                 self._log.conflicts.append(ConflictRecord(f"argument {name}", first, text, None, lineno))
         value = integer(text) if name in _MEGATRON_LAYOUT_ARGS else None
         if value is not None and _MEGATRON_LAYOUT_ARGS[name] not in self._megatron_args:

@@ -13,6 +13,7 @@ from typing import Any
 from cpverify.parse.signatures import coarse_class
 
 UNKNOWN_ROLLOUT = -1  # perf salvaged from a headerless fragment: the rollout id was not printed
+MAX_CONFLICTS = 50  # of one kind, kept: a few say that a log contradicts itself; a million would only cost memory
 
 
 @dataclass(slots=True)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from cpverify.parse import ConflictRecord, ParsedLog
-from cpverify.parse.records import UNKNOWN_ROLLOUT
+from cpverify.parse.records import MAX_CONFLICTS, UNKNOWN_ROLLOUT
 from cpverify.verdict import stats
 from cpverify.verdict.model import (
     ITERATION_METRIC,
@@ -36,7 +36,8 @@ def merged(records: Iterable[tuple[K, int, dict[str, float]]],
 
     A record printed twice is one record (a log copied twice, Ray's repeats); a metric printed with
     two different values for one id is a ConflictRecord -- two runs in one file, or an edited log --
-    and its first value is kept, never silently: the checks say the arm cannot pass on it.
+    and its first value is kept, never silently: the checks say the arm cannot pass on it (the first
+    MAX_CONFLICTS are listed).
     """
     kept: dict[K, dict[str, float]] = {}
     first_line: dict[K, int] = {}
@@ -47,7 +48,7 @@ def merged(records: Iterable[tuple[K, int, dict[str, float]]],
         for metric, value in metrics.items():
             if metric not in mine:
                 mine[metric] = value
-            elif not same_value(mine[metric], value):
+            elif not same_value(mine[metric], value) and len(conflicts) < MAX_CONFLICTS:
                 conflicts.append(ConflictRecord(f"{named(key)} {metric}", f"{mine[metric]:.6g}", f"{value:.6g}",
                                                 first_line[key], line))
     return kept, conflicts
