@@ -332,21 +332,67 @@ class Redactor:
 
     def json(self, obj: Any) -> Any:
         """A redacted deep copy of a JSON-like value: secret-named fields (and the value of a
-        [name, value] pair with a secret name, as the profile's env is kept) lose their value."""
-        def walk(value: Any, key: str | None) -> Any:
-            if isinstance(value, dict):
-                return {self(str(k)): walk(v, str(k)) for k, v in value.items()}
-            if isinstance(value, (list, tuple)):
-                if len(value) == 2 and isinstance(value[0], str) and is_secret_name(value[0]) and value[1] not in _EMPTY:
-                    return [self(value[0]), SECRET]  # an env pair, ("HF_TOKEN", "hf_...")
-                return [SECRET if follows_secret_flag(value, i) else walk(v, key) for i, v in enumerate(value)]
-            if key is not None and is_secret_name(key) and value not in _EMPTY:
-                return SECRET
-            if isinstance(value, str):
-                return self(value, keep_versions=key is not None and "version" in key.lower())
-            return value
+        [name, value] pair with a secret name, as the profile's env is kept) lose their value.
 
-        return walk(obj, None)
+        Every string is redacted knowing every host the value names: one first named deep inside
+        it is replaced where it was named before, too."""
+        known = self.pseudonyms.known_hosts()[0]
+        copy = _JsonCopy(self).value(obj, None)
+        if self.pseudonyms.known_hosts()[0] != known:  # hosts learned on the way: once more, knowing them
+            copy = _JsonCopy(self).value(obj, None)
+        return copy
+
+
+_SCALARS = frozenset((int, float, bool, type(None)))
+
+
+class _JsonCopy:
+    """One walk of Redactor.json. A parse of a big log holds each metric name hundreds of thousands
+    of times: each distinct string is redacted once, each distinct set of keys judged once, and a
+    dict of numbers under plain keys copied whole (benchmarks/parse_throughput.md)."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._redactor = redactor
+        self._texts: dict[tuple[str, bool], str] = {}
+        # keys -> (their names, redacted; their names; whether none is secret, a version's or changed)
+        self._keys: dict[tuple, tuple[list[str], list[str], bool]] = {}
+
+    def text(self, text: str, keep_versions: bool = False) -> str:
+        done = self._texts.get((text, keep_versions))
+        if done is None:
+            done = self._texts[text, keep_versions] = self._redactor(text, keep_versions=keep_versions)
+        return done
+
+    def value(self, value: Any, key: str | None) -> Any:
+        if isinstance(value, dict):
+            return self._dict(value)
+        if isinstance(value, (list, tuple)):
+            return self._list(value, key)
+        if key is not None and is_secret_name(key) and value not in _EMPTY:
+            return SECRET
+        if isinstance(value, str):
+            return self.text(value, keep_versions=key is not None and "version" in key.lower())
+        return value
+
+    def _dict(self, value: dict) -> dict:
+        keys = tuple(value)
+        plan = self._keys.get(keys)
+        if plan is None:
+            names = [str(k) for k in keys]
+            redacted = [self.text(name) for name in names]
+            plain = redacted == list(keys) and not any(is_secret_name(n) or "version" in n.lower() for n in names)
+            plan = self._keys[keys] = (redacted, names, plain)
+        redacted, names, plain = plan
+        if plain and _SCALARS.issuperset(map(type, value.values())):
+            return dict(value)  # what the walk below would make of it
+        return {new: self.value(v, name) for new, name, v in zip(redacted, names, value.values())}
+
+    def _list(self, value: list | tuple, key: str | None) -> list:
+        if len(value) == 2 and isinstance(value[0], str) and is_secret_name(value[0]) and value[1] not in _EMPTY:
+            return [self.text(value[0]), SECRET]  # an env pair, ("HF_TOKEN", "hf_...")
+        if not any(issubclass(t, str) for t in set(map(type, value))):  # no word is a flag: records, numbers
+            return [self.value(v, key) for v in value]
+        return [SECRET if follows_secret_flag(value, i) else self.value(v, key) for i, v in enumerate(value)]
 
 
 
@@ -436,6 +482,45 @@ def _discard(stream) -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, stream.fileno())
         os.close(devnull)
+
+
+def print_json(obj: Any) -> None:
+    """`print(json.dumps(obj))`, the same text, redacted field by field (Redactor.json) by the
+    terminal's redactor (a fresh Redactor outside one) and written in pieces, never held whole.
+
+    The terminal's text rules would see the document as one line: megabytes through every rule
+    (seconds, for `cpverify parse --json` of a big log), a pair rule that leaves
+    `"name": <redacted:secret>` (no longer JSON), a literal secret missed where JSON escapes it."""
+    stream = sys.stdout
+    if isinstance(stream, _RedactingStream):
+        stream.flush()  # what was printed before comes first
+        redactor, out = stream.redactor, stream._stream
+    else:
+        redactor, out = Redactor(), stream
+    for piece in _json_pieces(redactor.json(obj)):
+        out.write(piece)
+    out.write("\n")
+    out.flush()
+
+
+_JSON_BATCH = 1024  # list items a piece: enough to stay in json's C encoder, little to hold
+
+
+def _json_pieces(value: Any) -> Iterator[str]:
+    """json.dumps(value) in pieces: a dict's items one by one, a long list a batch at a time."""
+    if type(value) is dict and all(type(key) is str for key in value):
+        yield "{"
+        for i, (key, item) in enumerate(value.items()):
+            yield (", " if i else "") + json.dumps(key) + ": "
+            yield from _json_pieces(item)
+        yield "}"
+    elif type(value) is list and len(value) > _JSON_BATCH:
+        yield "["
+        for start in range(0, len(value), _JSON_BATCH):
+            yield (", " if start else "") + json.dumps(value[start : start + _JSON_BATCH])[1:-1]
+        yield "]"
+    else:
+        yield json.dumps(value)
 
 
 @contextlib.contextmanager

@@ -36,7 +36,10 @@ def build_parser(commands: tuple[str, ...] = COMMANDS) -> argparse.ArgumentParse
 def main(argv: list[str] | None = None, *, commands: tuple[str, ...] = COMMANDS) -> int:
     """`cpverify`; `commands` narrows it to some subcommands (`python -m cpverify.doctor` is the
     doctor alone: it imports nothing the other commands need, so it works where they are broken)."""
-    parser = build_parser(commands)
+    argv = sys.argv[1:] if argv is None else argv
+    # A command named first needs only its own module: `cpverify parse` does not import the
+    # pipeline and the runners (half its start-up). --help and a misspelt command see them all.
+    parser = build_parser(tuple(name for name in commands if argv[:1] == [name]) or commands)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

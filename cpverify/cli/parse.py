@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import statistics
 import sys
 from typing import Any
 
 from cpverify._inputs import shown_name
 from cpverify.parse import ParsedLog, parse_file, parse_stream
+from cpverify.redact import print_json
 
 
 def register(subparsers: Any) -> None:
@@ -28,7 +27,7 @@ def register(subparsers: Any) -> None:
 def _cmd_parse(args: argparse.Namespace) -> int:
     parsed = parse_stream(sys.stdin.buffer) if args.log == "-" else parse_file(args.log)
     if args.json:
-        print(json.dumps(parsed.to_json()))
+        print_json(parsed.to_json())
     else:
         print(render_summary(parsed, "<stdin>" if args.log == "-" else shown_name(args.log)))
     return 0
@@ -40,7 +39,9 @@ _JUDGED_PERF = ("perf/actor_train_time", "perf/log_probs_time", "perf/ref_log_pr
 
 def render_summary(parsed: ParsedLog, name: str) -> str:
     """A human summary of a ParsedLog; tables by tabulate."""
-    from tabulate import tabulate  # heavy: only when a summary is printed
+    import statistics  # only for a summary, as tabulate: not in `parse --json`'s start-up
+
+    from tabulate import tabulate
 
     out = [f"{name}: {parsed.lines} lines"]
     steps = [s for s in parsed.steps if s.kind == "step"]
