@@ -348,20 +348,14 @@ _SCALARS = frozenset((int, float, bool, type(None)))
 
 class _JsonCopy:
     """One walk of Redactor.json. A parse of a big log holds each metric name hundreds of thousands
-    of times: each distinct string is redacted once, each distinct set of keys judged once, and a
-    dict of numbers under plain keys copied whole (benchmarks/parse_throughput.md)."""
+    of times: each distinct string is redacted once, each distinct set of keys judged once, and under
+    plain keys a number is taken as it is (benchmarks/parse_throughput.md)."""
 
     def __init__(self, redactor: Redactor) -> None:
-        self._redactor = redactor
-        self._texts: dict[tuple[str, bool], str] = {}
+        self._texts = _Memo(redactor)
+        self._versions = _Memo(functools.partial(redactor, keep_versions=True))
         # keys -> (their names, redacted; their names; whether none is secret, a version's or changed)
         self._keys: dict[tuple, tuple[list[str], list[str], bool]] = {}
-
-    def text(self, text: str, keep_versions: bool = False) -> str:
-        done = self._texts.get((text, keep_versions))
-        if done is None:
-            done = self._texts[text, keep_versions] = self._redactor(text, keep_versions=keep_versions)
-        return done
 
     def value(self, value: Any, key: str | None) -> Any:
         if isinstance(value, dict):
@@ -371,30 +365,44 @@ class _JsonCopy:
         if key is not None and is_secret_name(key) and value not in _EMPTY:
             return SECRET
         if isinstance(value, str):
-            return self.text(value, keep_versions=key is not None and "version" in key.lower())
+            return self._versions[value] if key is not None and "version" in key.lower() else self._texts[value]
         return value
 
     def _dict(self, value: dict) -> dict:
         keys = tuple(value)
         plan = self._keys.get(keys)
-        if plan is None:
+        if plan is None:  # the first dict of these keys: each key before its value, as placeholders number them
+            copy = {self._texts[str(k)]: self.value(v, str(k)) for k, v in value.items()}
             names = [str(k) for k in keys]
-            redacted = [self.text(name) for name in names]
+            redacted = [self._texts[name] for name in names]
             plain = redacted == list(keys) and not any(is_secret_name(n) or "version" in n.lower() for n in names)
-            plan = self._keys[keys] = (redacted, names, plain)
+            self._keys[keys] = (redacted, names, plain)
+            return copy
         redacted, names, plain = plan
-        if plain and _SCALARS.issuperset(map(type, value.values())):
-            return dict(value)  # what the walk below would make of it
-        return {new: self.value(v, name) for new, name, v in zip(redacted, names, value.values())}
+        if plain:  # what value() makes of a number or a string under a key neither secret nor a version's
+            texts, walk = self._texts, self.value
+            return {k: v if type(v) in _SCALARS else texts[v] if type(v) is str else walk(v, k)
+                    for k, v in value.items()}
+        return {new: self.value(v, name) for new, name, v in zip(redacted, names, value.values(), strict=True)}
 
     def _list(self, value: list | tuple, key: str | None) -> list:
         if len(value) == 2 and isinstance(value[0], str) and is_secret_name(value[0]) and value[1] not in _EMPTY:
-            return [self.text(value[0]), SECRET]  # an env pair, ("HF_TOKEN", "hf_...")
+            return [self._texts[value[0]], SECRET]  # an env pair, ("HF_TOKEN", "hf_...")
         if not any(issubclass(t, str) for t in set(map(type, value))):  # no word is a flag: records, numbers
             return [self.value(v, key) for v in value]
         return [SECRET if follows_secret_flag(value, i) else self.value(v, key) for i, v in enumerate(value)]
 
 
+class _Memo(dict):
+    """text -> redact(text), each text redacted once."""
+
+    def __init__(self, redact: Callable[[str], str]) -> None:
+        super().__init__()
+        self._redact = redact
+
+    def __missing__(self, text: str) -> str:
+        done = self[text] = self._redact(text)
+        return done
 
 def redact_text(text: str, *, extra_secrets: Iterable[str] = (), keep_versions: bool = False,
                 identity: bool = True) -> str:

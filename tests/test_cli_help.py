@@ -4,6 +4,7 @@ every option says what it means, and the defaults that decide where a run goes a
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -77,3 +78,15 @@ def test_help_imports_no_heavy_library():
             f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({heavy!r})))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert proc.stdout.strip() == "[]", proc.stdout
+
+
+def test_a_command_imports_no_other_commands_module():
+    """`cpverify parse LOG` needs its own module only: importing every command's (the pipeline, the
+    runners, the verdict) was half of its start-up (benchmarks/parse_throughput.md)."""
+    log = ROOT / "tests" / "data" / "real-logs" / "02_slime-issue1136-cp-step11-train-metrics.log"
+    code = ("import sys; from cpverify.cli import COMMANDS, main; main(['parse', sys.argv[1], '--json']); "
+            "print(sorted(set(sys.modules) & {f'cpverify.cli.{c}' for c in COMMANDS} | "
+            "{m for m in sys.modules if m.startswith('cpverify.pipeline')}), file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", code, str(log)], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert proc.stderr.strip() == "['cpverify.cli.parse']", proc.stderr
+    assert json.loads(proc.stdout)["steps"]

@@ -7,11 +7,15 @@ kinds recognised by shape, alone; and the SURVIVORS must come through untouched.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import os
 import re
+import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -30,6 +34,7 @@ from cpverify.redact import (
     Redactor,
     contains_secret,
     is_secret_name,
+    print_json,
     redact_json,
     redact_text,
     redacted_terminal,
@@ -39,6 +44,7 @@ from cpverify.redact import (
 from helpers.secrets_corpus import CORPUS, SURVIVORS, secret_values
 from helpers.slime_log import synthetic_arm
 
+ROOT = Path(__file__).resolve().parent.parent
 HF = "hf_" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3f"
 GHP = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 GH_PAT = "github_pat_" + "11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz"
@@ -392,6 +398,94 @@ def test_redact_json_hides_secret_fields_and_keeps_versions(this_machine):
                                              "messages"],
                               "model_revision": "7ae557604adf67be50417f59c2c2f167def9a775"}
     assert data["env"]["HF_TOKEN"] == "anything-at-all"  # a copy: the input is untouched
+
+
+def _reference_json(redactor: Redactor, obj):
+    """What Redactor.json means, one string at a time in document order (its walk redacts each
+    distinct string once: it must come to this)."""
+    def walk(value, key):
+        if isinstance(value, dict):
+            return {redactor(str(k)): walk(v, str(k)) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            if len(value) == 2 and isinstance(value[0], str) and is_secret_name(value[0]) and value[1] not in EMPTY:
+                return [redactor(value[0]), "<redacted:secret>"]
+            return ["<redacted:secret>" if redact.follows_secret_flag(value, i) else walk(v, key)
+                    for i, v in enumerate(value)]
+        if key is not None and is_secret_name(key) and value not in EMPTY:
+            return "<redacted:secret>"
+        if isinstance(value, str):
+            return redactor(value, keep_versions=key is not None and "version" in key.lower())
+        return value
+
+    return walk(obj, None)
+
+
+EMPTY = (None, "", True, False)
+_WORDS = st.sampled_from([HF, "plain words", f"peer {HOST}", "gpu-node-17 is slow", "gpu-node-17:1:2 [0] NCCL INFO x",
+                          f"ip {IPV4}", "9.10.2.21", "--wandb-key", "--lr", WANDB, "messages", "", "/home/alice/x",
+                          "http://head-node-3:8265/x", "head-node-3 again", f"{ENV_ONLY} leaked"])
+_KEYS = st.sampled_from(["train/loss", "kind", "HF_TOKEN", "cudnn_version", "password", "text", HOST, "gpu-node-17",
+                         "--hf-token", "metrics"])
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-2, 2) | st.floats(allow_nan=False) | _WORDS,
+    lambda inner: st.lists(inner, max_size=5) | st.tuples(_WORDS, inner) | st.dictionaries(_KEYS, inner, max_size=5),
+    max_leaves=30)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(JSON_VALUES)
+def test_redact_json_redacts_each_string_knowing_every_host_the_value_names(this_machine, value):
+    learner = Redactor()
+    _reference_json(learner, value)  # meets every host the value names, numbering them in order
+    assert Redactor().json(value) == _reference_json(learner, value)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(JSON_VALUES)
+def test_print_json_prints_json_dumps_of_the_redacted_value(this_machine, value):
+    out = io.StringIO()
+    with mock.patch.object(redact, "_JSON_BATCH", 2), contextlib.redirect_stdout(out):  # lists go in pieces
+        print_json(value)
+    assert out.getvalue() == json.dumps(Redactor().json(value)) + "\n"
+
+
+QUOTED_SECRET = 'pa"ss-w\u00f6rd-42'  # JSON escapes both its quote and its umlaut
+
+
+def test_json_in_the_redacted_terminal_is_redacted_field_by_field_after_what_came_before(monkeypatch):
+    monkeypatch.setenv("DB_PASSWORD", QUOTED_SECRET)
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    cut_key = "b'-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7'"
+    doc = {"errors": [{"text": f"ValueError: Could not deserialize key data: {cut_key}"}],
+           "exception": f'ValueError: bad value "{QUOTED_SECRET}"', "lines": 3, "train/loss": 0.5}
+    with redacted_terminal(Redactor()):
+        print("parsed:", end=" ")
+        print_json(doc)
+    head, _, body = out.getvalue().partition(" ")
+    assert head == "parsed:"
+    printed = json.loads(body)  # still JSON: the text rules cut the line after a key block that does not end
+    assert printed["errors"] == [{"text": "ValueError: Could not deserialize key data: b'<redacted:private-key>"}]
+    assert printed["exception"] == 'ValueError: bad value "<redacted:secret>"'
+    assert (printed["lines"], printed["train/loss"]) == (3, 0.5)
+
+
+def test_parse_json_stays_json_and_hides_what_the_text_rules_missed(tmp_path):
+    log = tmp_path / "arm.log"
+    log.write_text(
+        "Traceback (most recent call last):\n  File \"/opt/app/load.py\", line 3, in <module>\n"
+        "ValueError: Could not deserialize key data: b'-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQ'\n"
+        "[2026-08-21 10:00:28] model.py:918 - step 1: {'train/loss': 0.5, 'train/step': 1}\n"
+        "Traceback (most recent call last):\n  File \"/opt/app/db.py\", line 9, in connect\n"
+        f'ValueError: login refused for "{QUOTED_SECRET}"\n', encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "cpverify", "parse", str(log), "--json"], capture_output=True,
+                          text=True, cwd=ROOT, env={**os.environ, "DB_PASSWORD": QUOTED_SECRET}, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert [s["step"] for s in doc["steps"]] == [1] and doc["lines"] == 7
+    assert [t["exception"] for t in doc["tracebacks"]] == [
+        "ValueError: Could not deserialize key data: b'<redacted:private-key>",
+        'ValueError: login refused for "<redacted:secret>"']
 
 
 # -- artifacts and the terminal --------------------------------------------------------------------
