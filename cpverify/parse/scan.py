@@ -60,72 +60,63 @@ class BlockScan:
     """Finds, in a block of whole lines, the starts of the lines that hold a gate word, and of
     the channel lines whose transport word the parser has not cached yet.
 
-    "hyperscan" makes two compiled passes: the gate words, all at once (each line is taken at its
-    first word: Hyperscan reports matches in the order they end); then the channel lines. "find" makes one bytes.find pass per gate
-    word and one regex pass for the channel lines. Both give the same answer (a property test
-    checks it). The channel pattern follows the parser's cache (`via_seen`): it changes when the
-    cache grew, in the first blocks of a log, and is compiled once per process for each set of
-    words (_compiled_via); the gate is compiled once per process (_compiled_gate).
+    "hyperscan" makes one compiled pass for both: each gate word a caseless literal, and the
+    channel pattern (matches come in the order they end: a line is taken at its first). "find"
+    makes one bytes.find pass per gate word and one regex pass for the channel lines. Both give
+    the same answer (a property test checks it). The channel pattern follows the parser's cache
+    (`via_seen`): it changes when the cache grew, in the first blocks of a log, and what scans
+    for it is compiled once per process for each set of words (_compiled).
     """
 
     def __init__(self, engine: str, via_seen: set[bytes]) -> None:
         self._engine, self._via_seen = engine, via_seen
-        self._words = -1  # size of via_seen when self._via was compiled
-        self._via: Any = None
+        self._words = -1  # size of via_seen when self._compiled was compiled
+        self._compiled: Any = None
 
     def scan(self, data: bytes, begin: int, end: int) -> tuple[list[int], list[int]]:
         """(starts of the gated lines, starts of the channel lines with an unseen word) of
         data[begin:end], each in order and once. Starts are indices into `data`; begin is a line start."""
         if self._words != len(self._via_seen):
-            self._via = _compiled_via(self._engine, frozenset(self._via_seen))
+            self._compiled = _compiled(self._engine, frozenset(self._via_seen))
             self._words = len(self._via_seen)
         if self._engine == "find":
             return ([begin + start for start in _gate_starts_by_find(data[begin:end])],
-                    sorted({data.rfind(b"\n", 0, m.start()) + 1 for m in self._via.finditer(data, begin, end)}))
-        view = memoryview(data)[begin:end]
+                    sorted({data.rfind(b"\n", 0, m.start()) + 1 for m in self._compiled.finditer(data, begin, end)}))
         starts: list[int] = []
         vias: list[int] = []
-        via_line_end = -1  # end of the last channel line found: another word on it adds nothing
+        # Where the last line taken of each kind ends: another match on it adds nothing.
+        gate_line_end = via_line_end = -1
+        find, rfind, size = data.find, data.rfind, len(data) + 1  # % size: find's -1 (no newline) is the end
 
-        gate_line_end = -1  # end of the last gated line: another word on it adds nothing
-        append, find, rfind = starts.append, data.find, data.rfind
+        def on_match(pattern: int, _start: int, match_end: int, _flags: int, _context: Any) -> None:
+            nonlocal gate_line_end, via_line_end
+            last = begin + match_end - 1  # the last byte matched: a channel pattern's may be the newline
+            if pattern != _VIA:
+                if last > gate_line_end:
+                    starts.append(rfind(b"\n", 0, last) + 1)
+                    gate_line_end = find(b"\n", last) % size
+            elif last > via_line_end:
+                vias.append(rfind(b"\n", 0, last) + 1)
+                via_line_end = find(b"\n", last) % size
 
-        def on_gate(_pattern: int, _start: int, match_end: int, _flags: int, _context: Any) -> None:
-            nonlocal gate_line_end
-            if begin + match_end > gate_line_end:
-                append(rfind(b"\n", 0, begin + match_end) + 1)
-                gate_line_end = find(b"\n", begin + match_end) % (len(data) + 1)  # -1: the data's end
-
-        def on_via(_pattern: int, _start: int, match_end: int, _flags: int, _context: Any) -> None:
-            nonlocal via_line_end
-            last = begin + match_end - 1  # the last byte: of the word, or the newline after it
-            if last > via_line_end:
-                vias.append(data.rfind(b"\n", 0, last) + 1)
-                via_line_end = data.find(b"\n", last) % (len(data) + 1)  # -1: the data's end
-
-        _compiled_gate().scan(view, match_event_handler=on_gate)
-        self._via.scan(view, match_event_handler=on_via)
+        self._compiled.scan(memoryview(data)[begin:end], match_event_handler=on_match)
         return starts, vias
 
 
-@functools.lru_cache(maxsize=1)
-def _compiled_gate() -> Any:
-    """All gate words, caseless, each a literal: 1 ms to compile, where one pattern reporting once
-    per line (the words, then the rest of the line) took 10 ms of every `cpverify parse`."""
-    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    database.compile(expressions=[re.escape(token) for token in _BLOCK_GATE],
-                     flags=[hyperscan.HS_FLAG_CASELESS] * len(_BLOCK_GATE))
-    return database
+_VIA = len(_BLOCK_GATE)  # the channel pattern's id in a compiled scan; the gate words' are 0.._VIA-1
 
 
 @functools.lru_cache(maxsize=16)
-def _compiled_via(engine: str, via_seen: frozenset[bytes]) -> Any:
-    """The channel pattern for a set of cached words: milliseconds, so once per process and set."""
-    pattern = _unseen_via_pattern(sorted(via_seen))
+def _compiled(engine: str, via_seen: frozenset[bytes]) -> Any:
+    """What scans for the gate words and the channel pattern of a set of cached words: a
+    milliseconds' compile, so once per process and set. Each gate word is a literal of its own
+    (1 ms to compile, where one pattern reporting once per line took 10 ms)."""
+    via = _unseen_via_pattern(sorted(via_seen))
     if engine == "find":
-        return re.compile(pattern)
+        return re.compile(via)
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    database.compile(expressions=[pattern])
+    database.compile(expressions=[*(re.escape(token) for token in _BLOCK_GATE), via], ids=list(range(_VIA + 1)),
+                     flags=[hyperscan.HS_FLAG_CASELESS] * _VIA + [0])
     return database
 
 
