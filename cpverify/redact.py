@@ -330,16 +330,18 @@ class Redactor:
             return text
         return text if address.is_loopback or address.is_unspecified else self.pseudonyms.ip(str(address))
 
-    def json(self, obj: Any) -> Any:
+    def json(self, obj: Any, *, share: bool = False) -> Any:
         """A redacted deep copy of a JSON-like value: secret-named fields (and the value of a
         [name, value] pair with a secret name, as the profile's env is kept) lose their value.
+        With `share`, a dict of numbers under plain keys is the value's own, not a copy (for a
+        value that is only printed: a big log's parse holds hundreds of thousands).
 
         Every string is redacted knowing every host the value names: one first named deep inside
         it is replaced where it was named before, too."""
         known = self.pseudonyms.known_hosts()[0]
-        copy = _JsonCopy(self).value(obj, None)
+        copy = _JsonCopy(self, share).value(obj, None)
         if self.pseudonyms.known_hosts()[0] != known:  # hosts learned on the way: once more, knowing them
-            copy = _JsonCopy(self).value(obj, None)
+            copy = _JsonCopy(self, share).value(obj, None)
         return copy
 
 
@@ -351,7 +353,8 @@ class _JsonCopy:
     of times: each distinct string is redacted once, each distinct set of keys judged once, and under
     plain keys a number is taken as it is (benchmarks/parse_throughput.md)."""
 
-    def __init__(self, redactor: Redactor) -> None:
+    def __init__(self, redactor: Redactor, share: bool) -> None:
+        self._share = share
         self._texts = _Memo(redactor)
         self._versions = _Memo(functools.partial(redactor, keep_versions=True))
         # keys -> (their names, redacted; their names; whether none is secret, a version's or changed)
@@ -380,6 +383,8 @@ class _JsonCopy:
             return copy
         redacted, names, plain = plan
         if plain:  # what value() makes of a number or a string under a key neither secret nor a version's
+            if self._share and _SCALARS.issuperset(map(type, value.values())):
+                return value
             texts, walk = self._texts, self.value
             return {k: v if type(v) in _SCALARS else texts[v] if type(v) is str else walk(v, k)
                     for k, v in value.items()}
@@ -505,7 +510,7 @@ def print_json(obj: Any) -> None:
         redactor, out = stream.redactor, stream._stream
     else:
         redactor, out = Redactor(), stream
-    for piece in _json_pieces(redactor.json(obj)):
+    for piece in _json_pieces(redactor.json(obj, share=True)):
         out.write(piece)
     out.write("\n")
     out.flush()

@@ -432,7 +432,8 @@ JSON_VALUES = st.recursive(
     max_leaves=30)
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(JSON_VALUES)
 def test_redact_json_redacts_each_string_knowing_every_host_the_value_names(this_machine, value):
     learner = Redactor()
@@ -440,7 +441,8 @@ def test_redact_json_redacts_each_string_knowing_every_host_the_value_names(this
     assert Redactor().json(value) == _reference_json(learner, value)
 
 
-@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(JSON_VALUES)
 def test_print_json_prints_json_dumps_of_the_redacted_value(this_machine, value):
     out = io.StringIO()

@@ -685,7 +685,7 @@ class LogParser:
             if name.startswith("elapsed time per iteration"):
                 elapsed_ms = field_value
             else:
-                metrics[name] = field_value
+                metrics[sys.intern(name)] = field_value  # one str per name, not one per line
         iteration = integer(m.group(1))
         if iteration is None:
             return False
