@@ -1,23 +1,30 @@
-"""Throughput and peak memory of cpverify.parse.parse_file on large synthetic slime logs.
+"""Throughput and peak memory of `cpverify parse LOG --json` on large synthetic logs, as a user
+runs it: the whole command, interpreter start, imports and JSON output included, against a bare
+Python line loop over the same file run the same way.
 
-    python3 benchmarks/parse_throughput.py [--sizes-mb 50 200] [--reps 5] [--dir /tmp] [--shapes mixed nccl]
-                                           [--setups hyperscan/orjson find/json]
+    python3 benchmarks/parse_throughput.py [--sizes-mb 50 100] [--reps 7] [--dir /tmp]
+                                           [--shapes mixed nccl megatron] [--in-process hyperscan/orjson ...]
 
-Writes logs shaped like a colocated slime run with NCCL_DEBUG=INFO (Ray prefixes and ANSI
-colour on every actor line). Shape "mixed": per rollout ~600 NCCL INFO lines (process groups are rebuilt
-every iteration), ~300 SGLang access-log lines, a tqdm bar of 30 `\\r` updates, slime's
-Timer/Memory-Usage/step/perf lines. Shape "nccl": a multi-node NCCL_DEBUG=INFO set-up in which
-most lines are DISTINCT: 64 ranks on 8 nodes, 32 channels, rings and trees over P2P, SHM and
-NET/IB/GDRDMA, every line with its own host, pid, rank, channel and peer; a slime step every
-~2,600 lines. For each size and set-up -- a block-scan engine (Hyperscan, or the bytes.find
-fallback used where Hyperscan is not installed) and a JSON reader for slime's dicts (orjson, or
-json where orjson is not installed) -- it times a bare binary `for line in f: pass` and parse_file
-over the same (page-cached) file, alternately (bare, parse, bare, parse, ...: the machine's load
-falls on both alike), medians of --reps runs; and it measures, in a fresh process, the peak RSS
-(VmHWM, Linux) and the CPU time of a first parse (which compiles the block scan). A last file of
-one 200 MB line (a tqdm bar that never printed a newline) shows that line length does not cost
-memory either.
-The generated logs are deleted afterwards.
+Shapes (every log is written under --dir and deleted afterwards):
+  mixed     a colocated slime run with NCCL_DEBUG=INFO, Ray prefixes and ANSI colour on every actor
+            line: per rollout (~120 KiB) ~600 NCCL INFO lines, ~300 SGLang access lines, a tqdm bar of
+            30 `\\r` updates, and slime's Timer, Memory-Usage, `step N:` and `perf N:` lines.
+  nccl      a multi-node NCCL_DEBUG=INFO set-up whose lines are mostly DISTINCT (64 ranks on 8 nodes,
+            32 channels over P2P, SHM and NET/IB/GDRDMA); a slime step every ~2,600 lines.
+  megatron  records-dense: a Megatron-LM `iteration N/ M | ...` line after every 20 NCCL INFO lines
+            (~39k records and ~12 MB of JSON per 100 MiB).
+
+For each log it runs, alternately (bare, cpverify, bare, cpverify, ...: a load that comes and goes
+falls on both), --reps times each:
+  bare      python -c 'import sys\nfor line in open(sys.argv[1], "rb"): pass' LOG
+  cpverify  python -m cpverify parse LOG --json > OUT
+each a fresh process started by a small launcher that reports the child's own CPU time (user +
+sys) and peak RSS (wait4; the launcher is small, so Linux's carry-over of the parent's peak RSS
+into the child's does not show), with the wall time around it. The interpreter's bytecode is
+cached (PYTHONPYCACHEPREFIX), as an installed package has it. One line of 100 MiB (a tqdm bar
+that never printed a newline) shows that line length costs no memory. With --in-process, it also
+times parse_file alone in this process per block-scan engine / JSON reader, against a bare loop
+in this process.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import random
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -139,13 +147,28 @@ def nccl_block(rid: int, rng: random.Random) -> str:
 
 STEP_LINE = ("[2026-08-21 10:00:28] model.py:918 - step {step}: {{'train/loss': {loss}, 'train/grad_norm': 0.5, "
              "'train/step': {step}}}")
-SHAPES = {"mixed": "rollout_block", "nccl": "nccl_block"}
+
+
+def megatron_block(rid: int, rng: random.Random) -> str:
+    """20 NCCL INFO lines, then one Megatron-LM iteration line: a record per ~2.6 KiB."""
+    host, pid = f"node{rid % 8:02d}", 40000 + rid % 64
+    out = [TRAIN.format(pid=pid) + NCCL_INFO[i % len(NCCL_INFO)].format(host=host, pid=pid, tid=pid + 1, dev=i % 8,
+                                                                         peer=(i + 1) % 8, ch=i % 24)
+           for i in range(20)]
+    out.append(f" iteration {rid + 1:8d}/  500000 | consumed samples: {1024 * (rid + 1):12d} | elapsed time per "
+               f"iteration (ms): {rng.uniform(800, 900):.1f} | learning rate: {rng.uniform(1e-6, 1e-5):.6E} | global "
+               f"batch size:  1024 | lm loss: {rng.uniform(1, 3):.6E} | loss scale: 1.0 | grad norm: "
+               f"{rng.uniform(0.1, 1):.3f} | number of skipped iterations:   0 | number of nan iterations:   0 |")
+    return "\n".join(out) + "\n"
+
+
+SHAPES = {"mixed": rollout_block, "nccl": nccl_block, "megatron": megatron_block}
 
 
 def write_log(path: Path, size_mb: int, shape: str = "mixed") -> int:
     """Write blocks of the shape until the file holds size_mb MiB; return the number of blocks."""
     rng = random.Random(size_mb)
-    make = globals()[SHAPES[shape]]
+    make = SHAPES[shape]
     written, rid = 0, 0
     with path.open("w", encoding="utf-8") as f:
         while written < size_mb * MB:
@@ -164,6 +187,71 @@ def write_one_line(path: Path, size_mb: int) -> None:
         f.write(b"\n")
 
 
+# -- whole processes ----------------------------------------------------------------------------
+
+# Started as `python -S -I -c LAUNCHER OUT ARGV...`: runs ARGV with stdout to OUT and prints
+# [wall s, user s, sys s, peak RSS MiB, exit code] of that child alone.
+LAUNCHER = """
+import json, os, sys, time
+out, argv = sys.argv[1], sys.argv[2:]
+start = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    os.dup2(os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), 1)
+    os.execv(argv[0], argv)
+_, status, usage = os.wait4(pid, 0)
+print(json.dumps([time.perf_counter() - start, usage.ru_utime, usage.ru_stime, usage.ru_maxrss / 1024,
+                  os.waitstatus_to_exitcode(status)]))
+"""
+BARE = "import sys\nfor line in open(sys.argv[1], 'rb'): pass"
+
+
+def run_whole(argv: list[str], out: Path, env: dict[str, str]) -> dict[str, float]:
+    """One fresh process: wall and CPU seconds, peak RSS MiB."""
+    proc = subprocess.run([sys.executable, "-S", "-I", "-c", LAUNCHER, str(out), *argv], capture_output=True,
+                          text=True, check=True, cwd=REPO, env=env)
+    wall, user, system, rss, code = json.loads(proc.stdout)
+    if code != 0:
+        raise SystemExit(f"{argv} exited {code}")
+    return {"wall": wall, "cpu": user + system, "rss": rss}
+
+
+def whole_process(path: Path, reps: int, scratch: Path) -> dict[str, list[dict[str, float]]]:
+    """`reps` runs each of the bare loop and `cpverify parse LOG --json`, alternately."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(PYTHONPATH=str(REPO), PYTHONPYCACHEPREFIX=str(scratch / "pycache"))
+    bare = [sys.executable, "-c", BARE, str(path)]
+    cpverify = [sys.executable, "-m", "cpverify", "parse", str(path), "--json"]
+    out = scratch / "parse.json"
+    run_whole(cpverify, out, env)  # bytecode written, the page cache warm: as for every later run
+    runs: dict[str, list[dict[str, float]]] = {"bare": [], "cpverify": []}
+    for _ in range(reps):
+        runs["bare"].append(run_whole(bare, scratch / "bare.out", env))
+        runs["cpverify"].append(run_whole(cpverify, out, env))
+    runs["output_bytes"] = [{"bytes": out.stat().st_size}]
+    return runs
+
+
+def median(runs: list[dict[str, float]], key: str) -> float:
+    return statistics.median(r[key] for r in runs)
+
+
+def report_whole(label: str, path: Path, runs: dict[str, list[dict[str, float]]]) -> None:
+    size = path.stat().st_size / MB
+    bare, cpv = runs["bare"], runs["cpverify"]
+    bc, bw, cc, cw = median(bare, "cpu"), median(bare, "wall"), median(cpv, "cpu"), median(cpv, "wall")
+    print(f"[{label}] {size:.1f} MiB -> {runs['output_bytes'][0]['bytes'] / MB:.2f} MiB of JSON\n"
+          f"    CPU  : bare {bc:.3f} s ({size / bc:.0f} MiB/s), cpverify {cc:.3f} s ({size / cc:.0f} MiB/s), "
+          f"ratio {cc / bc:.2f}x\n"
+          f"    wall : bare {bw:.3f} s, cpverify {cw:.3f} s, ratio {cw / bw:.2f}x\n"
+          f"    peak RSS: bare {max(r['rss'] for r in bare):.1f} MiB, cpverify {max(r['rss'] for r in cpv):.1f} MiB\n"
+          f"    runs (cpu, wall): bare {[(round(r['cpu'], 3), round(r['wall'], 3)) for r in bare]}\n"
+          f"                      cpverify {[(round(r['cpu'], 3), round(r['wall'], 3)) for r in cpv]}")
+
+
+# -- parse_file in this process -------------------------------------------------------------------
+
+
 def bare_loop(path: Path) -> tuple[float, float]:
     """(wall s, CPU s) of the cheapest Python read of every line."""
     wall, cpu = time.perf_counter(), time.process_time()
@@ -173,116 +261,56 @@ def bare_loop(path: Path) -> tuple[float, float]:
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def use(setup: str) -> None:
-    """Make parse_file use a set-up, "ENGINE/READER" (hyperscan/orjson, find/json, ...)."""
-    from cpverify.parse import dicts, scan
+def timed_parse(path: Path, setup: str) -> tuple[float, float]:
+    """(wall s, CPU s) of parse_file with the set-up ENGINE/READER (hyperscan/orjson, find/json, ...)."""
+    from cpverify.parse import dicts, parse_file, scan
 
     scan.ENGINE, dicts.JSON_READER = setup.split("/")
-
-
-def timed_parse(path: Path, setup: str) -> tuple[float, float]:
-    """(wall s, CPU s) of parse_file with the given set-up."""
-    from cpverify.parse import parse_file
-
-    use(setup)
     wall, cpu = time.perf_counter(), time.process_time()
     parse_file(path)
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def medians(runs: list[tuple[float, float]]) -> tuple[float, float]:
-    return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
-
-
-def fresh_parse(path: Path | None, setup: str = "") -> tuple[float, dict, float]:
-    """(peak RSS MiB, record counts, CPU s of the parse) of a fresh interpreter that imports
-    cpverify.parse and parses `path` once: the first parse compiles the block scan.
-
-    Reads VmHWM from /proc: ru_maxrss would be wrong here, Linux carries it over from the
-    (large) parent process across fork and exec.
-    """
-    code = (
-        "import json, sys, time\n"
-        "from cpverify.parse import dicts, parse_file, scan\n"
-        "counts, cpu = {}, 0.0\n"
-        "if len(sys.argv) > 1:\n"
-        "    scan.ENGINE, dicts.JSON_READER = sys.argv[2].split('/')\n"
-        "    cpu = time.process_time()\n"
-        "    p = parse_file(sys.argv[1])\n"
-        "    cpu = time.process_time() - cpu\n"
-        "    counts = {k: len(getattr(p, k)) for k in ('steps', 'perf', 'timers', 'memory', 'errors')}\n"
-        "    counts['lines'] = p.lines\n"
-        "hwm = next(l for l in open('/proc/self/status') if l.startswith('VmHWM:'))\n"
-        "print(json.dumps([int(hwm.split()[1]) / 1024, counts, cpu]))\n"
-    )
-    argv = [sys.executable, "-c", code] + ([str(path), setup] if path else [])
-    out = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=REPO).stdout
-    rss, counts, cpu = json.loads(out)
-    return rss, counts, cpu
+def in_process(path: Path, setup: str, reps: int) -> str:
+    timed_parse(path, setup)  # the scan compiled once, as in a process that parses more than one log
+    bare, parse = [], []
+    for _ in range(reps):
+        bare.append(bare_loop(path))
+        parse.append(timed_parse(path, setup))
+    (bw, bc), (pw, pc) = ((statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
+                          for runs in (bare, parse))
+    return (f"    parse_file alone in this process, {setup}: CPU {pc:.3f} s against a bare loop's {bc:.3f} s "
+            f"({pc / bc:.2f}x), wall {pw / bw:.2f}x")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes-mb", type=int, nargs="+", default=[50, 200])
-    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--sizes-mb", type=int, nargs="+", default=[50, 100])
+    ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--dir", type=Path, default=Path("/tmp"))
-    ap.add_argument("--shapes", nargs="+", choices=sorted(SHAPES), default=["mixed", "nccl"])
+    ap.add_argument("--shapes", nargs="+", choices=list(SHAPES), default=list(SHAPES))
     sys.path.insert(0, str(REPO))
     from cpverify.parse import dicts, scan
 
     setups = [f"{engine}/{reader}" for engine in scan.ENGINES for reader in dicts.JSON_READERS]
-    # The default: what a full install runs, and what runs with no optional library at all.
-    default = sorted({setups[0], setups[-1]}, key=setups.index)
-    ap.add_argument("--setups", nargs="+", choices=setups, default=default, metavar="ENGINE/READER",
-                    help=f"block-scan engine / JSON reader, of {', '.join(setups)} (default: {' '.join(default)})")
+    ap.add_argument("--in-process", nargs="*", choices=setups, default=[], metavar="ENGINE/READER",
+                    help=f"also time parse_file alone in this process with these set-ups, of {', '.join(setups)}")
     args = ap.parse_args()
     print(f"python {platform.python_version()} on {platform.platform()}, {os.cpu_count()} CPUs, "
           f"load {os.getloadavg()[0]:.2f}; block-scan engines here: {', '.join(scan.ENGINES)}; "
-          f"JSON readers: {', '.join(dicts.JSON_READERS)}")
-    base_rss, _, _ = fresh_parse(None)
-    print(f"baseline RSS (interpreter + cpverify.parse imported): {base_rss:.1f} MiB\n")
-    for shape, size in [(shape, size) for shape in args.shapes for size in args.sizes_mb]:
-        path = args.dir / f"cpverify-bench-{shape}-{size}mb.log"
-        try:
-            rollouts = write_log(path, size, shape)
-            nbytes = path.stat().st_size
-            bare_loop(path)  # warm the page cache: both loops read from memory
-            for setup in args.setups:
-                timed_parse(path, setup)  # compile this engine's scan once, as a long-lived process has
-                bare, parse = [], []
-                for _ in range(args.reps):  # interleaved: a load that comes and goes falls on both
-                    bare.append(bare_loop(path))
-                    parse.append(timed_parse(path, setup))
-                rss, counts, first_cpu = fresh_parse(path, setup)
-                (bw, bc), (pw, pc) = medians(bare), medians(parse)
-                size_mb = nbytes / MB
-                print(
-                    f"[{shape}, {setup}] {size_mb:7.1f} MiB, {counts['lines']} lines, {rollouts} blocks, "
-                    f"records {counts}\n"
-                    f"    CPU  : bare loop {bc:.3f} s ({size_mb / bc:.0f} MiB/s), parse_file {pc:.3f} s "
-                    f"({size_mb / pc:.1f} MiB/s), ratio {pc / bc:.2f}x\n"
-                    f"    wall : bare loop {bw:.3f} s ({size_mb / bw:.0f} MiB/s), parse_file {pw:.3f} s "
-                    f"({size_mb / pw:.1f} MiB/s), ratio {pw / bw:.2f}x\n"
-                    f"    first parse in a fresh process (compiles the scan): CPU {first_cpu:.3f} s; "
-                    f"peak RSS (VmHWM) {rss:.1f} MiB (+{rss - base_rss:.1f} over baseline)\n"
-                    f"    runs (wall, cpu): bare {[(round(w, 3), round(c, 3)) for w, c in bare]}\n"
-                    f"                      parse {[(round(w, 3), round(c, 3)) for w, c in parse]}"
-                )
-        finally:
-            path.unlink(missing_ok=True)
-
-    path = args.dir / "cpverify-bench-one-line.log"
-    try:
+          f"JSON readers: {', '.join(dicts.JSON_READERS)}\n")
+    with tempfile.TemporaryDirectory(dir=args.dir, prefix="cpverify-bench-") as tmp:
+        scratch = Path(tmp)
+        for shape, size in [(shape, size) for shape in args.shapes for size in args.sizes_mb]:
+            path = scratch / f"{shape}-{size}mb.log"
+            write_log(path, size, shape)
+            report_whole(f"{shape}, whole process", path, whole_process(path, args.reps, scratch))
+            for setup in args.in_process:
+                print(in_process(path, setup, args.reps))
+            path.unlink()
+        path = scratch / "one-line.log"
         write_one_line(path, max(args.sizes_mb))
-        nbytes = path.stat().st_size
-        pw, pc = medians([timed_parse(path, args.setups[0]) for _ in range(args.reps)])
-        rss, counts, _ = fresh_parse(path, args.setups[0])
-    finally:
-        path.unlink(missing_ok=True)
-    print(
-        f"{nbytes / MB:7.1f} MiB in ONE line ({counts['lines']} line): parse_file CPU {pc:.3f} s, wall {pw:.3f} s; "
-        f"peak RSS {rss:.1f} MiB (+{rss - base_rss:.1f} over baseline)"
-    )
+        report_whole("one line, whole process", path, whole_process(path, args.reps, scratch))
     print(f"load {os.getloadavg()[0]:.2f} at the end")
     return 0
 
