@@ -503,7 +503,8 @@ def print_json(obj: Any) -> None:
 
     The terminal's text rules would see the document as one line: megabytes through every rule
     (seconds, for `cpverify parse --json` of a big log), a pair rule that leaves
-    `"name": <redacted:secret>` (no longer JSON), a literal secret missed where JSON escapes it."""
+    `"name": <redacted:secret>` (no longer JSON), a literal secret missed where JSON escapes it.
+    Inert already (cpverify.terminal): json.dumps escapes every control character."""
     stream = sys.stdout
     if isinstance(stream, _RedactingStream):
         stream.flush()  # what was printed before comes first
