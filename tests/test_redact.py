@@ -438,7 +438,17 @@ JSON_VALUES = st.recursive(
 def test_redact_json_redacts_each_string_knowing_every_host_the_value_names(this_machine, value):
     learner = Redactor()
     _reference_json(learner, value)  # meets every host the value names, numbering them in order
-    assert Redactor().json(value) == _reference_json(learner, value)
+    copy = Redactor().json(value)
+    assert copy == _reference_json(learner, value)
+    assert not _containers(copy) & _containers(value)  # a deep copy: changing it changes nothing in value
+
+
+def _containers(value) -> set[int]:
+    if isinstance(value, dict):
+        return {id(value)}.union(*map(_containers, value.values()))
+    if isinstance(value, (list, tuple)):
+        return {id(value)}.union(*map(_containers, value))
+    return set()
 
 
 @settings(max_examples=200, deadline=None,
