@@ -488,7 +488,7 @@ def test_parse_json_stays_json_and_hides_what_the_text_rules_missed(tmp_path):
         "Traceback (most recent call last):\n  File \"/opt/app/load.py\", line 3, in <module>\n"
         "ValueError: Could not deserialize key data: b'-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQ'\n"
         "[2026-08-21 10:00:28] model.py:918 - step 1: {'train/loss': 0.5, 'train/step': 1}\n"
-        "Traceback (most recent call last):\n  File \"/opt/app/db.py\", line 9, in connect\n"
+        "Traceback (most recent call last):\n  File \"C:\\Users\\ghost\\app\\db.py\", line 9, in connect\n"
         f'ValueError: login refused for "{QUOTED_SECRET}"\n', encoding="utf-8")
     proc = subprocess.run([sys.executable, "-m", "cpverify", "parse", str(log), "--json"], capture_output=True,
                           text=True, cwd=ROOT, env={**os.environ, "DB_PASSWORD": QUOTED_SECRET}, timeout=120)
@@ -498,6 +498,7 @@ def test_parse_json_stays_json_and_hides_what_the_text_rules_missed(tmp_path):
     assert [t["exception"] for t in doc["tracebacks"]] == [
         "ValueError: Could not deserialize key data: b'<redacted:private-key>",
         'ValueError: login refused for "<redacted:secret>"']
+    assert doc["tracebacks"][1]["frames"][0]["file"] == "~\\app\\db.py"  # JSON escapes its backslashes: text rules missed it
 
 
 # -- artifacts and the terminal --------------------------------------------------------------------
