@@ -506,15 +506,16 @@ def print_json(obj: Any) -> None:
     `"name": <redacted:secret>` (no longer JSON), a literal secret missed where JSON escapes it.
     Inert already (cpverify.terminal): json.dumps escapes every control character."""
     stream = sys.stdout
+    write: Callable[[str], object]
     if isinstance(stream, _RedactingStream):
         stream.flush()  # what was printed before comes first
-        redactor, out = stream.redactor, stream._stream
+        redactor, write = stream.redactor, stream._emit  # past the text rules; a reader gone, handled
     else:
-        redactor, out = Redactor(), stream
+        redactor, write = Redactor(), stream.write
     for piece in _json_pieces(redactor.json(obj, share=True)):
-        out.write(piece)
-    out.write("\n")
-    out.flush()
+        write(piece)
+    write("\n")
+    stream.flush()
 
 
 _JSON_BATCH = 1024  # list items a piece: enough to stay in json's C encoder, little to hold

@@ -501,6 +501,20 @@ def test_parse_json_stays_json_and_hides_what_the_text_rules_missed(tmp_path):
     assert doc["tracebacks"][1]["frames"][0]["file"] == "~\\app\\db.py"  # JSON escapes its backslashes: text rules missed it
 
 
+def test_parse_json_to_a_closed_pipe_exits_zero_quietly():
+    """`cpverify parse LOG --json | head`: the reader is gone before the first byte; the command
+    ends with 0 and no traceback, as a command whose output nobody reads."""
+    log = ROOT / "tests" / "data" / "real-logs" / "02_slime-issue1136-cp-step11-train-metrics.log"
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # every write to stdout now fails with EPIPE
+    try:
+        proc = subprocess.run([sys.executable, "-m", "cpverify", "parse", str(log), "--json"], stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, cwd=ROOT, timeout=120)
+    finally:
+        os.close(write_end)
+    assert (proc.returncode, proc.stderr) == (0, "")
+
+
 # -- artifacts and the terminal --------------------------------------------------------------------
 
 
