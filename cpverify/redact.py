@@ -365,7 +365,7 @@ class _JsonCopy:
             return self._dict(value)
         if isinstance(value, (list, tuple)):
             return self._list(value, key)
-        if key is not None and is_secret_name(key) and value not in _EMPTY:
+        if key is not None and is_secret_name(key) and value not in _EMPTY and not _metric(key, value):
             return SECRET
         if isinstance(value, str):
             return self._versions[value] if key is not None and "version" in key.lower() else self._texts[value]
@@ -396,6 +396,12 @@ class _JsonCopy:
         if not any(issubclass(t, str) for t in set(map(type, value))):  # no word is a flag: records, numbers
             return [self.value(v, key) for v in value]
         return [SECRET if follows_secret_flag(value, i) else self.value(v, key) for i, v in enumerate(value)]
+
+
+def _metric(key: str, value: Any) -> bool:
+    """A logger's metric (`eval/aime_pass`: 0.53, `train/auth_score`): a number under a namespaced
+    name is a measurement, as the text rules read it in the log line that printed it, not a credential."""
+    return "/" in key and type(value) in (int, float)
 
 
 class _Memo(dict):

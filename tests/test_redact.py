@@ -26,6 +26,7 @@ from cpverify import verdict as v
 from cpverify.artifacts import RunDir
 from cpverify.model import ArmResult
 from cpverify.parse import ErrorRecord
+from cpverify.credentials import SECRET
 from cpverify.redact import (
     GATE_WORDS,
     VALUE_KINDS,
@@ -629,3 +630,16 @@ def test_the_terminal_shows_no_secret_that_control_characters_wrap(monkeypatch, 
     shown = out.getvalue()
     assert "Sup3r-s3cret" not in shown and "L4vR8sK1wZ3yC6dF0gH5jE2a" not in shown
     assert "\x1b" not in shown and "\b" not in shown
+
+
+@given(st.sampled_from(["eval/aime_pass", "train/auth_score", "eval/pass", "rollout/secret_rate", "x/api_key"]),
+       st.one_of(st.integers(), st.floats(allow_nan=False)))
+def test_a_metric_whose_name_reads_as_a_credentials_keeps_its_number(name, number):
+    """What a log printed as a metric, the parse JSON and verdict.json print as that metric."""
+    assert Redactor().json({"metrics": {name: number, "train/loss": 0.5}}) == {"metrics": {name: number,
+                                                                                          "train/loss": 0.5}}
+
+
+@given(st.sampled_from(["DB_PASS", "wandb_key", "x/api_key", "eval/token"]), st.text(min_size=1).filter(str.strip))
+def test_a_credential_named_text_value_is_still_removed(name, text):
+    assert Redactor().json({name: text})[name] == SECRET
