@@ -24,9 +24,9 @@ from hypothesis import strategies as st
 from cpverify import redact, report
 from cpverify import verdict as v
 from cpverify.artifacts import RunDir
+from cpverify.credentials import SECRET
 from cpverify.model import ArmResult
 from cpverify.parse import ErrorRecord
-from cpverify.credentials import SECRET
 from cpverify.redact import (
     GATE_WORDS,
     VALUE_KINDS,
