@@ -10,24 +10,40 @@ Online, `HfApi.verify_repo_checksums` compares against the hub's tree as well.
 
 The token (HF_TOKEN) is read by huggingface_hub from the environment of *this*
 process only; nothing here logs it, and no workload container ever receives it.
+
+No network is an environment condition (EnvironmentBlocked, exit 4), not bad input: the hub is
+asked first whether it can be reached at all (one connection, a few seconds), so an offline host
+gets one line at once instead of huggingface_hub's retries, and a model already in the cache is
+used without the network.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import json
+import logging
 import os
 import shutil
+import socket
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cpverify import argv, config
 from cpverify.artifacts import atomic_writer
-from cpverify.errors import DatasetError, ModelError
+from cpverify.errors import DatasetError, EnvironmentBlocked, ModelError
 from cpverify.prompts import load_prompts
 
 # Files a Megatron+SGLang run of a Qwen2.5 checkpoint reads; weights are checked separately.
 REQUIRED_FILES = ("config.json", "tokenizer_config.json", "generation_config.json")
 MODEL_PATTERNS = ["*.json", "*.safetensors", "*.txt", "*.model", "*.tiktoken", "merges.txt", "vocab.json"]
+CONNECT_TIMEOUT_S = 5.0  # is the hub (or the proxy in front of it) there at all: one TCP connection
+NO_HUB_FIX = ("connect this machine to the network (or set HF_ENDPOINT to a hub mirror, HTTPS_PROXY to a proxy); "
+              "or run `cpverify fetch` where the hub can be reached and copy the cache (--cache), or pass "
+              "--model-dir with a local copy of the model")
 
 # config.json key -> Megatron flag that must agree with it (MODEL_ARGS of slime's scripts/models/*.sh)
 CONFIG_TO_FLAG = {
@@ -76,9 +92,14 @@ def snapshot_dir(root: Path, repo: str, revision: str) -> Path:
     return model_cache(root) / f"models--{repo.replace('/', '--')}" / "snapshots" / revision
 
 
-def fetch_model(repo_id: str, revision: str, *, cache_dir: Path | None = None, offline: bool | None = None) -> Path:
-    """Download (or find in the cache) `repo_id` at `revision`; return the snapshot directory."""
-    from huggingface_hub import snapshot_download
+def fetch_model(repo_id: str, revision: str, *, cache_dir: Path | None = None, offline: bool | None = None,
+                endpoint: str | None = None) -> Path:
+    """Download (or find in the cache) `repo_id` at `revision`; return the snapshot directory.
+
+    Raises ModelError when the hub says no (a gated, missing or private repo, an unknown revision)
+    or when downloads are off and the cache lacks the model; EnvironmentBlocked when the hub
+    cannot be reached and the cache lacks it."""
+    from huggingface_hub import constants, snapshot_download
     from huggingface_hub.errors import (
         GatedRepoError,
         LocalEntryNotFoundError,
@@ -89,27 +110,85 @@ def fetch_model(repo_id: str, revision: str, *, cache_dir: Path | None = None, o
     cache_dir = Path(cache_dir or model_cache(cache_root()))
     if offline is None:
         offline = config.hf_offline()
+    endpoint = (endpoint or constants.ENDPOINT).rstrip("/")
+    what = f"{repo_id}@{revision[:12]}"
+    unreachable = None if offline else hub_unreachable(endpoint)
     try:
-        path = snapshot_download(
-            repo_id,
-            revision=revision,
-            cache_dir=cache_dir,
-            allow_patterns=MODEL_PATTERNS,
-            local_files_only=offline,
-        )
+        with _hub_quiet():
+            path = snapshot_download(repo_id, revision=revision, cache_dir=cache_dir, allow_patterns=MODEL_PATTERNS,
+                                     local_files_only=offline or unreachable is not None, endpoint=endpoint)
     except LocalEntryNotFoundError as exc:
-        raise ModelError(
-            f"{repo_id}@{revision} is not in the cache {cache_dir} and downloads are off (HF_HUB_OFFLINE=1 or no network): {exc}",
-            "run `cpverify fetch` once on a machine with network access to the hub (or set HF_ENDPOINT to a mirror), "
-            "or point --cache at a cache that holds it",
-        ) from exc
+        if unreachable is not None:
+            raise EnvironmentBlocked(f"cannot reach the Hugging Face hub at {endpoint} ({unreachable}), and "
+                                     f"{what} is not in the cache {cache_dir}", NO_HUB_FIX) from None
+        if offline:
+            raise ModelError(
+                f"{what} is not in the cache {cache_dir} and downloads are off (HF_HUB_OFFLINE=1 or --offline)",
+                "run `cpverify fetch` once on a machine with network access to the hub (or set HF_ENDPOINT to a "
+                "mirror), or point --cache at a cache that holds it",
+            ) from exc
+        # the hub answered the connection but not the download (down, a 5xx, a broken proxy)
+        raise EnvironmentBlocked(f"downloading {what} from {endpoint} failed: {_first_line(exc)}", NO_HUB_FIX) from exc
     except GatedRepoError as exc:
         raise ModelError(f"{repo_id} is gated and this token has no access.", "accept the model's licence on the hub and export HF_TOKEN") from exc
     except RevisionNotFoundError as exc:
         raise ModelError(f"revision {revision!r} does not exist in {repo_id}.", "pass a commit sha that exists (see the model's history on the hub)") from exc
     except RepositoryNotFoundError as exc:
         raise ModelError(f"{repo_id} does not exist on the hub (or is private).", "check the repo id, or export HF_TOKEN for a private repo") from exc
+    except _transport_errors() as exc:  # the connection dropped during the download, after the retries
+        raise EnvironmentBlocked(f"downloading {what} from {endpoint} failed: {type(exc).__name__}: "
+                                 f"{_first_line(exc)}", "rerun `cpverify fetch` (the download resumes); "
+                                 + NO_HUB_FIX) from exc
     return Path(path)
+
+
+def hub_unreachable(endpoint: str, *, timeout: float = CONNECT_TIMEOUT_S) -> str | None:
+    """Why `endpoint` cannot be reached from here (its host or its proxy does not resolve or does not
+    accept a connection), or None when it can: one connection, instead of huggingface_hub's retries
+    of every request (six warnings over ~24 s with no network)."""
+    url = urllib.parse.urlsplit(endpoint)
+    host, port = url.hostname or "", url.port or (443 if url.scheme == "https" else 80)
+    proxy = urllib.request.getproxies().get(url.scheme) or urllib.request.getproxies().get("all")
+    if proxy and not urllib.request.proxy_bypass(host):  # HTTPS_PROXY and friends, NO_PROXY honoured
+        target = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+        host, port, via = target.hostname or "", target.port or 80, f" (the proxy {target.hostname})"
+    else:
+        via = ""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return None
+    except socket.gaierror as exc:
+        return f"{host}{via}: {exc.strerror or exc}"
+    except OSError as exc:  # refused, unreachable, timed out
+        return f"{host}:{port}{via}: {exc.strerror or exc}"
+
+
+@contextlib.contextmanager
+def _hub_quiet() -> Iterator[None]:
+    """huggingface_hub's own retry warnings off for the download: its outcome is reported once,
+    by the error raised above (the progress bars stay)."""
+    hub = logging.getLogger("huggingface_hub")
+    level = hub.level
+    hub.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        hub.setLevel(level)
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """What a dropped connection raises, whichever HTTP client this huggingface_hub uses: the
+    socket's own errors, requests' (0.x), httpx's TransportError (1.x) or httpx2's (later)."""
+    errors: list[type[BaseException]] = [ConnectionError, TimeoutError, socket.gaierror]
+    for module, name in (("requests.exceptions", "ConnectionError"), ("requests.exceptions", "Timeout"),
+                         ("httpx", "TransportError"), ("httpx2", "TransportError")):
+        with contextlib.suppress(ImportError, AttributeError):
+            errors.append(getattr(importlib.import_module(module), name))
+    return tuple(errors)
+
+
+def _first_line(exc: BaseException) -> str:
+    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
 
 
 def verify_snapshot(path: Path, *, revision: str | None = None) -> SnapshotReport:

@@ -348,7 +348,10 @@ def step_fetch(ctx: Context) -> int:
                               "files_checked": report.checked}
         what = f"local model {model}"
     else:
-        model = fetch.fetch_model(p.model_repo, p.model_revision, cache_dir=fetch.model_cache(ctx.cache))
+        try:
+            model = fetch.fetch_model(p.model_repo, p.model_revision, cache_dir=fetch.model_cache(ctx.cache))
+        except EnvironmentBlocked as exc:  # no network: the run cannot happen here, and the verdict says so
+            return write_blocked(ctx, f"fetch: {exc.problem}", exc.fix)
         report = fetch.ensure_model(model, model_args=p.model_args, revision=p.model_revision)
         ctx.record.model = {"repo": p.model_repo, "revision": p.model_revision, "path": str(model),
                               "files_checked": report.checked}

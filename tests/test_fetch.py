@@ -7,11 +7,13 @@ The hub itself cannot be reached from CI, so the tests lay out the cache exactly
 from __future__ import annotations
 
 import json
+import logging
+import socket
 
 import pytest
 
 from cpverify import fetch
-from cpverify.errors import DatasetError, ModelError
+from cpverify.errors import EXIT_BLOCKED, DatasetError, EnvironmentBlocked, ModelError
 from cpverify.profiles import get_profile
 from helpers.hfcache import QWEN_CONFIG, make_model_cache
 from helpers.nobody import as_nobody, public_dir
@@ -27,6 +29,20 @@ def offline(monkeypatch):
 @pytest.fixture
 def cache(tmp_path):
     return tmp_path / "hf"
+
+
+@pytest.fixture
+def no_hub(monkeypatch):
+    """A hub endpoint that refuses every connection (a closed port on this machine), with no proxy
+    in between: what a host without network sees, deterministically and without a network."""
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy", "HF_HUB_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    endpoint = f"http://127.0.0.1:{port}"
+    monkeypatch.setattr("huggingface_hub.constants.ENDPOINT", endpoint)
+    return endpoint
 
 
 def test_offline_fetch_finds_the_pinned_snapshot_and_verifies_it(offline, cache):
@@ -163,3 +179,36 @@ def test_staging_leaves_no_temporary_file_and_a_failed_write_names_the_cache(tmp
                          "except ArtifactWriteError as e:\n    print(e.problem, '|', e.fix)")
         assert proc.returncode == 0 and "could not write" in proc.stdout and "--cache" in proc.stdout, proc.stderr
         assert list(locked.iterdir()) == []
+
+
+def test_an_unreachable_hub_blocks_the_fetch_in_one_error_without_the_hubs_retries(no_hub, cache, caplog):
+    caplog.set_level(logging.DEBUG)
+    with pytest.raises(EnvironmentBlocked) as raised:
+        fetch.fetch_model(PROFILE.model_repo, PROFILE.model_revision, cache_dir=cache, endpoint=no_hub)
+    assert raised.value.exit_code == EXIT_BLOCKED and raised.value.fix == fetch.NO_HUB_FIX
+    assert [r for r in caplog.records if r.name.startswith("huggingface_hub") and r.levelno >= logging.WARNING] == []
+    assert fetch.hub_unreachable(no_hub) is not None
+
+
+def test_fetch_cli_without_network_exits_blocked_with_one_error(no_hub, tmp_path, capsys):
+    from cpverify.cli import main
+
+    assert main(["fetch", "--cache", str(tmp_path / "cache")]) == EXIT_BLOCKED
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and err[0].startswith("cpverify: error: ") and err[1].startswith("  fix: "), err
+
+
+def test_a_cached_model_is_used_when_the_hub_cannot_be_reached(no_hub, cache):
+    snapshot = make_model_cache(cache, PROFILE.model_repo, PROFILE.model_revision)
+    assert fetch.fetch_model(PROFILE.model_repo, PROFILE.model_revision, cache_dir=cache, offline=False) == snapshot
+
+
+def test_an_unreachable_hub_blocks_the_run_with_a_verdict_that_says_so(no_hub, tmp_path, capsys):
+    from cpverify.cli import main
+
+    out = tmp_path / "artifacts"
+    code = main(["run", "--runner", "docker", "--only", "fetch", "--cache", str(tmp_path / "cache"), "--out", str(out),
+                 "--run-id", "offline"])
+    verdict = json.loads((out / "offline" / "verdict.json").read_text())
+    assert code == EXIT_BLOCKED and verdict["status"] == "BLOCKED"
+    assert {c["fix"] for c in verdict["checks"] if c["status"] == "fail"} == {fetch.NO_HUB_FIX}

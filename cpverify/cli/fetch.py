@@ -18,7 +18,8 @@ def register(subparsers) -> None:
                     "HF_ENDPOINT and HF_HUB_OFFLINE apply), re-hash every file against the hub's checksums, "
                     "check config.json against the profile's model arguments, and stage the prompt data. "
                     "`cpverify run` does the same in its fetch step. A partial or corrupted model, or a "
-                    "broken prompt line, exits 2 naming the file and the fix.")
+                    "broken prompt line, exits 2 naming the file and the fix; a hub this machine cannot reach "
+                    "(no network, no proxy) exits 4 (BLOCKED) at once, unless the cache already holds the model.")
     p.add_argument("--profile", default="smoke", help="the profile whose model and data to fetch (default: %(default)s)")
     p.add_argument("--cache", default=config.cache(),
                    help="the cpverify cache, as `cpverify run --cache` takes it: the model goes to <cache>/hf, the "
