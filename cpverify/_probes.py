@@ -339,6 +339,34 @@ def collect_shm(host: Host) -> Fact:
     return Fact({"total_bytes": usage.total, "free_bytes": usage.free}, source="statvfs /dev/shm")
 
 
+DOCKER_FIXES = {
+    "not_installed": ("install Docker Engine (https://docs.docker.com/engine/install/) and the NVIDIA Container "
+                      "Toolkit; or run without Docker: --runner local"),
+    "permission": ("add your user to the docker group (`sudo usermod -aG docker $USER`, then log in again), or point "
+                   "DOCKER_HOST at an engine you may use (rootless Docker)"),
+    "not_running": ("start dockerd (`sudo systemctl start docker`; rootless: `systemctl --user start docker`; in CI "
+                    "`bash .ci/docker-up.sh`), or set DOCKER_HOST to the engine's address"),
+    "no_answer": "check `docker info`; start dockerd or set DOCKER_HOST to a running engine",
+}
+DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
+_DOCKER_NOT_RUNNING = ("Cannot connect to the Docker daemon", "No such file", "Connection refused", "FileNotFoundError",
+                       "ConnectionRefused")
+
+
+def docker_engine_problem(error: str, *, host: str, absent: bool = False) -> tuple[str, str, str]:
+    """Why no Docker engine answers, from what docker-py and the docker CLI said: (cause, problem,
+    fix), the cause a key of DOCKER_FIXES. `absent`: there is no docker command at all."""
+    if "Permission denied" in error or "PermissionError" in error:
+        cause, problem = "permission", f"permission denied on the Docker socket ({host})"
+    elif absent:
+        cause, problem = "not_installed", "Docker is not installed (no docker command)"
+    elif any(sign in error for sign in _DOCKER_NOT_RUNNING):
+        cause, problem = "not_running", f"no Docker engine answers at {host}"
+    else:
+        cause, problem = "no_answer", f"the Docker engine at {host} does not answer: {error}"
+    return cause, problem, DOCKER_FIXES[cause]
+
+
 def collect_docker(host: Host) -> Fact:
     """Engine version, runtimes, root dir: docker-py when importable, else `docker info`."""
     try:
@@ -363,7 +391,9 @@ def collect_docker(host: Host) -> Fact:
             sdk_reason = f"docker-py: {exc}"
     result = host.run(["docker", "info", "--format", "{{json .}}"])
     if not result.ok:
-        return missing(f"{sdk_reason}; {result.reason()}", absent=result.not_found)
+        fact = missing(f"{sdk_reason}; {result.reason()}", absent=result.not_found)
+        fact.value = {"docker_host": host.env.get("DOCKER_HOST") or DEFAULT_DOCKER_HOST}  # where no engine answered
+        return fact
     return Fact(_docker_summary(json.loads(result.stdout)), source="docker info")
 
 

@@ -81,8 +81,10 @@ def _gpu_list(facts: dict[str, Fact]) -> list[dict] | None:
     return None if fact.error else fact.value["gpus"]
 
 
-def _unknown(name: str, need: str, fact: Fact, fix: str, required: bool = False) -> Check:
-    return Check(name, "unknown", fact.error or "not collected", need, fix, required)
+def _unknown(name: str, need: str, fact: Fact, required: bool = False) -> Check:
+    """A check that could not run: what it needs, and no fix (its fix presumes the fact it lacks;
+    the collection error, cited under the tables, says what is missing)."""
+    return Check(name, "unknown", fact.error or "not collected", need, "", required)
 
 
 def check_gpu_count(facts, cp) -> Check:
@@ -93,7 +95,7 @@ def check_gpu_count(facts, cp) -> Check:
         if facts["gpus"].absent:  # neither NVML nor nvidia-smi exists: no NVIDIA driver, so no GPU
             return Check("gpu_count", "fail", f"0 ({facts['gpus'].error})", need,
                          "install the NVIDIA driver, or run inside a container started with --gpus all", True)
-        return _unknown("gpu_count", need, facts["gpus"], fix, True)
+        return _unknown("gpu_count", need, facts["gpus"], True)
     return Check("gpu_count", "pass" if len(gpus) >= cp else "fail", str(len(gpus)), need, fix, True)
 
 
@@ -103,7 +105,7 @@ def check_compute_capability(facts, cp) -> Check:
     gpus = _gpu_list(facts)
     caps = [g.get("compute_capability") for g in gpus or []]
     if not gpus or any(c is None for c in caps):
-        return _unknown("compute_capability", need, facts["gpus"], fix, True)
+        return _unknown("compute_capability", need, facts["gpus"], True)
     low = [f"GPU{g['index']} {g['compute_capability']}" for g in gpus
            if (parse_version(g["compute_capability"]) or Version("0")) < Version(MIN_COMPUTE_CAPABILITY)]
     return Check("compute_capability", "fail" if low else "pass", ", ".join(low) or ", ".join(sorted({str(c) for c in caps})),
@@ -115,7 +117,7 @@ def check_gpu_memory(facts, cp) -> Check:
     fix = "use GPUs with more memory, or shorten --max-tokens-per-gpu / --rollout-max-response-len"
     gpus = _gpu_list(facts)
     if not gpus or any(g.get("memory_mib") is None for g in gpus):
-        return _unknown("gpu_memory", need, facts["gpus"], fix)
+        return _unknown("gpu_memory", need, facts["gpus"])
     smallest = min(g["memory_mib"] for g in gpus) * 2**20
     return Check("gpu_memory", "pass" if smallest >= MIN_GPU_MEMORY_BYTES else "warn",
                  f"smallest {smallest / 1e9:.1f} GB", need, fix)
@@ -126,7 +128,7 @@ def check_driver(facts, cp) -> Check:
     fix = f"upgrade the NVIDIA driver to {MIN_DRIVER} or newer"
     gpus = _gpu_list(facts)
     if not gpus:
-        return _unknown("driver_version", need, facts["gpus"], fix)
+        return _unknown("driver_version", need, facts["gpus"])
     versions = sorted({g["driver_version"] for g in gpus})
     low = [v for v in versions if (parse_version(v) or Version("0")) < Version(MIN_DRIVER)]
     return Check("driver_version", "warn" if low else "pass", ", ".join(versions), need, fix)
@@ -137,7 +139,7 @@ def check_same_driver(facts, cp) -> Check:
     fix = "install the same NVIDIA driver on every node"
     gpus = _gpu_list(facts)
     if not gpus:
-        return _unknown("driver_consistent", need, facts["gpus"], fix, True)
+        return _unknown("driver_consistent", need, facts["gpus"], True)
     versions = sorted({g["driver_version"] for g in gpus})
     return Check("driver_consistent", "pass" if len(versions) == 1 else "fail", ", ".join(versions), need, fix, True)
 
@@ -151,7 +153,7 @@ def check_cuda(facts, cp) -> Check:
     elif gpus.error is None and gpus.value.get("cuda_driver_version"):
         value, source = gpus.value["cuda_driver_version"], "driver"
     else:
-        return _unknown("cuda_version", need, torch if torch.error else gpus, fix)
+        return _unknown("cuda_version", need, torch if torch.error else gpus)
     ok = (parse_version(value) or Version("0")) >= Version(MIN_CUDA)
     return Check("cuda_version", "pass" if ok else "warn", f"{value} ({source})", need, fix)
 
@@ -162,7 +164,7 @@ def check_nccl(facts, cp) -> Check:
     torch, log = facts["torch"], facts["nccl_log"]
     found = [(v, s) for v, s in ((log.value, "log"), ((torch.value or {}).get("nccl"), "torch")) if v]
     if not found:
-        return _unknown("nccl_version", need, torch, fix)
+        return _unknown("nccl_version", need, torch)
     low = [f"{v} ({s})" for v, s in found if (parse_version(v) or Version("0")) < Version(MIN_NCCL)]
     return Check("nccl_version", "warn" if low else "pass", ", ".join(low or [f"{v} ({s})" for v, s in found]),
                  need, fix)
@@ -173,7 +175,7 @@ def check_mig(facts, cp) -> Check:
     fix = "disable MIG on these GPUs (an administrator: nvidia-smi -i <id> -mig 0) or use other GPUs"
     gpus = _gpu_list(facts)
     if not gpus:
-        return _unknown("mig_disabled", need, facts["gpus"], fix, True)
+        return _unknown("mig_disabled", need, facts["gpus"], True)
     enabled = [f"GPU{g['index']}" for g in gpus if (g.get("mig_mode") or "").lower() == "enabled"]
     return Check("mig_disabled", "fail" if enabled else "pass", f"enabled on {', '.join(enabled)}" if enabled
                  else "disabled or not supported", need, fix, True)
@@ -184,11 +186,11 @@ def check_topology(facts, cp) -> Check:
     fix = "prefer NVLink-connected GPUs (CUDA_VISIBLE_DEVICES); across CPU sockets CP traffic is slower"
     topo = facts["topology"]
     if topo.error:
-        return _unknown("gpu_topology", need, topo, fix)
+        return _unknown("gpu_topology", need, topo)
     wanted = {f"GPU{i}-GPU{j}" for i in range(cp) for j in range(i + 1, cp)}
     links = {pair: cell for pair, cell in topo.value["pairs"].items() if pair in wanted}
     if len(links) < len(wanted):
-        return Check("gpu_topology", "unknown", f"matrix shows {topo.value['gpus']} GPUs", need, fix)
+        return Check("gpu_topology", "unknown", f"matrix shows {topo.value['gpus']} GPUs", need)
     slow = {p: c for p, c in links.items() if _probes.link_class(c) in ("cpu-interconnect", "unknown")}
     value = ", ".join(f"{p} {c}" for p, c in sorted(links.items()))
     return Check("gpu_topology", "warn" if slow else "pass", value, need, fix)
@@ -201,20 +203,27 @@ def check_shm(facts, cp) -> Check:
     fix = "docker run --shm-size=16g (or --ipc=host), as slime's docs do"
     shm = facts["shm"]
     if shm.error:
-        return _unknown("dev_shm", need, shm, fix)
+        return _unknown("dev_shm", need, shm)
     total = shm.value["total_bytes"]
     return Check("dev_shm", "pass" if total >= MIN_SHM_BYTES else "warn", _size(total), need, fix, why=why)
 
 
-def check_docker_gpu(facts, cp) -> Check:
-    need = "Docker with the NVIDIA runtime (for --runner docker)"
-    fix = "install the NVIDIA Container Toolkit, then: nvidia-ctk runtime configure --runtime=docker"
+def check_docker_gpu(facts, cp, *, required: bool = True) -> Check:
+    """Docker for the docker runner: an engine that answers (`required`: the arms run in its
+    containers), and the NVIDIA runtime (a warning: `--gpus` also works through the runtime hook)."""
+    need = "a Docker engine with the NVIDIA runtime (--runner docker)"
     docker = facts["docker"]
     if docker.error:
-        return _unknown("docker_nvidia_runtime", need, docker, fix)
+        _cause, problem, fix = _probes.docker_engine_problem(docker.error, host=_docker_host(facts), absent=docker.absent)
+        return Check("docker_nvidia_runtime", "fail" if required else "warn", problem, need, fix, required)
     runtimes = docker.value["runtimes"]
     return Check("docker_nvidia_runtime", "pass" if "nvidia" in runtimes else "warn",
-                 f"engine {docker.value['server_version']}, runtimes: {', '.join(runtimes) or 'none'}", need, fix)
+                 f"engine {docker.value['server_version']}, runtimes: {', '.join(runtimes) or 'none'}", need,
+                 "install the NVIDIA Container Toolkit, then: nvidia-ctk runtime configure --runtime=docker")
+
+
+def _docker_host(facts) -> str:
+    return (facts["docker"].value or {}).get("docker_host") or _probes.DEFAULT_DOCKER_HOST
 
 
 def check_disk(facts, cp) -> Check:
@@ -222,7 +231,7 @@ def check_disk(facts, cp) -> Check:
     fix = "free disk space (docker system prune) or point HF_HOME / Docker's data-root at a larger disk"
     disk = facts["disk"]
     if disk.error:
-        return _unknown("disk_free", need, disk, fix)
+        return _unknown("disk_free", need, disk)
     floors = {"docker images": MIN_DOCKER_FREE_BYTES, "model (HF cache)": MIN_MODEL_FREE_BYTES}
     short = [d for d in disk.value if d["free_bytes"] < floors[d["purpose"]]]
     value = ", ".join(f"{d['purpose']} {_size(d['free_bytes'])} free" for d in disk.value)
@@ -231,7 +240,7 @@ def check_disk(facts, cp) -> Check:
 
 CHECKS: tuple[Callable[[dict, int], Check], ...] = (
     check_gpu_count, check_compute_capability, check_gpu_memory, check_driver, check_same_driver, check_cuda,
-    check_nccl, check_mig, check_topology, check_shm, check_docker_gpu, check_disk,
+    check_nccl, check_mig, check_topology, check_shm, check_disk,
 )
 
 
@@ -260,15 +269,19 @@ def check_workload_python(python: WorkloadPython, required: bool) -> Check:
 
 
 def collect(*, cp: int = 2, nccl_log: str | Path | None = None, host: Host | None = None,
-            python: WorkloadPython | None = None, python_required: bool = False) -> dict:
+            python: WorkloadPython | None = None, python_required: bool = False, docker: bool = False) -> dict:
     """The whole report as JSON-ready data: facts, checks, and whether a required check failed.
-    With `python` (the workload's interpreter), torch, CUDA and NCCL are that interpreter's."""
+    With `python` (the workload's interpreter), torch, CUDA and NCCL are that interpreter's.
+    `docker`: the arms run in Docker containers, so an engine must answer; without it Docker is a
+    fact of the host and no check (the local and Ray runners need none)."""
     if cp < 1:
         raise InputError(f"--cp {cp} is not a CP size", "use --cp 2 (or another size >= 1)")
     if python is not None and host is None:
         host = Host(python=python.path)
     facts = gather_facts(host, nccl_log=Path(nccl_log) if nccl_log else None)
     checks = evaluate(facts, cp)
+    if docker:
+        checks.append(check_docker_gpu(facts, cp))
     if python is not None:
         facts["workload_python"] = Fact(python.to_json(), source=python.chosen_by)
         checks.append(check_workload_python(python, python_required))

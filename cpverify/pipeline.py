@@ -256,7 +256,8 @@ def step_doctor(ctx: Context) -> int:
 
         explicit, chosen_by = requested_python(getattr(ctx.args, "python", None))
         python = choose_python(explicit, chosen_by=chosen_by)
-    report = doctor.collect(cp=max(ctx.profile.cp_sizes), python=python, python_required=ctx.arms_here)
+    report = doctor.collect(cp=max(ctx.profile.cp_sizes), python=python, python_required=ctx.arms_here,
+                            docker=ctx.site.isolated)
     ctx.record.doctor = report
     ctx.save()
     print(doctor.render(report), file=sys.stderr)

@@ -9,6 +9,7 @@ from nvidia-h200-x4.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
 import shutil
@@ -375,13 +376,15 @@ DOCKER_DOWN = ("docker-py: Error while fetching server API version: ('Connection
 @pytest.mark.parametrize("columns", [80, 100, 120])
 def test_render_fits_the_terminal_and_cites_each_collection_error_once(tmp_path, columns):
     host = fake_nvidia_host(tmp_path, {})
-    report = doctor.collect(cp=2, host=host)
-    report["facts"]["docker"]["error"] = f"could not collect: {DOCKER_DOWN}"
-    report["checks"] = [{**c, "value": report["facts"]["docker"]["error"]} if c["name"] == "docker_nvidia_runtime"
-                        else c for c in report["checks"]]
+    report = doctor.collect(cp=2, host=host, docker=True)
+    down = _probes.missing(DOCKER_DOWN, absent=True)
+    check = doctor.check_docker_gpu({"docker": down}, 2)
+    report["facts"]["docker"] = down.to_json()
+    report["checks"] = [dataclasses.asdict(check) if c["name"] == "docker_nvidia_runtime" else c
+                        for c in report["checks"]]
     text = doctor.render(report, columns)
     assert max(map(len, text.splitlines())) <= columns, text
-    assert text.count("Error while fetching server API version") == 1  # one note, cited twice
+    assert text.count("Error while fetching server API version") == 1  # one note
     note = next(line for line in text.splitlines() if "Error while fetching" in line)
     number = note.split("]")[0] + "]"
     assert f"| docker     | could not collect {number}" in text
@@ -389,10 +392,10 @@ def test_render_fits_the_terminal_and_cites_each_collection_error_once(tmp_path,
     start = next(i for i, line in enumerate(lines) if line.startswith("| docker_nvidia_runtime"))
     end = next(i for i in range(start + 1, len(lines)) if not lines[i].startswith("|  "))
     value = " ".join(line.split("|")[3].strip() for line in lines[start:end])  # the row's value, its lines joined
-    assert f"could not collect {number}" in value
-    # every check that does not pass still names its fix, below the table
-    fixes = text.split("to fix:\n", 1)[1]
-    assert "docker_nvidia_runtime: install the NVIDIA Container Toolkit" in " ".join(fixes.split())
+    assert value == check.value  # what the check found (no engine), not the collection error again
+    # every check that ran and did not pass names its fix, below the table
+    fixes = " ".join(text.split("to fix:\n", 1)[1].split())
+    assert f"docker_nvidia_runtime: {_probes.DOCKER_FIXES['not_installed']}" in fixes
     assert "gpu_count: install the NVIDIA driver" in fixes
 
 
@@ -457,3 +460,58 @@ def test_a_json_out_that_cannot_be_written_names_the_option_and_leaves_nothing(t
     assert main(["doctor", "--json-out", str(target)]) == 4  # ArtifactWriteError: BLOCKED, as every artifact
     assert "pass --json-out to" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]
+
+
+# ------------------------------------------------------------------------- what the doctor prescribes
+
+# What docker-py and the docker CLI (28.2) print on this machine with DOCKER_HOST at a socket nothing listens on,
+# and with the CLI absent; the permission text is the CLI's own for a user outside the docker group.
+DOCKER_TEXTS = {
+    "not_running": ("docker-py: Error while fetching server API version: ('Connection aborted.', FileNotFoundError(2, "
+                    "'No such file or directory')); docker exited 1: Cannot connect to the Docker daemon at "
+                    "unix:///var/run/docker.sock. Is the docker daemon running?", False),
+    "not_installed": (DOCKER_DOWN, True),
+    "permission": ("docker-py: Error while fetching server API version: ('Connection aborted.', PermissionError(13, "
+                   "'Permission denied')); docker exited 1: permission denied while trying to connect to the Docker "
+                   "daemon socket at unix:///var/run/docker.sock", False),
+}
+
+
+@pytest.mark.parametrize("cause", DOCKER_TEXTS)
+@pytest.mark.parametrize("required", [True, False])
+def test_an_engine_that_does_not_answer_gets_the_fix_for_its_cause(cause, required):
+    text, absent = DOCKER_TEXTS[cause]
+    check = doctor.check_docker_gpu({"docker": _probes.missing(text, absent=absent)}, 2, required=required)
+    assert (check.status, check.required, check.fix) == ("fail" if required else "warn", required,
+                                                         _probes.DOCKER_FIXES[cause])
+
+
+def test_the_docker_check_is_asked_only_of_runners_that_use_docker(tmp_path, capsys):
+    names = {}
+    for runner in ("docker", "local"):
+        main(["doctor", "--json", "--runner", runner, "--json-out", str(tmp_path / f"{runner}.json")])
+        capsys.readouterr()
+        names[runner] = {c["name"] for c in json.loads((tmp_path / f"{runner}.json").read_text())["checks"]}
+    assert names["docker"] - names["local"] == {"docker_nvidia_runtime"}
+
+
+@pytest.fixture(scope="module")
+def h200_facts(tmp_path_factory):
+    facts = doctor.gather_facts(fake_nvidia_host(tmp_path_factory.mktemp("h200"), h200_outputs()),
+                                nccl_log=DATA / "h200x2-nccl-info.log")
+    facts["docker"] = Fact({"server_version": "26.1.4", "runtimes": ["runc"], "default_runtime": "runc",
+                            "root_dir": "/var/lib/docker"})
+    return facts
+
+
+@settings(max_examples=80, deadline=None)
+@given(lost=st.sets(st.sampled_from(("gpus", "torch", "nccl_log", "topology", "shm", "docker", "disk"))),
+       absent=st.booleans(), cp=st.integers(1, 8))
+def test_only_checks_that_ran_and_did_not_pass_prescribe_a_fix(h200_facts, lost, absent, cp):
+    """A check that could not run (its fact was not collected) has no fix: a missing GPU must not
+    read as 'upgrade the driver, disable MIG, ...'. One that ran and did not pass names its fix."""
+    facts = {name: _probes.missing("gone in this example", absent=absent) if name in lost else fact
+             for name, fact in h200_facts.items()}
+    checks = [*doctor.evaluate(facts, cp), doctor.check_docker_gpu(facts, cp)]
+    assert [c.name for c in checks if c.status == "unknown" and c.fix] == []
+    assert [c.name for c in checks if c.status in ("fail", "warn") and not c.fix] == []

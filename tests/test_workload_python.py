@@ -199,3 +199,13 @@ def test_the_standalone_probe_uses_the_same_choice(pythons):
     assert blocked.returncode == 4
     assert f"the workload's Python {plain} (--python) cannot import torch" in blocked.stderr
     assert "fix: pass --python" in blocked.stderr
+
+
+def test_a_python_without_torch_for_the_probe_is_told_the_extra_that_installs_it():
+    from cpverify.runners.local import PROBE_EXTRA, WorkloadPython
+
+    lacks = {"torch": "ModuleNotFoundError: No module named 'torch'"}
+    searched = ("/usr/bin/python3", sys.executable)  # none was named: cpverify looked on PATH and at itself
+    probe = WorkloadPython("/usr/bin/python3", "first on PATH", ("torch", "cpverify.probe.workload"), lacks, searched)
+    slime = WorkloadPython("/usr/bin/python3", "first on PATH", ("torch", "slime"), lacks, searched)
+    assert PROBE_EXTRA in probe.fix() and PROBE_EXTRA not in slime.fix()  # slime needs more than torch

@@ -8,7 +8,9 @@ import argparse
 import json
 from pathlib import Path
 
+from cpverify import config
 from cpverify.artifacts import atomic_write_json
+from cpverify.config import RUNNERS
 from cpverify.doctor import (
     MIN_COMPUTE_CAPABILITY,
     MIN_CUDA,
@@ -22,6 +24,7 @@ from cpverify.doctor import (
 )
 from cpverify.errors import InputError
 from cpverify.redact import Redactor
+from cpverify.runners import runner_class
 from cpverify.runners.local import requested_python, workload_python
 
 DESCRIPTION = f"""\
@@ -32,8 +35,10 @@ capability >= {MIN_COMPUTE_CAPABILITY}, one driver version on all GPUs, MIG off.
 CUDA >= {MIN_CUDA},
 NCCL >= {MIN_NCCL}, {MIN_GPU_MEMORY_BYTES / 1e9:.0f} GB per GPU, NVLink or a PCIe switch between the GPUs, \
 >= {MIN_SHM_BYTES >> 30} GiB /dev/shm,
-the NVIDIA runtime in Docker, free disk. What cannot be collected is reported as
-"could not collect: <reason>"; every check that does not pass names its fix.
+free disk. With --runner docker (the default of `cpverify run`) a Docker engine must answer
+(required) and the NVIDIA runtime is checked (a warning); the local and Ray runners need no Docker.
+What cannot be collected is reported as "could not collect: <reason>", and the checks that needed
+it as unknown; every check that ran and did not pass names its fix.
 
 Exit code: 0 when no required check fails, 4 (BLOCKED) when one does. `cpverify run`
 runs the same checks as its first step and records the report in env.json."""
@@ -46,6 +51,9 @@ def register(subparsers) -> None:
     p.add_argument("--cp", type=int, default=2, help="the CP size to check for (default 2)")
     p.add_argument("--nccl-log", type=Path, default=None, help="a log with NCCL_DEBUG=INFO lines (NCCL version)")
     p.add_argument("--json-out", type=Path, default=None, help="also write the JSON report to this file")
+    p.add_argument("--runner", choices=RUNNERS, default=config.runner(),
+                   help="the runner the run will use: docker needs a Docker engine, local and ray none "
+                        "(default: %(default)s; CPVERIFY_RUNNER sets it)")
     p.add_argument("--python", default=None,
                    help="the Python whose torch, CUDA and NCCL to report (default: CPVERIFY_PYTHON, else the "
                         "first python3/python on PATH that imports torch)")
@@ -59,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
     python = workload_python(explicit, chosen_by=chosen_by)
     # What the doctor prints or writes is pasted into issues: redacted like verdict.md (a RAY_ or
     # HF_ variable may hold a URL with a password; paths and hosts identify the machine).
-    report = Redactor().json(collect(cp=args.cp, nccl_log=args.nccl_log, python=python))
+    report = Redactor().json(collect(cp=args.cp, nccl_log=args.nccl_log, python=python,
+                                     docker=runner_class(args.runner).isolated))
     if args.json_out is not None:
         atomic_write_json(args.json_out, report, flag="--json-out")
     print(json.dumps(report, indent=2) if args.json else render(report))

@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
+from cpverify._probes import DEFAULT_DOCKER_HOST, docker_engine_problem
 from cpverify.artifacts import check_run_id
 from cpverify.errors import EnvironmentBlocked, InputError
 from cpverify.model import Arm, ArmResult, Limits, Mount, Outcome
@@ -78,24 +79,9 @@ def connect(client=None, *, timeout: float = 60):
 
 
 def _blocked_engine(exc: BaseException) -> EnvironmentBlocked:
-    text = str(exc)
-    host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-    if "Permission denied" in text or isinstance(exc, PermissionError):
-        return EnvironmentBlocked(
-            f"permission denied on the Docker socket ({host})",
-            fix="add your user to the docker group (`sudo usermod -aG docker $USER`, then log in "
-            "again), or point DOCKER_HOST at an engine you may use (rootless Docker)",
-        )
-    if any(s in text for s in ("No such file", "Connection refused", "FileNotFoundError", "ConnectionRefused")):
-        return EnvironmentBlocked(
-            f"no Docker engine answers at {host}",
-            fix="start dockerd (`sudo systemctl start docker`; in CI `bash .ci/docker-up.sh`), "
-            "or set DOCKER_HOST to the engine's address",
-        )
-    return EnvironmentBlocked(
-        f"the Docker engine at {host} does not answer: {text}",
-        fix="check `docker info`; start dockerd or set DOCKER_HOST to a running engine",
-    )
+    """The doctor's reading of an engine that does not answer (cpverify._probes), as this runner's error."""
+    _cause, problem, fix = docker_engine_problem(f"{type(exc).__name__}: {exc}", host=os.environ.get("DOCKER_HOST", DEFAULT_DOCKER_HOST))
+    return EnvironmentBlocked(problem, fix=fix)
 
 
 def sweep_leftovers(client, *, run_id: str | None = None) -> list[str]:

@@ -44,6 +44,10 @@ IMPORT_TIMEOUT_S = 90.0  # importing torch cold from a network filesystem can ta
 
 # -- which Python runs the workload ---------------------------------------------------------------
 
+# The extra that installs torch, all the probe profile needs besides cpverify (pyproject.toml).
+PROBE_EXTRA = "pip install 'cpverify[probe]'"
+
+
 @dataclass(frozen=True)
 class WorkloadPython:
     """The interpreter a local workload runs with (its `python3`), why it was chosen, and which of
@@ -72,6 +76,9 @@ class WorkloadPython:
         hints.append(f"pass --python (or export {PYTHON_ENV}) with the interpreter of the environment that has "
                      f"{', '.join(m for m in self.needs if not m.startswith('cpverify'))}, "
                      "e.g. --python /opt/conda/bin/python3; or run in the image: cpverify run --runner docker")
+        if self.tried and "torch" in self.missing and "slime" not in self.needs:  # the probe: torch is all it lacks
+            hints.append(f"install torch into cpverify's own environment: {PROBE_EXTRA} (with nox: "
+                         "CPVERIFY_TOOL_EXTRAS=ray,plot,probe)")
         looked = f"none of {', '.join(self.tried)} imports {' and '.join(self.needs)}: " if len(self.tried) > 1 else ""
         return looked + "; or ".join(hints)
 
