@@ -89,15 +89,20 @@ def stage_wheels(wheel_dir: Path) -> dict[str, str]:
     """
     target = DOCKER_DIR / "wheels"
     target.mkdir(exist_ok=True)
-    wheels = list(Path(wheel_dir).glob("*.whl"))
-    if not wheels:
-        spec = read_lock().get("HYPERSCAN_PIP_SPEC", "")
-        raise InputError(f"no wheels in {wheel_dir}",
-                         f"`pip download -d {wheel_dir} {' '.join(CONTAINER_REQUIREMENTS)} {spec}` first")
-    for whl in wheels:  # through a temporary of its own: never through a link at the wheel's name
+    for whl in wheels_in(wheel_dir):  # through a temporary of its own: never through a link at the wheel's name
         with whl.open("rb") as wheel, atomic_writer(target / whl.name, binary=True) as out:
             shutil.copyfileobj(wheel, out)
     return {"PIP_ARGS": "--no-index"}
+
+
+def wheels_in(wheel_dir: Path) -> list[Path]:
+    """The wheels of --wheel-dir; InputError naming the command that fills it when there are none."""
+    wheels = list(Path(wheel_dir).glob("*.whl"))
+    if not wheels:
+        spec = read_lock().get("HYPERSCAN_PIP_SPEC", "")
+        raise InputError(f"no wheels in --wheel-dir {wheel_dir}",
+                         f"`pip download -d {wheel_dir} {' '.join(CONTAINER_REQUIREMENTS)} {spec}` first")
+    return wheels
 
 
 def build_image(*, tag: str, args: dict[str, str], client=None,

@@ -30,7 +30,6 @@ import argparse
 import dataclasses
 import functools
 import io
-import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -56,7 +55,7 @@ from cpverify.lint import format_findings, lint_plan
 from cpverify.locks import GpuLock, RunDirLock
 from cpverify.model import BASE, Arm, ArmInterrupted, ArmResult, Mount, Outcome
 from cpverify.parse import ParsedLog, parse_stream
-from cpverify.plan import GRAD_NORM_LOAD, build_ab_plan, build_plan, parse_gpus
+from cpverify.plan import GRAD_NORM_LOAD, parse_gpus
 from cpverify.plan import design as ab_design
 from cpverify.profiles import Profile, resolve_profile
 from cpverify.progress import ArmsDisplay
@@ -64,19 +63,16 @@ from cpverify.record import ArmRecord, Blocked, Interrupted, RunRecord, check_pl
 from cpverify.redact import Pseudonyms, Redactor, redacted_terminal
 from cpverify.revisions import checkout, revisions
 from cpverify.runners import make_runner, runner_class
-from cpverify.runners._env import secret_values, workload_env
+from cpverify.runners._env import secret_values
 from cpverify.runners._watch import Terminated
 from cpverify.runners.base import BaseRunner, RunSetup
 from cpverify.runners.local import WorkloadPython, requested_python
 from cpverify.runners.local import workload_python as choose_python
 from cpverify.verdict import INCONCLUSIVE, ArmEvidence, Check, Thresholds, ab, decide
+from cpverify.workspace import CONTAINER_SLIME, CONTAINER_SLIME_CANDIDATE, CONTAINER_WORK, Workspace  # noqa: F401  (tests, the mounts' targets)
 
 STEPS = ("doctor", "image", "fetch", "compileall", "lint", "cp1", "cp2", "verdict")
 ALIASES = {"arms": ("cp1", "cp2"), "all": STEPS}
-CONTAINER_CACHE = "/cache"
-CONTAINER_SLIME = "/slime-under-test"
-CONTAINER_SLIME_CANDIDATE = "/slime-candidate"  # A/B: the second revision, mounted beside the first
-CONTAINER_WORK = "/artifacts"
 
 
 @dataclass
@@ -114,6 +110,13 @@ class Context:
         return fetch.cache_root(self.args.cache).resolve()
 
     @functools.cached_property
+    def workspace(self) -> Workspace:
+        """What the user named for this run and where the workload sees it (cpverify.workspace)."""
+        a = self.args
+        return Workspace(self.profile, self.site, self.cache, _host_work_dir(self), model_dir=a.model_dir,
+                         slime_dir=a.slime_dir, revisions=_revisions(self))
+
+    @functools.cached_property
     def redactor(self):
         """The run's redaction: credentials always; identity unless --no-redact, with placeholders
         (host-1, ip-1) that every step and every file of this run share (logs/placeholders.json)."""
@@ -137,30 +140,7 @@ class Context:
         print(f"[cpverify {self.run_dir.run_id}] {text}", file=sys.stderr, flush=True)
 
 
-# -- paths as the workload sees them ----------------------------------------------------------
-
-def _workload_paths(ctx: Context) -> dict[str, str]:
-    """Model, data and slime directories as the *workload* sees them (container or host)."""
-    p = ctx.profile
-    in_container = ctx.site.isolated
-    cache = Path(CONTAINER_CACHE) if in_container else ctx.cache
-    if ctx.args.model_dir and not in_container:
-        model = Path(ctx.args.model_dir)
-    elif ctx.args.model_dir:
-        model = Path(CONTAINER_CACHE) / "model"
-    else:
-        model = fetch.snapshot_dir(cache, p.model_repo, p.model_revision)
-    data = fetch.data_dir(cache) / p.dataset_path().name
-    revisions = _revisions(ctx)
-    if revisions:
-        slime = CONTAINER_SLIME if in_container else str(revisions[0].host_dir)
-    elif ctx.args.slime_dir:
-        slime = CONTAINER_SLIME if in_container else str(Path(ctx.args.slime_dir).resolve())
-    else:
-        slime = "/root/slime"
-    work = CONTAINER_WORK if in_container else str(_host_work_dir(ctx))
-    return {"model_dir": str(model), "data_path": str(data), "slime_dir": slime, "work_dir": work}
-
+# -- the run's inputs (cpverify.workspace) -----------------------------------------------------
 
 def _host_work_dir(ctx: Context) -> Path:
     """The run's writable work directory on this machine (mounted at CONTAINER_WORK in containers)."""
@@ -178,49 +158,13 @@ def _revisions(ctx: Context):
                      export_root=ctx.run_dir.root / "slime", local=not ctx.site.remote)
 
 
-def check_slime_checkouts(ctx: Context) -> None:
-    """Every slime checkout on this machine that an arm will run is a directory with train.py:
-    bad input (exit 2) before any GPU is held, not a traceback in compileall or a FAIL after it.
-    (With Docker and no --slime-dir the image's slime runs; with Ray the paths are the cluster's.)"""
-    if ctx.kind != "slime" or ctx.site.remote:
-        return
-    revisions = _revisions(ctx)
-    if revisions:
-        checkouts = [("--slime-dir", revisions[0].host_dir)]
-        if revisions[1] is not None:
-            checkouts.append(("--slime-dir-candidate", revisions[1].host_dir))
-    elif ctx.args.slime_dir:  # this machine's path (with Docker the workload sees it at /slime-under-test)
-        checkouts = [("--slime-dir", Path(ctx.args.slime_dir))]
-    elif ctx.arms_here:
-        checkouts = [("--slime-dir", Path(_workload_paths(ctx)["slime_dir"]))]
-    else:
-        return
-    for flag, directory in checkouts:
-        clone = "pass the top directory of a slime clone (git clone https://github.com/THUDM/slime)"
-        if not directory.is_dir():
-            raise InputError(f"{flag} {directory} does not exist or is not a directory", clone)
-        if not (directory / "train.py").is_file():
-            raise InputError(f"{flag} {directory} has no train.py, so it is not a slime checkout", clone)
-
-
 def build_run_plan(ctx: Context):
     gpus = None
     if ctx.args.gpus and ctx.args.gpus != "none":
         gpus = parse_gpus(ctx.args.gpus)
-    paths = _workload_paths(ctx)
-    revisions = _revisions(ctx)
     python = workload_python(ctx)
-    python = python.path if python is not None else "python3"
-    if revisions and revisions[1] is not None:
-
-        base, candidate = revisions
-        candidate_dir = CONTAINER_SLIME_CANDIDATE if ctx.site.isolated else str(candidate.host_dir)
-        return build_ab_plan(ctx.profile, run_id=ctx.run_dir.run_id, gpus=gpus, model_dir=paths["model_dir"],
-                             data_path=paths["data_path"], base_dir=paths["slime_dir"], base_label=base.label,
-                             candidate_dir=candidate_dir, candidate_label=candidate.label, python=python,
-                             work_dir=paths["work_dir"])
-    return build_plan(ctx.profile, run_id=ctx.run_dir.run_id, gpus=gpus,
-                      slime_ref=revisions[0].label if revisions else None, python=python, **paths)
+    return ctx.workspace.plan(run_id=ctx.run_dir.run_id, gpus=gpus,
+                              python=python.path if python is not None else "python3")
 
 
 def workload_python(ctx: Context, *, refresh: bool = False):
@@ -230,16 +174,13 @@ def workload_python(ctx: Context, *, refresh: bool = False):
     if not ctx.arms_here:
         return None
 
-    needs = ("torch", "slime") if ctx.kind == "slime" else ("torch", "cpverify.probe.workload")
-    explicit, chosen_by = requested_python(getattr(ctx.args, "python", None))
+    explicit, _chosen_by = requested_python(getattr(ctx.args, "python", None))
     recorded = ctx.record.workload_python
     fresh_enough = not refresh or "workload_python" in ctx.rechecked
-    if recorded and fresh_enough and recorded.get("requested") == explicit and tuple(recorded["needs"]) == needs:
+    if (recorded and fresh_enough and recorded.get("requested") == explicit
+            and tuple(recorded["needs"]) == ctx.workspace.python_needs()):
         return WorkloadPython.from_json(recorded)
-    # asked the way the arms will run: from their directory, with their environment
-    workdir = Path(_workload_paths(ctx)["slime_dir"]) if ctx.kind == "slime" else Path.cwd()
-    env, _dropped = workload_env(ctx.profile.env, base=os.environ)
-    python = choose_python(explicit, chosen_by=chosen_by, needs=needs, cwd=workdir if workdir.is_dir() else None, env=env)
+    python = ctx.workspace.find_python(getattr(ctx.args, "python", None))
     ctx.record.workload_python = {**python.to_json(), "requested": explicit}
     ctx.rechecked.add("workload_python")
     ctx.save()
@@ -395,7 +336,7 @@ def run_tool(ctx: Context, name: str, argv: list[str], *, env=(), timeout_s: flo
     checkout as the user points at it), with no GPU visible. Returns (exit code, output); the output
     is also kept as logs/<name>.log. Raises EnvironmentBlocked when it cannot start at all."""
     runner = make_runner(ctx.runner, run_setup(ctx))
-    tool = Arm(name, 0, tuple(argv), tuple(env), _workload_paths(ctx)["slime_dir"])
+    tool = Arm(name, 0, tuple(argv), tuple(env), ctx.workspace.paths()["slime_dir"])
     return runner.run_tool(tool, log_path=ctx.run_dir.logs_dir / f"{name}.log", timeout_s=timeout_s)
 
 
@@ -406,7 +347,7 @@ def step_compileall(ctx: Context) -> int:
     target = "slime/backends/megatron_utils"
     python = workload_python(ctx)  # the arms' interpreter: the syntax it accepts is the one that counts
     command = [python.path if python is not None else "python3", "-m", "compileall", "-q", target]
-    paths = _workload_paths(ctx)
+    paths = ctx.workspace.paths()
     if ctx.site.remote and not Path(paths["slime_dir"]).is_dir():  # a path on the cluster's nodes
         ctx.say(f"compileall: {paths['slime_dir']} is not on this machine; skipped (the Ray runner checks it on the node)")
         return EXIT_OK
@@ -642,21 +583,9 @@ def _fresh_log(ctx: Context, arm: str) -> Path:
 
 
 def _isolated_mounts(ctx: Context) -> list[Mount]:
-    """Model cache and slime checkout read-only; only the run's work directory is writable."""
-    mounts = [Mount(ctx.cache, CONTAINER_CACHE)]
-    if ctx.args.model_dir:
-        mounts.append(Mount(Path(ctx.args.model_dir).resolve(), f"{CONTAINER_CACHE}/model"))
-    revisions = _revisions(ctx)
-    if revisions:  # exported refs or two checkouts: each at its own path, both read-only
-        mounts.append(Mount(revisions[0].host_dir, CONTAINER_SLIME))
-        if revisions[1] is not None:
-            mounts.append(Mount(revisions[1].host_dir, CONTAINER_SLIME_CANDIDATE))
-    elif ctx.args.slime_dir:
-        mounts.append(Mount(Path(ctx.args.slime_dir).resolve(), CONTAINER_SLIME))
-    work = ctx.run_dir.root.resolve() / "work"
-    work.mkdir(parents=True, exist_ok=True)
-    mounts.append(Mount(work, CONTAINER_WORK, read_only=False))
-    return mounts
+    """The containers' mounts (cpverify.workspace), with the run's work directory made."""
+    _host_work_dir(ctx).mkdir(parents=True, exist_ok=True)
+    return ctx.workspace.mounts()
 
 
 def run_setup(ctx: Context, *, progress=None) -> RunSetup:
@@ -717,7 +646,7 @@ def plan_definition(ctx: Context, plan) -> dict:
     limits, model), the runner and, for Docker, the mounts and the image asked for (inside a
     container the plan's paths are the same whichever checkout is mounted there)."""
     a = ctx.args
-    arm_fields = ("description", "train_args", "model_args", "env", "probe_args")  # in the arms, masked
+    arm_fields = ("about", "train_args", "model_args", "env", "probe_args")  # in the arms (masked), or words
     definition = {"runner": ctx.runner,
                   "profile": {k: v for k, v in dataclasses.asdict(ctx.profile).items() if k not in arm_fields},
                   "plan": plan.to_json()}
@@ -751,12 +680,12 @@ def run(args: argparse.Namespace) -> int:
     with RunDirLock(run_dir.root, run_id=run_dir.run_id, new_run_id=new_run_id()):
         ctx = Context(args=args, profile=profile, run_dir=run_dir,
                       record=RunRecord.load(run_dir.state_json, new_run_id=new_run_id()))
+        if steps != ["verdict"]:  # before the first step; the verdict of a run judges the logs it has
+            ctx.workspace.check(wheel_dir=ctx.args.wheel_dir)
         try:
             point_latest(run_dir)
         except CpverifyError as exc:  # only the shortcut is missing: the run itself can go on
             ctx.say(f"warning: {exc}")
-        if {"compileall", "cp1", "cp2"} & set(steps):
-            check_slime_checkouts(ctx)
         if check_plan(run_dir.plan_json, ctx.credentials_only.json(plan_definition(ctx, build_run_plan(ctx))),
                       run_id=run_dir.run_id, new_run_id=new_run_id()):
             ctx.say(f"plan: {run_dir.plan_json} (every later step of this run must plan the same)")

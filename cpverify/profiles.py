@@ -247,7 +247,7 @@ class Profile:
 
     name: str
     kind: Kind
-    description: str
+    about: str  # what the profile is for, in words; its numbers are `description`'s, read from the fields
     model_repo: str = QWEN_REPO
     model_revision: str = QWEN_REVISION
     model_args: tuple[str, ...] = QWEN25_05B_MODEL_ARGS
@@ -280,6 +280,35 @@ class Profile:
                 f"profile {self.name!r} is not valid: " + "; ".join(problems),
                 "fix the override (see `cpverify plan --profile NAME` for the fields and their values)",
             )
+
+    @property
+    def description(self) -> str:
+        """What the profile runs: its numbers read from the fields the plan is built from (so a
+        --set that changes the plan changes them too), then `about`."""
+        cps = " then ".join(f"CP={cp}" for cp in self.cp_sizes) if len(self.cp_sizes) == 2 else \
+            "CP=" + ", ".join(map(str, self.cp_sizes))
+        where = f"{cps} on the same {self.gpus} GPUs"
+        if self.kind == "probe":
+            return (f"{where}; sequences of {_tokens(self.seq_lens)} tokens, {self.warmup_steps} warm-up and "
+                    f"{self.steps} timed steps per arm. {self.about}")
+        shape = self.shape()
+        rollouts = f"{shape['rollouts']} rollouts" if shape["rollouts"] is not None else "slime's default rollouts"
+        batch = f" of {shape['prompts']} prompts x {shape['samples']} samples" if shape["prompts"] else ""
+        length = f"responses {'of exactly' if shape['exact'] else 'up to'} {_tokens(shape['response_tokens'])} tokens"
+        return (f"{self.model_repo}, {rollouts}{batch} (the first {self.warmup_steps} warm-up), {length}; {where}. "
+                f"{self.about}")
+
+    def shape(self) -> dict[str, Any]:
+        """A slime profile's run as its train args and fields say it: rollouts, prompts per rollout,
+        samples per prompt, response length (tokens), and whether every response has exactly that length."""
+        def number(flag: str) -> int | None:
+            value = argv.value(self.train_args, flag)
+            return int(value) if value is not None and value.isdigit() else None
+
+        exact = self.train_only or FIXED_LENGTH_GENERATE_FN in self.train_args
+        lengths = self.seq_lens if self.train_only else (number("--rollout-max-response-len"),)
+        return {"rollouts": self.planned_rollouts, "prompts": number("--rollout-batch-size"),
+                "samples": number("--n-samples-per-prompt"), "response_tokens": lengths, "exact": exact}
 
     @property
     def env_dict(self) -> dict[str, str]:
@@ -379,10 +408,9 @@ PROFILES: dict[str, Profile] = {
         Profile(
             name="smoke",
             kind="slime",
-            description=(
-                "The seeds' run, corrected: Qwen2.5-0.5B-Instruct, GSPO, 8 prompts x 4 samples, "
-                "responses up to 1K tokens, 8 rollouts, CP=1 then CP=2 on the same 2 GPUs. "
-                "Short sequences: it shows that CP works, and what CP costs where it cannot help."
+            about=(
+                "The seeds' run, corrected: GSPO with SGLang rollouts colocated. Short sequences: it shows that "
+                "CP works, and what CP costs where it cannot help."
             ),
             train_args=SMOKE_TRAIN_ARGS,
             env=SLIME_ENV,
@@ -391,9 +419,9 @@ PROFILES: dict[str, Profile] = {
         Profile(
             name="long",
             kind="slime",
-            description=(
-                "smoke with every response forced to 8192 tokens (EOS ignored), so each training "
-                "sequence is ~8.2K tokens and CP has attention work to split. 2x longer deadline."
+            about=(
+                "smoke with every response forced to its full length (EOS ignored), so CP has attention work "
+                "to split."
             ),
             train_args=LONG_TRAIN_ARGS,
             env=SLIME_ENV,
@@ -403,12 +431,12 @@ PROFILES: dict[str, Profile] = {
         Profile(
             name="train-only",
             kind="slime",
-            description=(
-                "slime's trainer alone, no SGLang: smoke's model and training flags on 24 rollouts that "
-                "cpverify writes with slime's own Sample class (seeded, identical for every arm; 2 prompts "
-                "x 4 samples, responses of exactly --seq-len tokens, default 1K). The CP=1 arm saves its "
-                "grad norms and slime asserts the CP=2 arm's match within 1% at every step. The fastest "
-                "answer to 'does CP work, and what does it cost in training', free of rollout noise."
+            about=(
+                "slime's trainer alone, no SGLang: smoke's model and training flags on rollouts that cpverify "
+                "writes with slime's own Sample class (seeded, identical for every arm; --seq-len sets the "
+                "response length). The CP=1 arm saves its grad norms and slime asserts the other arms' match "
+                "within 1% at every step. The fastest answer to 'does CP work, and what does it cost in "
+                "training', free of rollout noise."
             ),
             train_args=TRAIN_ONLY_TRAIN_ARGS,
             env=SLIME_ENV,
@@ -419,9 +447,9 @@ PROFILES: dict[str, Profile] = {
         Profile(
             name="probe",
             kind="probe",
-            description=(
-                "torch-native ring attention (no slime): causal SDPA at CP=1 and CP=2 on 2 GPUs, "
-                "per sequence length, checked against a single-GPU reference."
+            about=(
+                "torch-native ring attention (no slime): causal SDPA per sequence length, checked against a "
+                "single-GPU reference."
             ),
             # the first steps carry NCCL communicator setup and kernel autotuning
             warmup_steps=3,
@@ -435,6 +463,11 @@ PROFILES: dict[str, Profile] = {
         ),
     )
 }
+
+
+def _tokens(lengths) -> str:
+    """(1024, 8192) -> '1K, 8K': lengths as the CLI's --seq-len takes them."""
+    return ", ".join("?" if n is None else f"{n // 1024}K" if n % 1024 == 0 else str(n) for n in lengths)
 
 
 def get_profile(name: str) -> Profile:

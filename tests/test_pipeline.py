@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from cpverify.errors import DatasetError, InputError
 from cpverify.profiles import get_profile
 from helpers.hfcache import make_model_cache
 
@@ -285,3 +286,29 @@ def test_a_progress_interval_that_is_not_seconds_is_bad_input_before_anything_ru
     assert "CPVERIFY_PROGRESS_S='often' is not a positive number of seconds" in proc.stderr
     assert "set it to e.g. 10" in proc.stderr
     assert not (run_dir / "logs" / "cp1.log").exists()
+
+
+# -- what the user named is checked before the first step ------------------------------------
+
+@pytest.mark.parametrize("runner", ["local", "docker"])
+@pytest.mark.parametrize("named, error", [
+    ("--slime-dir", InputError),
+    ("--model-dir", InputError),
+    ("dataset", DatasetError),
+])
+def test_what_the_user_named_is_checked_before_the_first_step(workspace, runner, named, error):
+    """A missing checkout, model directory or a broken prompt file is bad input naming it before
+    the doctor (on a GPU host the doctor, the image build and the download would run first)."""
+    from cpverify.cli import build_parser
+    from cpverify.pipeline import run
+
+    bad = workspace / "nowhere"
+    given = {"--slime-dir": ["--slime-dir", str(bad)], "--model-dir": ["--model-dir", str(bad)],
+             "dataset": ["--set", f"dataset={bad}.jsonl"]}[named]
+    args = build_parser().parse_args(["run", "--runner", runner, "--gpus", "0,1", "--slime-dir", str(FAKE_SLIME),
+                                      "--cache", str(workspace / "cache"), "--out", str(workspace / "artifacts"),
+                                      "--run-id", "named", "--only", "doctor", *given])
+    with pytest.raises(error) as raised:
+        run(args)
+    assert type(raised.value) is error and str(bad) in raised.value.problem
+    assert not (workspace / "artifacts" / "named" / "state.json").exists()  # the doctor never ran

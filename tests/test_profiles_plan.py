@@ -8,6 +8,7 @@ import re
 import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -26,6 +27,8 @@ from cpverify.profiles import (
     resolve_profile,
     with_overrides,
 )
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_cli(argv: list[str]) -> int:
@@ -385,3 +388,43 @@ def test_probe_arms_parse_with_the_workloads_own_parser():
         assert arm.argv[module_at - 1] == "-m"
         parsed = build_parser().parse_args(list(arm.argv[module_at + 1:]))
         assert (parsed.cp, parsed.seq_len, parsed.steps, parsed.warmup) == (arm.cp, arm.seq_len, 20, 3)
+
+
+# --- what a profile says it runs, and what `plan --sh` says a run runs ---------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=st.sampled_from([n for n, p in PROFILES.items() if p.kind == "slime"]), rollouts=st.integers(1, 64),
+       batch=st.integers(1, 8), samples=st.integers(1, 8), length=st.sampled_from([512, 1024, 3000, 8192]))
+def test_a_profiles_description_is_read_from_what_its_plan_runs(name, rollouts, batch, samples, length):
+    """The numbers a profile states (rollouts, prompts x samples, response length) are the plan's
+    arguments, whatever --set changes: one source, so they cannot drift apart."""
+    base = get_profile(name)
+    given_args = {"--num-rollout": rollouts, "--rollout-batch-size": batch, "--n-samples-per-prompt": samples}
+    if not base.train_only:
+        given_args["--rollout-max-response-len"] = length
+    args = list(base.train_args)
+    for flag, value in given_args.items():
+        args[args.index(flag) + 1] = str(value)
+    profile = with_overrides(base, train_args=tuple(args), **({"seq_lens": (length,)} if base.train_only else {}))
+    arm = build_plan(profile, run_id="r").arms[-1]
+    ran = {flag: int(options(arm.argv)[flag][-1]) for flag in (*given_args, "--rollout-max-response-len")}
+    assert profile.shape() == {"rollouts": ran["--num-rollout"], "prompts": ran["--rollout-batch-size"],
+                               "samples": ran["--n-samples-per-prompt"],
+                               "response_tokens": (ran["--rollout-max-response-len"],),
+                               "exact": profile.train_only or name == "long"}
+    assert f"{rollouts} rollouts of {batch} prompts x {samples} samples" in profile.description
+
+
+@pytest.mark.parametrize("runner, profile", [("docker", "smoke"), ("docker", "train-only"), ("local", "smoke"),
+                                             ("local", "probe")])
+def test_plan_sh_prints_the_commands_sh_a_run_with_the_same_options_writes(tmp_path, capsys, runner, profile):
+    from cpverify.cli import main
+
+    same = ["--runner", runner, "--profile", profile, "--gpus", "0,1", "--out", str(tmp_path / "artifacts"),
+            "--run-id", "same", "--cache", str(tmp_path / "cache"), "--python", sys.executable,
+            "--slime-dir", str(ROOT / "tests" / "fake_slime")]
+    main(["run", *same, "--only", "verdict"])  # no arm ran: a BLOCKED verdict, and its commands.sh
+    capsys.readouterr()
+    assert main(["plan", *same, "--sh"]) == 0
+    assert capsys.readouterr().out == (tmp_path / "artifacts" / "same" / "commands.sh").read_text()

@@ -137,3 +137,22 @@ def test_nox_ends_with_the_status_of_a_blocked_run(tmp_path, nox_tool_venv):
     assert lines[-2] == f"verdict: {tmp_path / run_id / 'verdict.md'} ({tmp_path / LATEST} points at it)"
     assert json.loads((tmp_path / LATEST / "verdict.json").read_text())["status"] == "BLOCKED"
     assert "uv binary not found" not in proc.stderr + proc.stdout
+
+
+def test_nox_stops_at_its_first_step_on_a_missing_checkout_naming_it(tmp_path, nox_tool_venv):
+    """`nox -s verify_cp -- --slime-dir ~/src/slime` with no such directory: bad input from the
+    first session, naming the path, not a BLOCKED run after the doctor (and on a GPU host, the
+    image build and the download)."""
+    env = {**os.environ, **nox_tool_venv}
+    env.pop("CPVERIFY_RUN_ID", None)
+    missing = tmp_path / "src" / "slime"
+    proc = subprocess.run(
+        [sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), "-s", "verify_cp", "--",
+         "--slime-dir", str(missing), "--out", str(tmp_path / "artifacts")],
+        capture_output=True, text=True, env=env, cwd=ROOT, timeout=600, check=False,
+    )
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1 and lines[-1] == "status: bad input (exit 2 from cpverify run --only doctor)", lines[-5:]
+    said = (proc.stdout + proc.stderr).splitlines()  # nox passes the step's own output on to its stdout
+    assert f"cpverify: error: --slime-dir {missing} does not exist or is not a directory" in said
+    assert not (tmp_path / "artifacts" / LATEST).exists()  # no run started

@@ -5,21 +5,21 @@ from __future__ import annotations
 import argparse
 import json
 
-from cpverify.cli._options import add_profile_arguments, plan_from_args
-from cpverify.plan import DEFAULT_MODEL_DIR, DEFAULT_SLIME_DIR, arm_diff
+from cpverify.cli._options import add_profile_arguments, add_workspace_arguments, plan_from_args
+from cpverify.plan import arm_diff
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "plan", help="summarize each arm and what differs between arms (--sh: the exact commands)",
         description="Print a summary of the profile's arms and prove that each compared pair differs only "
-                    "in the CP size; --sh prints the exact commands (the commands.sh a run writes), --json "
-                    "the whole plan. Runs nothing; exit 2 when a pair would differ in more than CP.")
+                    "in the CP size; --sh prints the exact commands, --json the whole plan. Given the options of "
+                    "a `cpverify run` (the runner, --slime-dir, --cache, --model-dir, --out and --run-id), --sh "
+                    "prints the commands.sh that run writes, paths included. Runs nothing; exit 2 when a pair "
+                    "would differ in more than CP.")
     add_profile_arguments(p)
+    add_workspace_arguments(p)
     p.add_argument("--gpus", help="GPU indices (0,1) or a count (2); default: the first N")
-    p.add_argument("--model-dir", help=f"model directory as the run sees it (default {DEFAULT_MODEL_DIR})")
-    p.add_argument("--data", help="prompt file as the run sees it (default: the profile's shipped dataset)")
-    p.add_argument("--slime-dir", help=f"slime checkout as the run sees it (default {DEFAULT_SLIME_DIR})")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the plan as JSON")
     out.add_argument("--sh", action="store_true", help="print commands.sh")

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 
 from cpverify import config
-from cpverify.cli._options import add_profile_arguments
-from cpverify.config import RUNNERS
+from cpverify.cli._options import add_profile_arguments, add_workspace_arguments
 from cpverify.pipeline import STEPS
 from cpverify.pipeline import run as run_pipeline
 from cpverify.runners._watch import terminate_as_interrupt
@@ -27,28 +26,10 @@ def register(subparsers) -> None:
                     "commands.sh. No GPU is held before the lint has passed. Exit code: 0 PASS, 1 FAIL (or lint "
                     "errors), 2 bad input, 3 INCONCLUSIVE, 4 BLOCKED, 130 interrupted.")
     add_profile_arguments(p)
-    p.add_argument("--runner", choices=RUNNERS, default=config.runner(),
-                   help="where arms run: docker (GPU containers), local (subprocesses here), ray (Ray Jobs) "
-                        "(default: %(default)s; CPVERIFY_RUNNER sets it)")
-    p.add_argument("--python", metavar="PYTHON",
-                   help="the interpreter that runs the arms with the local runner (default: CPVERIFY_PYTHON, else "
-                        "the first python3/python on PATH that imports torch, and slime for slime profiles; the "
-                        "run is BLOCKED when it cannot import them)")
+    add_workspace_arguments(p)
     p.add_argument("--gpus", help="GPU indices (0,1) or a count (2); both arms use the same GPUs. "
                                   "'none' runs without a GPU request (pipeline tests only)")
     p.add_argument("--only", metavar="STEPS", help=f"comma-separated steps: {', '.join(STEPS)}, arms, all")
-    p.add_argument("--run-id", default=config.run_id(),
-                   help="resume or name a run (CPVERIFY_RUN_ID); 'latest' continues the run <out>/latest points at. "
-                        "Every run updates <out>/latest")
-    p.add_argument("--out", default=config.artifacts(),
-                   help="artifacts root (default: %(default)s; CPVERIFY_ARTIFACTS sets it)")
-    p.add_argument("--cache", default=config.cache(),
-                   help="model and data cache, mounted read-only into the arms (default: %(default)s; "
-                        "CPVERIFY_CACHE sets it)")
-    p.add_argument("--model-dir", help="use this local model directory instead of fetching (offline hosts, your own "
-                                       "checkpoint); verified the same way and checked against MODEL_ARGS")
-    p.add_argument("--slime-dir", default=config.slime_dir(),
-                   help="your slime checkout: mounted read-only (docker) or run in place (local)")
     p.add_argument("--cp", metavar="SIZES", help="CP sizes, e.g. 1,2,4: every size runs on the same GPUs and is "
                                                  "compared with the profile's baseline (CP=1)")
     p.add_argument("--seq-len", metavar="LENGTHS", help="probe sequence lengths or train-only response lengths, "
