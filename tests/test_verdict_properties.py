@@ -160,3 +160,18 @@ def test_scaling_both_arms_by_one_factor_never_changes_the_decision(level, steps
     plain = judge(arm(1, base, seed=1), arm(2, cand, seed=2))
     scaled = judge(arm(1, [t * factor for t in base], seed=1), arm(2, [t * factor for t in cand], seed=2))
     assert decision(scaled) == decision(plain)
+
+
+@PROPERTY
+@given(pair=any_pairs(), junk=st.none() | st.text(max_size=3000), in_base=st.booleans())
+def test_logs_alone_never_make_a_verdict_blocked(pair, junk, in_base):
+    """BLOCKED says an arm could not start, which only a runner knows: `cpverify verdict` (logs, no
+    runner) documents the exit codes of the statuses logs can give, and no log may give another."""
+    from cpverify.cli.verdict import EXIT_CODES
+
+    texts = [log.text() for log in pair]
+    if junk is not None:  # any text at all in place of one arm's log
+        texts[0 if in_base else 1] = junk
+    evidence = [v.ArmEvidence(f"cp{cp}", cp, parse_stream(io.BytesIO(text.encode()))) for cp, text in zip((1, 2), texts, strict=True)]
+    verdict = v.decide(evidence, comparisons=[("cp1", "cp2")], thresholds=THRESHOLDS)
+    assert EXIT_CODES[verdict.exit_code] == verdict.status != v.BLOCKED

@@ -17,19 +17,25 @@ from pathlib import Path
 from cpverify import __version__
 from cpverify._inputs import shown_command, shown_name
 from cpverify.artifacts import RunDir, bundle_log, check_out_apart
-from cpverify.errors import InputError
+from cpverify.errors import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE, ArtifactWriteError, InputError
 from cpverify.fixes import FIX_INCOMPLETE, WORKLOADS
 from cpverify.redact import Redactor
-from cpverify.verdict import INCONCLUSIVE, ArmEvidence, Check, Thresholds, decide
+from cpverify.verdict import FAIL, INCONCLUSIVE, PASS, ArmEvidence, Check, Thresholds, decide
+
+# What `cpverify verdict` can exit with. Logs alone never make a verdict BLOCKED (an arm that could not
+# start leaves no log to judge), so 4 is only the environment refusing the bundle (ArtifactWriteError).
+EXIT_CODES = {EXIT_OK: PASS, EXIT_FAIL: FAIL, EXIT_USAGE: "bad input", EXIT_INCONCLUSIVE: INCONCLUSIVE,
+              ArtifactWriteError.exit_code: "the bundle could not be written (--out)"}
 
 
 def register(subparsers) -> None:
+    codes = ", ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES.items())
     parser = subparsers.add_parser(
         "verdict", help="decide PASS/FAIL from a CP=1 and a CP=2 log you already have",
         description="Compare a baseline (CP=1) and a candidate (CP=2) slime log and write verdict.md, "
                     "verdict.json, env.json and commands.sh. The ratio is always the larger CP's against the "
-                    "smaller CP's, whichever log is given first. Exit code: 0 PASS, 1 FAIL, 2 bad input, "
-                    "3 INCONCLUSIVE, 4 BLOCKED.")
+                    f"smaller CP's, whichever log is given first. Exit code: {codes}. Logs alone never make a "
+                    "verdict BLOCKED: that status is `cpverify run`'s, for an arm that could not start.")
     parser.add_argument("--baseline", required=True, metavar="LOG", help="log of the baseline arm (CP=1)")
     parser.add_argument("--candidate", required=True, metavar="LOG", help="log of the candidate arm (CP=2)")
     parser.add_argument("--out", metavar="DIR", help="artifact directory (default: artifacts/<run-id>/)")
