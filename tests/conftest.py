@@ -129,21 +129,23 @@ def test_image(docker_client) -> str:
 @pytest.fixture(scope="session")
 def cpverify_image(docker_client, tmp_path_factory):
     """docker/Dockerfile built by `cpverify run --only image` on the stand-in slime base, once per
-    session: (tag, the image facts the run recorded). Tests using it must be marked `docker`."""
+    session: (tag, the image facts the run recorded); the image and its layers are removed when the
+    session ends. Tests using it must be marked `docker`."""
     from helpers import pyimage
 
     base = pyimage.ensure_slime_base(docker_client)
     wheels = pyimage.container_wheels(tmp_path_factory.mktemp("wheels"))
     out = tmp_path_factory.mktemp("image-run")
-    proc = subprocess.run(
-        [sys.executable, "-m", "cpverify", "run", "--runner", "docker", "--gpus", "none", "--only", "image",
-         "--image", pyimage.CPVERIFY_IMAGE, "--build", "--base-image", base, "--slime-commit", "",
-         "--wheel-dir", str(wheels), "--out", str(out), "--run-id", "image"],
-        capture_output=True, text=True, cwd=ROOT, timeout=900, check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    state = json.loads((out / "image" / "state.json").read_text())
-    return pyimage.CPVERIFY_IMAGE, state["image"]
+    with pyimage.removed_after(docker_client, pyimage.CPVERIFY_IMAGE) as tag:
+        proc = subprocess.run(
+            [sys.executable, "-m", "cpverify", "run", "--runner", "docker", "--gpus", "none", "--only", "image",
+             "--image", tag, "--build", "--base-image", base, "--slime-commit", "",
+             "--wheel-dir", str(wheels), "--out", str(out), "--run-id", "image"],
+            capture_output=True, text=True, cwd=ROOT, timeout=900, check=False,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        state = json.loads((out / "image" / "state.json").read_text())
+        yield tag, state["image"]
 
 
 TEST_RUN_PREFIX = "pytest-"

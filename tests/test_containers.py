@@ -143,6 +143,45 @@ def test_compose_runs_nox_chain_and_reserves_gpus_only_after_the_lint():
     assert not any("deploy" in s or "build" in s for s in test.values())
 
 
+# What `docker compose up` exits with when it cannot build the image (Compose v2.26, CI's): before any
+# step runs, so none of cpverify's codes (README, "What a verdict looks like").
+COMPOSE_BUILD_FAILED = 17
+
+
+def test_compose_builds_its_image_and_asks_no_registry_for_it(tmp_path):
+    services = _compose_config("compose.yaml")["services"]
+    assert {n: s["pull_policy"] for n, s in services.items()} == {n: "build" if n == "image" else "never"
+                                                                  for n in COMPOSE_CHAIN}
+    assert len({s["image"] for s in services.values()}) == 1  # the one tag the image service builds
+    # a build that fails (its base cannot be had) stops `up` before any step, with no pull tried
+    (tmp_path / "base.yaml").write_text("services:\n  image:\n    build:\n      args:\n"
+                                        "        BASE_IMAGE: cpverify-no-such-base:0\n")
+    env = {**os.environ, "CPVERIFY_IMAGE": "cpverify-compose-build-test:0", "CPVERIFY_ARTIFACTS": str(tmp_path / "a"),
+           "CPVERIFY_CACHE": str(tmp_path / "cache")}
+    compose = ["docker", "compose", "-p", "cpverify-build-test", "-f", str(ROOT / "compose.yaml"),
+               "-f", str(tmp_path / "base.yaml")]
+    try:
+        proc = subprocess.run([*compose, "up", "--exit-code-from", "verdict", "verdict"], capture_output=True,
+                              text=True, env=env, cwd=ROOT, timeout=300, check=False)
+    finally:
+        subprocess.run([*compose, "down", "--remove-orphans"], capture_output=True, env=env, cwd=ROOT, check=False)
+    assert proc.returncode == COMPOSE_BUILD_FAILED, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert " Pulling" not in proc.stdout + proc.stderr
+    assert not (tmp_path / "a").exists()  # no step ran
+
+
+def test_compose_caches_the_model_where_the_cli_does(tmp_path, monkeypatch):
+    """One cache for `cpverify fetch`, `nox -s verify_cp` and `docker compose up`: a model fetched by one
+    is not fetched again by another."""
+    from cpverify.fetch import cache_root
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("CPVERIFY_CACHE", raising=False)
+    services = _compose_config("compose.yaml", env={"HOME": str(tmp_path), "CPVERIFY_CACHE": ""})["services"]
+    mounted = {v["source"] for s in services.values() for v in s["volumes"] if v["target"] == "/cache"}
+    assert mounted == {str(cache_root())}
+
+
 def _compose(workspace: Path, **settings: str) -> tuple[list[str], dict]:
     env = {k: v for k, v in os.environ.items() if k != "CPVERIFY_RUN_ID"}  # each `up` a fresh run
     env.update(CPVERIFY_IMAGE=IMAGE, CPVERIFY_ARTIFACTS=str(workspace / "artifacts"),

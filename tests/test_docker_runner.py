@@ -10,6 +10,7 @@ are not, so most tests pass `ulimits=UNPRIVILEGED` and one test checks the defau
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -37,7 +38,9 @@ from cpverify.runners.docker import (
     own_container_id,
     sweep_leftovers,
 )
+from helpers.docker_env import run_once
 from helpers.nobody import as_nobody
+from helpers.pyimage import removed_after
 from helpers.runner_util import TESTS, arm, wait_for
 
 UNPRIVILEGED = {"stack": 67108864}
@@ -184,12 +187,38 @@ def daemon_sets(client, image, ulimits) -> bool:
     from docker.types import Ulimit
 
     try:
-        client.containers.run(image, ["true"], remove=True, network_mode="none",
-                              ulimits=[Ulimit(name=k, soft=v, hard=v) for k, v in ulimits.items()])
+        run_once(client, image, ["true"], ulimits=[Ulimit(name=k, soft=v, hard=v) for k, v in ulimits.items()])
     except docker.errors.APIError as exc:
         assert "rlimit" in str(exc), exc  # anything else is not the question asked
         return False
     return True
+
+
+@pytest.mark.docker
+def test_asking_the_daemon_about_ulimits_leaves_no_container(docker_client, test_image):
+    """nofile above the kernel's nr_open is refused on every daemon: the refused container goes too."""
+    def ours():
+        return {c.id for c in docker_client.containers.list(all=True, filters={"ancestor": test_image})
+                if c.attrs["Config"]["Cmd"] == ["true"]}
+
+    before = ours()
+    assert daemon_sets(docker_client, test_image, {"nofile": int(open("/proc/sys/fs/nr_open").read()) + 1}) is False
+    assert ours() - before == set()
+
+
+@pytest.mark.docker
+def test_an_image_a_test_builds_goes_with_its_layers_and_containers(docker_client, test_image, run_id):
+    """What the cpverify image fixture does when the session ends: a legacy build leaves one untagged
+    image per step below the tagged one (a rebuilt tag left them all behind, 307 MB each)."""
+    label = f"cpverify.test-cleanup={run_id}"
+    dockerfile = f"FROM {test_image}\nLABEL cpverify.test-cleanup={run_id}\nRUN echo layer > /tmp/a\nRUN echo two > /tmp/b\n"
+    with removed_after(docker_client, f"cpverify-cleanup-test:{run_id}") as tag:
+        docker_client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=tag, rm=True, network_mode="none")
+        run_once(docker_client, tag, ["true"])
+        docker_client.containers.create(tag, ["true"], network_mode="none")  # one a test forgot
+        assert len(docker_client.images.list(all=True, filters={"label": label})) >= 3  # the steps' images
+    assert docker_client.images.list(all=True, filters={"label": label}) == []
+    assert docker_client.containers.list(all=True, filters={"ancestor": tag}) == []
 
 
 @pytest.mark.docker

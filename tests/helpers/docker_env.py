@@ -94,12 +94,26 @@ def _add_file(tar: tarfile.TarFile, source: Path, name: str, mode: int) -> None:
     tar.addfile(info, io.BytesIO(data))
 
 
+def run_once(client, image: str, argv: list[str], **options) -> bytes:
+    """Run a throwaway container to its end and return its output; the container is removed
+    whatever happens. (docker-py's `containers.run(remove=True)` removes it only once it ran: a
+    container the daemon refuses to start stays behind, `Created`.) A refused start raises the
+    daemon's APIError."""
+    container = client.containers.create(image, argv, network_mode="none", **options)
+    try:
+        container.start()
+        container.wait(timeout=60)
+        return container.logs()
+    finally:
+        container.remove(force=True)
+
+
 def _check_runs(client, tag: str) -> None:
     """A dynamically linked busybox imports fine and fails only at run time: check now."""
     import docker.errors
 
     try:
-        out = client.containers.run(tag, ["echo", "image-ok"], remove=True, network_mode="none")
+        out = run_once(client, tag, ["echo", "image-ok"])
     except docker.errors.DockerException as exc:
         client.images.remove(tag, force=True)
         raise ImageBuildError(

@@ -5,11 +5,13 @@ No registry is reachable from CI, so the images are made from scratch:
                                   fed to `docker import`;
   cpverify-test-slimebase:<digest>  the above + tests/fake_slime at /root/slime: the stand-in
                                   for slime's published image (slime itself needs GPUs).
-Built once per engine; later calls find them by tag.
+Built once per engine; later calls find them by tag. The cpverify image built on them
+(cpverify-slime:test-<pid>) is a session's own and goes when the session ends (`removed_after`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
@@ -34,7 +36,9 @@ def _fake_slime_digest() -> str:
 
 
 SLIME_BASE = f"cpverify-test-slimebase:{_fake_slime_digest()}"
-CPVERIFY_IMAGE = "cpverify-slime:test"  # docker/Dockerfile on SLIME_BASE (conftest's cpverify_image)
+# docker/Dockerfile on SLIME_BASE (conftest's cpverify_image): this test session's own tag, removed
+# when the session ends, so no session untags (and leaves behind) or removes another's image.
+CPVERIFY_IMAGE = f"cpverify-slime:test-{os.getpid()}"
 MIRROR = os.environ.get("CPVERIFY_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 
 
@@ -97,3 +101,18 @@ def container_wheels(target: Path) -> Path:
         subprocess.run(["python3", "-m", "pip", "download", "-q", "--only-binary=:all:", "-d", str(target),
                         *CONTAINER_REQUIREMENTS, read_lock()["HYPERSCAN_PIP_SPEC"]], check=True)
     return target
+
+
+@contextlib.contextmanager
+def removed_after(client, tag: str):
+    """Yield `tag`; then remove the containers left on it and the image, with the untagged layers
+    the build made below it (the daemon deletes a removed image's parents no other image needs)."""
+    import docker.errors
+
+    try:
+        yield tag
+    finally:
+        for container in client.containers.list(all=True, filters={"ancestor": tag}):
+            container.remove(force=True)
+        with contextlib.suppress(docker.errors.ImageNotFound):
+            client.images.remove(tag)
