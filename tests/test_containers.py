@@ -110,6 +110,9 @@ def test_gpu_request_without_nvidia_runtime_is_blocked_with_the_fix(cpverify_ima
     assert _managed_containers(docker_client, "gpu1") == []  # not even a `created` one
 
 
+# This session's own compose project: a `down` of another session sharing the engine (CI beside a
+# developer's run) must not stop this one's containers, nor this one's theirs.
+PROJECT = f"cpverify-test-{os.getpid()}"
 COMPOSE_CHAIN = ("doctor", "image", "fetch", "compileall", "lint", "cp1", "cp2", "verdict")
 
 
@@ -158,7 +161,7 @@ def test_compose_builds_its_image_and_asks_no_registry_for_it(tmp_path):
                                         "        BASE_IMAGE: cpverify-no-such-base:0\n")
     env = {**os.environ, "CPVERIFY_IMAGE": "cpverify-compose-build-test:0", "CPVERIFY_ARTIFACTS": str(tmp_path / "a"),
            "CPVERIFY_CACHE": str(tmp_path / "cache")}
-    compose = ["docker", "compose", "-p", "cpverify-build-test", "-f", str(ROOT / "compose.yaml"),
+    compose = ["docker", "compose", "-p", f"{PROJECT}-build", "-f", str(ROOT / "compose.yaml"),
                "-f", str(tmp_path / "base.yaml")]
     try:
         proc = subprocess.run([*compose, "up", "--exit-code-from", "verdict", "verdict"], capture_output=True,
@@ -186,7 +189,7 @@ def _compose(workspace: Path, **settings: str) -> tuple[list[str], dict]:
     env = {k: v for k, v in os.environ.items() if k != "CPVERIFY_RUN_ID"}  # each `up` a fresh run
     env.update(CPVERIFY_IMAGE=IMAGE, CPVERIFY_ARTIFACTS=str(workspace / "artifacts"),
                CPVERIFY_CACHE=str(workspace / "cache"), **settings)
-    return ["docker", "compose", "-p", "cpverify-test", "-f", str(ROOT / "compose.yaml"),
+    return ["docker", "compose", "-p", PROJECT, "-f", str(ROOT / "compose.yaml"),
             "-f", str(ROOT / "tests" / "compose.test.yaml")], env
 
 
