@@ -69,7 +69,7 @@ from cpverify.runners.base import BaseRunner, RunSetup
 from cpverify.runners.local import WorkloadPython, requested_python
 from cpverify.runners.local import workload_python as choose_python
 from cpverify.verdict import INCONCLUSIVE, ArmEvidence, Check, Thresholds, ab, decide
-from cpverify.workspace import CONTAINER_SLIME, CONTAINER_SLIME_CANDIDATE, CONTAINER_WORK, Workspace  # noqa: F401  (tests, the mounts' targets)
+from cpverify.workspace import CONTAINER_WORK, Workspace
 
 STEPS = ("doctor", "image", "fetch", "compileall", "lint", "cp1", "cp2", "verdict")
 ALIASES = {"arms": ("cp1", "cp2"), "all": STEPS}

@@ -212,3 +212,42 @@ def test_a_tool_that_times_out_keeps_what_it_printed_as_text(tmp_path):
     assert output.startswith("compiling slime/backends\n") and "b'" not in output
     assert "compileall: no result after 2s" in output
     assert (tmp_path / "compileall.log").read_text() == output
+
+
+def test_the_leftover_sweep_kills_orphans_of_its_own_pid_namespace_only():
+    """A cpverify in a container (a compose step) tags its workload with a pid of the container's
+    namespace: seen from the host that owner looks gone, but the workload is alive and not ours (a
+    host run's sweep killed a compose cp2 mid-run). An orphan of this namespace still goes."""
+    import shutil
+    import uuid
+
+    from cpverify.config import WORKLOAD_OWNER_ENV
+    from cpverify.runners.local import sweep_leftovers
+
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare(1) to make a PID namespace")
+    tag = f"{WORKLOAD_OWNER_ENV}=1:{uuid.uuid4().hex}"  # pid 1, a start time no process has: a dead owner
+    here = subprocess.Popen(["env", tag, "sleep", "30"])
+    there = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", "env", tag, "sleep", "30"], stderr=subprocess.PIPE)
+
+    def tagged() -> set[int]:
+        found = set()
+        for entry in os.listdir("/proc"):
+            try:
+                if entry.isdigit() and tag.encode() in open(f"/proc/{entry}/environ", "rb").read().split(b"\0"):
+                    found.add(int(entry))
+            except OSError:
+                continue
+        return found
+
+    try:
+        if wait_for(lambda: len(tagged()) == 2 or there.poll() is not None, 10) and there.poll() is not None:
+            pytest.skip(f"unshare --pid needs privileges here: {there.stderr.read().decode().strip()}")
+        in_container = tagged() - {here.pid}
+        killed = {int(line.split()[1]) for line in sweep_leftovers()}
+        assert here.pid in killed and wait_for(lambda: here.poll() is not None, 5)
+        assert in_container and in_container.isdisjoint(killed) and all(map(pid_alive, in_container))
+    finally:
+        for proc in (here, there):
+            proc.kill()
+            proc.wait()

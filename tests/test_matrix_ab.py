@@ -17,7 +17,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from cpverify import pipeline, revisions
+from cpverify import pipeline, revisions, workspace
 from cpverify.cli import build_parser, main
 from cpverify.errors import EXIT_FAIL, InputError
 from cpverify.parse import parse_file
@@ -251,12 +251,12 @@ def test_docker_mounts_both_checkouts_read_only_at_their_own_paths(tmp_path):
     ctx = pipeline.Context(args=args, profile=get_profile("smoke"), run_dir=RunDir.create(base=args.out, run_id="d"))
     plan = pipeline.build_run_plan(ctx)
     assert {a.name: a.workdir for a in plan.arms} == {
-        "base-cp1": pipeline.CONTAINER_SLIME, "base-cp2": pipeline.CONTAINER_SLIME,
-        "cand-cp1": pipeline.CONTAINER_SLIME_CANDIDATE, "cand-cp2": pipeline.CONTAINER_SLIME_CANDIDATE}
+        "base-cp1": workspace.CONTAINER_SLIME, "base-cp2": workspace.CONTAINER_SLIME,
+        "cand-cp1": workspace.CONTAINER_SLIME_CANDIDATE, "cand-cp2": workspace.CONTAINER_SLIME_CANDIDATE}
     mounts = {m.target: m for m in pipeline._isolated_mounts(ctx)}
-    assert mounts[pipeline.CONTAINER_SLIME].source == base and mounts[pipeline.CONTAINER_SLIME].read_only
-    assert mounts[pipeline.CONTAINER_SLIME_CANDIDATE].source == cand
-    assert mounts[pipeline.CONTAINER_SLIME_CANDIDATE].read_only
+    assert mounts[workspace.CONTAINER_SLIME].source == base and mounts[workspace.CONTAINER_SLIME].read_only
+    assert mounts[workspace.CONTAINER_SLIME_CANDIDATE].source == cand
+    assert mounts[workspace.CONTAINER_SLIME_CANDIDATE].read_only
 
 
 # -- A/B: end to end ------------------------------------------------------------------------------

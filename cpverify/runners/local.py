@@ -344,6 +344,14 @@ def _start_time(pid: int) -> str | None:
     return None if fields[0] in ("Z", "X") else fields[19]
 
 
+def _pid_namespace(pid: str) -> str | None:
+    """`pid:[4026531836]`: the PID namespace of /proc/<pid>, None where it cannot be read."""
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
+
+
 def _owner_tag(pid: int) -> str:
     return f"{pid}:{_start_time(pid) or '?'}"
 
@@ -353,15 +361,20 @@ def sweep_leftovers() -> list[str]:
 
     Found by the owner tag in /proc/<pid>/environ (readable for our own processes), so a
     child that left the workload's process group is found too. Processes of a cpverify
-    that still runs (another run, on other GPUs) are never touched.
+    that still runs (another run, on other GPUs) are never touched, nor those of another PID
+    namespace: a tag's pid is its own namespace's, so the workload of a cpverify running in a
+    container (a compose step) would look orphaned from here (and a container's cpverify cannot
+    outlive its container's processes, so they are never leftovers).
     """
     proc = Path("/proc")
     if not proc.is_dir():
         return []
-    own = os.getpid()
+    own, namespace = os.getpid(), _pid_namespace("self")
     killed = []
     for entry in proc.iterdir():
         if not entry.name.isdigit() or int(entry.name) == own:
+            continue
+        if namespace is not None and _pid_namespace(entry.name) != namespace:
             continue
         try:
             environ = (entry / "environ").read_bytes()
