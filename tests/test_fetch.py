@@ -15,6 +15,7 @@ import pytest
 from cpverify import fetch
 from cpverify.errors import EXIT_BLOCKED, DatasetError, EnvironmentBlocked, ModelError
 from cpverify.profiles import get_profile
+from cpverify.redact import Redactor
 from helpers.hfcache import QWEN_CONFIG, make_model_cache
 from helpers.nobody import as_nobody, public_dir
 
@@ -143,14 +144,17 @@ def test_fetch_and_run_use_the_same_cache_by_default(offline, tmp_path, monkeypa
 
     assert main(["fetch", "--json"]) == 0
     fetched = json.loads(capsys.readouterr().out)
-    assert fetched["model"] == str(snapshot)
-    assert fetched["data"] == str(home / ".cache" / "cpverify" / "data" / "cp_smoke.jsonl")
+    shown = Redactor()  # what the terminal shows of a path: a home path as ~/...
+    assert fetched["model"] == shown(str(snapshot))
+    assert fetched["data"] == shown(str(home / ".cache" / "cpverify" / "data" / "cp_smoke.jsonl"))
 
     # `cpverify run`'s own fetch step (it needs no engine: docker only mounts what the fetch verified)
     out = tmp_path / "artifacts"
     assert main(["run", "--runner", "docker", "--only", "fetch", "--out", str(out), "--run-id", "cache-agree"]) == 0
     state = json.loads((out / "cache-agree" / "state.json").read_text())
-    assert state["model"]["path"] == fetched["model"] and state["data"] == fetched["data"]
+    # state.json keeps the paths (later steps read them back): the same files the fetch command found
+    assert state["model"]["path"] == str(snapshot)
+    assert state["data"] == str(home / ".cache" / "cpverify" / "data" / "cp_smoke.jsonl")
 
 
 
