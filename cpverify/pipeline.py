@@ -669,6 +669,7 @@ def run(args: argparse.Namespace) -> int:
                              "use --profile train-only (slime's trainer at the response lengths you give), or --profile "
                              "long, or --set train_args=... with --rollout-max-response-len")
     profile = resolve_profile(args.profile, toml=args.config, assignments=[*args.assignments, *matrix_assignments(args)])
+    Thresholds.of(profile)  # thresholds the verdict would refuse (too few steps for an interval) are bad input now
     if args.runner not in RUNNERS:  # argparse checks choices on the command line, not a default from the environment
         raise InputError(f"CPVERIFY_RUNNER={args.runner!r} is not a runner",
                          f"set it to one of {', '.join(RUNNERS)} (or pass --runner)")

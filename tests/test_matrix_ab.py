@@ -98,8 +98,10 @@ def test_a_cp_sweep_runs_baseline_then_candidates_and_compares_each_with_cp1(tmp
 
 
 def test_ratio_of_ratios_interval():
-    exact = ab.bootstrap_ratio_of_ratios_ci([1.0] * 5, [2.0] * 5, [1.0] * 5, [1.5] * 5)
+    exact = ab.bootstrap_ratio_of_ratios_ci([1.0] * 6, [2.0] * 6, [1.0] * 6, [1.5] * 6)
     assert exact == (0.75, 0.75)  # no spread: the interval is the point
+    with pytest.raises(ValueError):  # fewer values than a 95% interval can come from
+        ab.bootstrap_ratio_of_ratios_ci([1.0] * 5, [2.0] * 6, [1.0] * 6, [1.5] * 6)
     noisy = ([1.0, 1.02, 0.98, 1.01, 0.99, 1.03], [1.6, 1.63, 1.58, 1.61, 1.65, 1.57],
              [1.0, 0.97, 1.02, 1.01, 0.99, 1.0], [1.1, 1.12, 1.08, 1.09, 1.13, 1.11])
     low, high = ab.bootstrap_ratio_of_ratios_ci(*noisy)

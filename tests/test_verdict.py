@@ -121,7 +121,7 @@ def test_two_counted_steps_are_inconclusive(make_arm):
     steps = check(verdict, "counted_steps", "cp2")
     assert steps.effect == v.INCONCLUSIVE and "2 counted" in steps.detail and "--num-rollout" in steps.fix
     assert verdict.to_json()["ratio_ci"] is None
-    assert "need >= 3" in verdict.headline
+    assert "need >= 6" in verdict.headline
 
 
 def test_cp_that_did_not_take_effect_fails(make_arm):
@@ -451,8 +451,8 @@ def test_bad_comparisons_and_thresholds_are_input_errors():
 
 
 def test_rule_states_the_thresholds():
-    rule = v.decision_rule(v.Thresholds(pass_ratio=1.25, min_counted_steps=4, warmup=2, confidence=0.9))
-    for text in ("1.25", "at least 4 counted steps", "rollouts >= 2", "90%", "perf/actor_train_time",
+    rule = v.decision_rule(v.Thresholds(pass_ratio=1.25, min_counted_steps=7, warmup=2, confidence=0.9))
+    for text in ("1.25", "at least 7 counted steps", "rollouts >= 2", "90%", "perf/actor_train_time",
                  "FAIL > BLOCKED > INCONCLUSIVE > PASS"):
         assert text in rule
 
@@ -620,8 +620,8 @@ def test_a_pair_of_equal_cps_verifies_nothing():
 
 def test_an_arm_cut_mid_step_is_not_clean(make_arm):
     """A CP=2 log ending after `Timer actor_train start` once passed with "7 vs 3 steps"."""
-    log = synthetic_arm(cp=2, actor_train_time=1.0, seed=2, rollouts=4)
-    line = log.cut_mid_step(4)
+    log = synthetic_arm(cp=2, actor_train_time=1.0, seed=2, rollouts=7)
+    line = log.cut_mid_step(7)
     verdict = decide(make_arm("cp1", 1, 1.0, seed=1), make_arm("cp2", 2, 1.0, seed=2, log=log))
     assert verdict.status == v.INCONCLUSIVE
     complete = check(verdict, "complete", "cp2")
@@ -633,13 +633,13 @@ def test_an_arm_cut_mid_step_is_not_clean(make_arm):
 
 def test_an_arm_short_of_its_planned_rollouts_is_not_clean(make_arm):
     cp1 = make_arm("cp1", 1, 1.0, seed=1)
-    cp2 = make_arm("cp2", 2, 1.0, seed=2, rollouts=5)  # 4 counted steps: enough for an interval
+    cp2 = make_arm("cp2", 2, 1.0, seed=2, rollouts=7)  # 6 counted steps: enough for an interval
     assert decide(cp1, cp2).status == v.PASS  # nobody said how many were planned
     cp1.expected_rollouts = cp2.expected_rollouts = 8
     verdict = decide(cp1, cp2)
     assert verdict.status == v.INCONCLUSIVE
     complete = check(verdict, "complete", "cp2")
-    assert "plan asked for 8 rollouts" in complete.detail and "rollouts 5-7" in complete.detail
+    assert "plan asked for 8 rollouts" in complete.detail and "rollouts 7" in complete.detail
     assert check(verdict, "complete", "cp1").status == "pass"
 
 
@@ -812,15 +812,15 @@ def test_cli_refuses_equal_cps_before_writing_anything(tmp_path):
 
 def test_cli_expected_rollouts_and_a_cut_candidate(tmp_path):
     base = synthetic_arm(cp=1, actor_train_time=1.0, seed=1).write(tmp_path / "a.log")
-    short = synthetic_arm(cp=2, actor_train_time=1.0, seed=2, rollouts=6)
+    short = synthetic_arm(cp=2, actor_train_time=1.0, seed=2, rollouts=7)
     cand = short.write(tmp_path / "b.log")
     assert _cli("--baseline", str(base), "--candidate", str(cand), "--out", str(tmp_path / "o1"),
                 cwd=tmp_path).returncode == EXIT_OK
-    proc = _cli("--baseline", str(base), "--candidate", str(cand), "--expected-rollouts", "8",
+    proc = _cli("--baseline", str(base), "--candidate", str(cand), "--expected-rollouts", "9",
                 "--out", str(tmp_path / "o2"), cwd=tmp_path)
-    assert proc.returncode == EXIT_INCONCLUSIVE and "rollouts 6-7" in proc.stdout
-    assert "--expected-rollouts 8" in (tmp_path / "o2" / "commands.sh").read_text()
-    short.cut_mid_step(6)
+    assert proc.returncode == EXIT_INCONCLUSIVE and "rollouts 7-8" in proc.stdout
+    assert "--expected-rollouts 9" in (tmp_path / "o2" / "commands.sh").read_text()
+    short.cut_mid_step(7)
     proc = _cli("--baseline", str(base), "--candidate", str(short.write(tmp_path / "c.log")),
                 "--out", str(tmp_path / "o3"), cwd=tmp_path)
     assert proc.returncode == EXIT_INCONCLUSIVE and "Timer actor_train started at line" in proc.stdout

@@ -46,11 +46,12 @@ def register(subparsers) -> None:
                              "two logs that state two different CPs (the layout hook's line or Megatron's argument "
                              "dump) are judged at those CPs, whichever was given first")
     parser.add_argument("--pass-ratio", type=float, default=Thresholds.pass_ratio, metavar="R",
-                        help="PASS when the CI's upper bound of candidate/baseline is <= R (1.3)")
+                        help="PASS when the CI's upper bound of candidate/baseline is <= R, for the ratio of "
+                             "medians and the ratio of means alike (1.3)")
     parser.add_argument("--warmup", type=int, default=Thresholds.warmup, metavar="N",
                         help="rollouts with id < N are not counted (1)")
     parser.add_argument("--min-steps", type=int, default=Thresholds.min_counted_steps, metavar="N",
-                        help="counted steps needed per arm (3)")
+                        help="counted steps needed per arm (6); fewer than a 95%% interval needs (6) is refused")
     parser.add_argument("--expected-rollouts", type=int, metavar="N",
                         help="rollouts each arm was started with (slime's --num-rollout): an arm whose log lacks "
                              "one of rollouts warmup..N-1 did not finish and cannot pass (default: not checked)")

@@ -18,8 +18,9 @@ the plan that runs them, and which arm is which, from cpverify.plan.ab.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
+
+import numpy as np
 
 from cpverify.plan.ab import Design
 from cpverify.verdict import stats
@@ -32,24 +33,16 @@ def bootstrap_ratio_of_ratios_ci(base_1: Sequence[float], base_n: Sequence[float
                                  seed: int = stats.DEFAULT_SEED) -> tuple[float, float]:
     """Percentile-bootstrap interval of (med(cand_n)/med(cand_1)) / (med(base_n)/med(base_1)).
 
-    Each of the four samples is resampled independently (they are four separate runs).
+    Each of the four samples is resampled independently (they are four separate runs); fewer
+    values in one than an interval needs (stats.min_sample) is a ValueError.
     """
     samples = (base_1, base_n, cand_1, cand_n)
     if any(not s for s in samples):
         raise ValueError("the ratio of ratios needs values in all four arms")
-    if min(min(s) for s in samples) <= 0:
-        raise ValueError("durations must be positive")
-    rng = random.Random(seed)
-
-    def med(sample: Sequence[float]) -> float:
-        return stats.median(rng.choices(sample, k=len(sample)))
-
-    values = []
-    for _ in range(resamples):
-        b1, bn, c1, cn = (med(s) for s in samples)
-        values.append((cn / c1) / (bn / b1))
-    alpha = 1.0 - confidence
-    return stats.quantile(values, alpha / 2), stats.quantile(values, 1 - alpha / 2)
+    stats.check_samples(confidence, *samples)
+    rng = np.random.default_rng(seed)
+    b1, bn, c1, cn = (stats.bootstrap(s, stats.MEDIAN, resamples=resamples, rng=rng) for s in samples)
+    return stats.percentile_interval((cn / c1) / (bn / b1), confidence)
 
 
 SMALLER, LARGER, UNCLEAR, UNKNOWN = "smaller", "larger", "no clear difference", "unknown"
@@ -67,7 +60,7 @@ def _row(verdict: Verdict, d: Design, cp: int, metric: str) -> dict:
 
     def compare(baseline: list[float], candidate: list[float]) -> stats.RatioEstimate:
         return stats.compare(baseline, candidate, min_n=t.min_counted_steps, confidence=t.confidence,
-                             resamples=t.resamples, seed=t.seed)
+                             resamples=t.resamples, seed=t.seed, statistics=(stats.MEDIAN,))
 
     base_overhead = compare(b1, bn)
     cand_overhead = compare(c1, cn)

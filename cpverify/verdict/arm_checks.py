@@ -32,7 +32,9 @@ from cpverify.verdict.evidence import (
     coarse_class,
     errors_by_class,
     excerpt,
+    gaps,
     ranges,
+    spans_text,
 )
 from cpverify.verdict.model import (
     ERROR_EFFECTS,
@@ -166,19 +168,20 @@ def complete(arm: ArmFacts) -> Iterator[Check]:
             f"Timer {name} started at line {line} never ended" for name, line in open_steps))
     seen = {r.rollout for r in parsed.perf if r.side == "train"}
     if ev.expected_rollouts is not None:
-        missing = [r for r in range(t.warmup, ev.expected_rollouts) if r not in seen]
+        missing = gaps(seen, t.warmup, ev.expected_rollouts)
         if missing:
             unfinished.append(f"the plan asked for {ev.expected_rollouts} rollouts (0-{ev.expected_rollouts - 1}, "
-                              f"counted from {t.warmup}) and {len(missing)} of them have no train-side perf record "
-                              f"(rollouts {ranges(missing)})")
+                              f"counted from {t.warmup}) and {_count(missing)} of them have no train-side perf record "
+                              f"(rollouts {spans_text(missing)})")
     elif (planned := integer(parsed.arguments.get("num_rollout", ""))) is not None and seen:
         # No plan (`cpverify verdict` on logs): slime printed its own --num-rollout. A run that
         # stopped between two rollouts (killed outright: no traceback, no open timer) ends short of
         # it. Counted from the first rollout the log holds, so a resumed run is not "unfinished".
-        missing = [r for r in range(max(t.warmup, min(seen)), planned) if r not in seen]
+        missing = gaps(seen, max(t.warmup, min(seen)), planned)
         if missing:
             unfinished.append(f"the run was started with --num-rollout {planned} (its argument dump) and "
-                              f"{len(missing)} rollout(s) have no train-side perf record (rollouts {ranges(missing)})")
+                              f"{_count(missing)} rollout(s) have no train-side perf record (rollouts "
+                              f"{spans_text(missing)})")
     if unfinished:
         yield Check("complete", "fail", "; ".join(unfinished), FIX_INCOMPLETE, ev.name, INCONCLUSIVE,
                     brief=f"arm {ev.name} did not finish: {'; '.join(unfinished)}")
@@ -213,6 +216,10 @@ def numerics_finite(arm: ArmFacts) -> Iterator[Check]:
                     FIX_NONFINITE, name, FAIL, brief=f"arm {name} computed a non-finite loss or grad norm: {shown}")
     elif arm.parsed.steps or arm.parsed.iterations:
         yield Check("numerics_finite", "pass", "every loss and grad norm printed is finite", arm=name)
+
+
+def _count(spans: list[tuple[int, int]]) -> int:
+    return sum(last - first + 1 for first, last in spans)
 
 
 def nccl(arm: ArmFacts) -> Iterator[Check]:

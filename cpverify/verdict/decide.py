@@ -29,7 +29,7 @@ from cpverify.verdict.model import (
     short_metric,
     worst,
 )
-from cpverify.verdict.pair_checks import PairFacts, check_pair
+from cpverify.verdict.pair_checks import PairFacts, check_pair, decisive
 from cpverify.verdict.rule import decision_rule
 
 
@@ -97,7 +97,8 @@ def decide(evidence: list[ArmEvidence], *, comparisons: list[tuple[str, str]],
         status = worst(c.effect for c in involved if c.effect)
         reason, told[len(results)] = _reason(status, involved, facts.estimates.get(t.primary_metric), base_name,
                                              cand_name, labels, t)
-        results.append(Comparison(base_name, cand_name, status, reason, facts.estimates, own))
+        results.append(Comparison(base_name, cand_name, status, reason, facts.estimates, own,
+                                  decided_by=decisive(facts.estimates.get(t.primary_metric), t)))
 
     compared = {name for pair in oriented for name in pair}
     loose = [c for name in by_name if name not in compared for c in arm_checks[name] if c.effect]
@@ -143,9 +144,15 @@ def _reason(status: str, checks: list[Check], primary: stats.RatioEstimate | Non
     if primary is not None and primary.ratio is not None:
         n_b, n_c = primary.n_baseline, primary.n_candidate
         steps = f"{n_b} steps each" if n_b == n_c else f"{n_b} vs {n_c} steps"
-        speed = (f"{labels[cand]} {short_metric(t.primary_metric)} {primary.ratio:.2f}× {labels[base]} "
-                 f"({f'{t.confidence:.0%} CI {primary.ci[0]:.2f}–{primary.ci[1]:.2f}' if primary.ci else 'no CI'}, "
-                 f"threshold ≤ {t.pass_ratio:.2f}), {steps}")
+        chosen = decisive(primary, t)
+        if chosen is None or chosen.ci is None:
+            speed = (f"{labels[cand]} {short_metric(t.primary_metric)} {primary.ratio:.2f}× {labels[base]} "
+                     f"(no CI, threshold ≤ {t.pass_ratio:.2f}), {steps}")
+        else:
+            others = "; ".join(f"{e.statistic} {e.ratio:.2f}×" for e in primary.estimates if e is not chosen)
+            speed = (f"{labels[cand]} {short_metric(t.primary_metric)} {chosen.ratio:.2f}× {labels[base]} "
+                     f"({chosen.statistic}, {t.confidence:.0%} CI {chosen.ci[0]:.2f}–{chosen.ci[1]:.2f}, threshold ≤ "
+                     f"{t.pass_ratio:.2f}; {others}), {steps}")
     if status == PASS:
         return speed, None
     first = next(c for c in checks if c.effect == status)

@@ -197,15 +197,34 @@ IDLE_TIMERS = frozenset({"train_wait"})
 
 
 
-def ranges(ids: Sequence[int]) -> str:
+def ranges(ids: Iterable[int]) -> str:
     """[1, 2, 3, 5] -> "1-3, 5"."""
-    parts: list[list[int]] = []
+    spans: list[list[int]] = []
     for i in sorted(ids):
-        if parts and parts[-1][1] == i - 1:
-            parts[-1][1] = i
+        if spans and spans[-1][1] == i - 1:
+            spans[-1][1] = i
         else:
-            parts.append([i, i])
-    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in parts)
+            spans.append([i, i])
+    return spans_text([(a, b) for a, b in spans])
+
+
+def gaps(seen: Iterable[int], start: int, stop: int) -> list[tuple[int, int]]:
+    """The (first, last) spans of start..stop-1 missing from `seen`, found from the ids seen: a
+    count a log states (--num-rollout 20000000) stays a count, never a list of its ids."""
+    spans, expected = [], start
+    for i in sorted({i for i in seen if start <= i < stop}):
+        if i > expected:
+            spans.append((expected, i - 1))
+        expected = i + 1
+    if expected < stop:
+        spans.append((expected, stop - 1))
+    return spans
+
+
+def spans_text(spans: Sequence[tuple[int, int]], limit: int = 12) -> str:
+    """[(1, 3), (5, 5)] -> "1-3, 5"; past `limit` spans, how many more."""
+    text = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans[:limit])
+    return text + (f", … ({len(spans) - limit} more)" if len(spans) > limit else "")
 
 
 # "[rank0]:[E0821 10:11:26.712922209 ProcessGroupNCCL.cpp:616] [Rank 0] " carries no meaning in a headline.

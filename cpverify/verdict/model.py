@@ -60,7 +60,7 @@ OUTCOME_EFFECTS = {"ok": None, "blocked": BLOCKED, "interrupted": INCONCLUSIVE, 
 class Thresholds:
     pass_ratio: float = 1.3
     primary_metric: str = PRIMARY_METRIC
-    min_counted_steps: int = 3
+    min_counted_steps: int = 6  # stats.min_sample(0.95): the fewest values a 95% interval can come from
     warmup: int = 1  # rollouts with id < warmup carry torch.compile / NCCL init and are not counted
     confidence: float = 0.95
     numerics_tolerance: float = 0.01  # rel and abs, as slime's own grad-norm check (math.isclose)
@@ -74,15 +74,22 @@ class Thresholds:
             problems.append(f"pass ratio {self.pass_ratio} must be > 0")
         if not 0 < self.confidence < 1:
             problems.append(f"confidence {self.confidence} must lie between 0 and 1")
-        if self.min_counted_steps < 1:
-            problems.append(f"min steps {self.min_counted_steps} must be >= 1")
+        elif self.min_counted_steps < (need := stats.min_sample(self.confidence)):
+            # Fewer values than an interval needs would either label one it cannot hold or leave
+            # every verdict INCONCLUSIVE: refused here, before any GPU time is spent on it.
+            raise InputError(f"a minimum of {self.min_counted_steps} counted step(s) per arm is below the {need} a "
+                             f"{self.confidence:.0%} interval needs (an interval from {self.min_counted_steps} value(s) reaches "
+                             f"at most from the smallest to the largest, and misses the median "
+                             f"{2.0 ** (1 - self.min_counted_steps):.0%} of the time or more)",
+                             f"ask for at least {need}: `cpverify verdict --min-steps {need}`, `cpverify run --set "
+                             f"min_counted_steps={need}`, and enough rollouts after the warm-up to count them")
         if self.warmup < 0:
             problems.append(f"warmup {self.warmup} must be >= 0")
         if self.resamples < 100:
             problems.append(f"resamples {self.resamples} must be >= 100")
         if problems:
             raise InputError("; ".join(problems),
-                             "use e.g. --pass-ratio 1.3 --warmup 1 --min-steps 3 (confidence 0.95)")
+                             "use e.g. --pass-ratio 1.3 --warmup 1 --min-steps 6 (confidence 0.95)")
 
     @classmethod
     def of(cls, profile: Profile) -> Thresholds:
@@ -184,10 +191,14 @@ class Comparison:
     reason: str
     metrics: dict[str, stats.RatioEstimate]
     checks: list[Check]
+    # Of the primary metric's ratio of medians and ratio of means, the one the decision used (the
+    # worse: cpverify.verdict.pair_checks.decisive); None when neither has an interval.
+    decided_by: stats.Estimate | None = None
 
     def to_json(self) -> dict:
         return {"baseline": self.baseline, "candidate": self.candidate, "status": self.status, "reason": self.reason,
-                "metrics": {name: est.to_json() for name, est in self.metrics.items()}}
+                "metrics": {name: est.to_json() for name, est in self.metrics.items()},
+                "decided_by": self.decided_by.to_json() if self.decided_by else None}
 
 
 @dataclass
@@ -229,6 +240,7 @@ class Verdict:
                                    "metric": self.thresholds.primary_metric},
             "ratio": primary.ratio if primary else None,
             "ratio_ci": list(primary.ci) if primary and primary.ci else None,
+            "decided_by": self.primary.decided_by.to_json() if self.primary.decided_by else None,
             "arms": [arm.to_json() for arm in self.arms],
             "comparisons": [c.to_json() for c in self.comparisons],
             "checks": [c.to_json() for c in self.checks],

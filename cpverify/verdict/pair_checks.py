@@ -17,6 +17,7 @@ from cpverify.verdict.evidence import FAR_BEYOND_NOISE, LEADING_TAGS, WORK, exce
 from cpverify.verdict.model import (
     FAIL,
     INCONCLUSIVE,
+    PASS,
     SECONDARY_GATED,
     SEVERITY,
     ArmEvidence,
@@ -84,8 +85,11 @@ class PairFacts:
         for metric in timing_metrics(t):
             b_values, c_values = arms[base.name].samples[metric], arms[cand.name].samples[metric]
             if b_values or c_values:
-                estimates[metric] = stats.compare(b_values, c_values, min_n=t.min_counted_steps,
-                                                  confidence=t.confidence, resamples=t.resamples, seed=t.seed)
+                # The decision reads the primary metric's mean too (its bootstrap costs resamples x n);
+                # the other timings are read by their medians.
+                estimates[metric] = stats.compare(
+                    b_values, c_values, min_n=t.min_counted_steps, confidence=t.confidence, resamples=t.resamples,
+                    seed=t.seed, statistics=stats.STATISTICS if metric == t.primary_metric else (stats.MEDIAN,))
         numerics = first_step_numerics(base.parsed, cand.parsed, base.name, cand.name, t)
         return cls(base, cand, arms[base.name], arms[cand.name], labels, t, workload, arms_decide, estimates,
                    numerics)
@@ -253,19 +257,37 @@ def ratio_floor(b_cp: int, c_cp: int) -> float:
     return b_cp / c_cp / 2
 
 
+def judged(estimate: stats.Estimate, t: Thresholds) -> str:
+    """Where a ratio's interval lies against the threshold: PASS below it, FAIL above it, INCONCLUSIVE across it."""
+    assert estimate.ci is not None
+    low, high = estimate.ci
+    return PASS if high <= t.pass_ratio else FAIL if low > t.pass_ratio else INCONCLUSIVE
+
+
+def decisive(est: stats.RatioEstimate | None, t: Thresholds) -> stats.Estimate | None:
+    """The statistic a decision uses: the worse of the median's ratio (a typical step) and the mean's
+    (the total a run pays): the one whose interval judges worse, of two that judge alike the one
+    whose interval reaches higher. None without an interval."""
+    with_ci = [e for e in est.estimates if e.ci] if est else []
+    return max(with_ci, key=lambda e: (SEVERITY[judged(e, t)], e.ci[1] if e.ci else 0.0, e.ratio), default=None)
+
+
 def speed(pair: PairFacts) -> Iterator[Check]:
-    """The primary timing's ratio, candidate against baseline, and its interval against the threshold."""
+    """The primary timing's ratio, candidate against baseline, and its interval against the threshold:
+    of the median and the mean, the worse decides."""
     t, workload, name = pair.t, pair.workload, f"speed:{pair.name}"
     primary = pair.estimates.get(t.primary_metric)
     what = pair.what(t.primary_metric)
     floor = ratio_floor(pair.base.cp_requested, pair.cand.cp_requested)
+    chosen = decisive(primary, t)
     if primary is not None and primary.ratio is not None and primary.ratio < floor:
         yield Check(name, "fail", f"{what}: {primary.ratio:.2g}×, below the {floor:.2f}× that CP={pair.cand.cp_requested} "
                     f"can give at best against CP={pair.base.cp_requested} on the same GPUs: the comparison is broken, "
                     "not CP fast", "check that both logs' timings are in seconds (slime prints seconds) and that the "
                     "arms ran the same job; judge each arm's own, unedited log", effect=INCONCLUSIVE,
                     brief=f" — below the {floor:.2f}× CP can give at best: a broken comparison")
-    elif primary is None or primary.ratio is None or primary.ci is None:
+        return
+    if primary is None or primary.ratio is None or chosen is None:
         if primary is None or primary.ratio is None:
             detail = f"{what}: no ratio ({primary.note if primary else 'no values'})"
             fix = NO_PERF[workload] + "; " + fix_more_steps(workload)
@@ -276,29 +298,38 @@ def speed(pair: PairFacts) -> Iterator[Check]:
         else:
             yield Check(name, "fail", detail, fix, effect=INCONCLUSIVE,
                         brief=f" — {primary.note}" if primary and primary.ratio is not None else "")
-    elif primary.ci[1] <= t.pass_ratio:
-        yield Check(name, "pass", f"{what}: {_format_ratio(primary, t)}")
-    elif primary.ci[0] > t.pass_ratio:
-        yield Check(name, "fail", f"{what}: {_format_ratio(primary, t)}; the whole interval is above the threshold",
-                    pair.slow_cp_fix(), effect=FAIL, brief=" — the whole interval is above the threshold")
+        return
+    status = judged(chosen, t)
+    shown = f"{what}: {_format_ratio(primary, t, chosen)}"
+    # Said when the other statistic alone would have decided otherwise: a minority of much slower
+    # (or faster) steps moves the mean and not the median.
+    other = next(e for e in primary.estimates if e is not chosen)
+    why = (f" (the {chosen.statistic}'s; the {other.statistic}'s alone: {judged(other, t)}, as when a minority of "
+           "steps is far from the rest)" if judged(other, t) != status else "")
+    if status == PASS:
+        yield Check(name, "pass", shown)
+    elif status == FAIL:
+        yield Check(name, "fail", f"{shown}; the whole interval is above the threshold{why}", pair.slow_cp_fix(),
+                    effect=FAIL, brief=f" — the whole interval is above the threshold{why}")
     else:
-        yield Check(name, "fail", f"{what}: {_format_ratio(primary, t)}; the interval straddles the threshold",
-                    fix_more_steps(workload), effect=INCONCLUSIVE, brief=" — the interval straddles the threshold")
+        yield Check(name, "fail", f"{shown}; the interval straddles the threshold{why}", fix_more_steps(workload),
+                    effect=INCONCLUSIVE, brief=f" — the interval straddles the threshold{why}")
 
 
 def secondary_speed(pair: PairFacts) -> Iterator[Check]:
     """log_probs and ref_log_probs, where CP communication lands too: a warning, never a FAIL."""
+    primary_slow = (chosen := decisive(pair.estimates.get(pair.t.primary_metric), pair.t)) is not None \
+        and judged(chosen, pair.t) == FAIL
     for metric in SECONDARY_GATED:
         est = pair.estimates.get(metric)
-        if est is None or est.ci is None:
+        worse = decisive(est, pair.t)
+        if est is None or worse is None:
             continue
-        name, shown = f"speed:{short_metric(metric)}:{pair.name}", f"{pair.what(metric)}: {_format_ratio(est, pair.t)}"
-        if est.ci[0] > pair.t.pass_ratio:
-            primary = pair.estimates.get(pair.t.primary_metric)
-            slow_too = primary is not None and primary.ci is not None and primary.ci[0] > pair.t.pass_ratio
+        name, shown = f"speed:{short_metric(metric)}:{pair.name}", f"{pair.what(metric)}: {_format_ratio(est, pair.t, worse)}"
+        if judged(worse, pair.t) == FAIL:
             yield Check(name, "warn", shown, f"as for {short_metric(pair.t.primary_metric)} (its speed row)"
-                        if slow_too else pair.slow_cp_fix())
-        elif est.ci[1] > pair.t.pass_ratio:  # straddles: neither within the threshold nor above it
+                        if primary_slow else pair.slow_cp_fix())
+        elif judged(worse, pair.t) == INCONCLUSIVE:  # straddles: neither within the threshold nor above it
             yield Check(name, "skip", f"{shown}; undecided: the interval straddles the threshold")
         else:
             yield Check(name, "pass", shown)
@@ -419,6 +450,9 @@ def check_pair(pair: PairFacts) -> list[Check]:
     return checks + [row for check in MEASURE_CHECKS for row in check(pair)]
 
 
-def _format_ratio(est: stats.RatioEstimate, t: Thresholds) -> str:
-    ci = f"{t.confidence:.0%} CI {est.ci[0]:.2f}–{est.ci[1]:.2f}" if est.ci else "no CI"
-    return f"{est.ratio:.2f}× ({ci}, threshold ≤ {t.pass_ratio:.2f})"
+def _format_ratio(est: stats.RatioEstimate, t: Thresholds, chosen: stats.Estimate) -> str:
+    """Both statistics' ratios and intervals, the one that decides first."""
+    ordered = [chosen, *(e for e in est.estimates if e is not chosen)]
+    ratios = ", ".join(f"{e.statistic} {e.ratio:.2f}× ({t.confidence:.0%} CI {e.ci[0]:.2f}–{e.ci[1]:.2f})"
+                       if e.ci else f"{e.statistic} {e.ratio:.2f}× (no CI)" for e in ordered)
+    return f"{ratios}; threshold ≤ {t.pass_ratio:.2f}; the {chosen.statistic}, the worse, decides"
