@@ -14,12 +14,19 @@ the decision, which no property here lets ride on the resampler's precision.
 from __future__ import annotations
 
 import io
+import random
+import tracemalloc
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from cpverify import verdict as v
+from cpverify.errors import EXIT_USAGE, InputError
 from cpverify.parse import parse_stream
+from cpverify.verdict import stats
+from cpverify.verdict.evidence import gaps
+from cpverify.verdict.model import SEVERITY
 from helpers.slime_log import ERROR_LINES, SlimeLog, synthetic_arm
 
 THRESHOLDS = v.Thresholds(resamples=500)
@@ -28,7 +35,8 @@ STEP_TIMERS = ("wake_up", "data_preprocess", "ref_log_probs", "log_probs", "acto
 
 # Per-rollout actor_train times: a level, and per-step noise within +/-10% (a quiet GPU box).
 levels = st.floats(min_value=0.05, max_value=50.0, allow_nan=False, allow_infinity=False)
-noise = st.lists(st.floats(min_value=0.9, max_value=1.1), min_size=4, max_size=12)
+noise = st.lists(st.floats(min_value=0.9, max_value=1.1), min_size=stats.min_sample(THRESHOLDS.confidence),
+                max_size=12)
 
 
 def arm(cp: int, times: list[float], *, layout_cp: int | None | str = "same", seed: int = 0) -> SlimeLog:
@@ -175,3 +183,117 @@ def test_logs_alone_never_make_a_verdict_blocked(pair, junk, in_base):
     evidence = [v.ArmEvidence(f"cp{cp}", cp, parse_stream(io.BytesIO(text.encode()))) for cp, text in zip((1, 2), texts, strict=True)]
     verdict = v.decide(evidence, comparisons=[("cp1", "cp2")], thresholds=THRESHOLDS)
     assert EXIT_CODES[verdict.exit_code] == verdict.status != v.BLOCKED
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+@PROPERTY
+@given(times=same_speed(), data=st.data(), factor=st.floats(2.0, 20.0))
+def test_a_slow_minority_that_makes_the_run_cost_more_than_the_threshold_never_passes(times, data, factor):
+    """Some CP=2 steps (at most half: the median does not see them) `factor` x slower, so that the
+    CP=2 run's total time per step exceeds the threshold times CP=1's: the user pays that total."""
+    base, cand = (list(t) for t in times)
+    slow = data.draw(st.sets(st.integers(0, len(cand) - 1), min_size=1, max_size=len(cand) // 2))
+    cand = [c * factor if i in slow else c for i, c in enumerate(cand)]
+    assume(_mean(cand) > THRESHOLDS.pass_ratio * _mean(base))
+    verdict = judge(arm(1, base, seed=1), arm(2, cand, seed=2))
+    assert verdict.status != v.PASS, verdict.headline
+    assert verdict.to_json()["decided_by"]["ci"][1] > THRESHOLDS.pass_ratio
+
+
+@PROPERTY
+@given(level=levels, n=st.integers(30, 40), share=st.floats(0.22, 0.3), factor=st.floats(9.0, 12.0),
+       seed=st.integers(0, 99))
+def test_a_quarter_of_steps_ten_times_slower_fails_on_the_mean(level, n, share, factor, seed):
+    """CP=2's steps as CP=1's but a quarter of them ~10x as long: the median ratio stays near 1, the
+    run takes ~3x as long. FAIL, decided by the ratio of means, its whole interval above the threshold."""
+    rng = random.Random(seed)
+    base = [level * rng.uniform(0.95, 1.05) for _ in range(n)]
+    slow = set(rng.sample(range(n), round(share * n)))
+    cand = [b * (factor if i in slow else 1.0) for i, b in enumerate(base)]
+    verdict = judge(arm(1, base, seed=1), arm(2, cand, seed=2))
+    data = verdict.to_json()
+    assert verdict.status == v.FAIL, verdict.headline
+    assert data["ratio"] < THRESHOLDS.pass_ratio  # the ratio of medians alone does not see them
+    assert data["decided_by"]["statistic"] == stats.MEAN and data["decided_by"]["ci"][0] > THRESHOLDS.pass_ratio
+    assert next(c for c in verdict.checks if c.name == "speed:cp2 vs cp1").effect == v.FAIL
+
+
+def _judged(ci: list[float]) -> str:
+    return v.PASS if ci[1] <= THRESHOLDS.pass_ratio else v.FAIL if ci[0] > THRESHOLDS.pass_ratio else v.INCONCLUSIVE
+
+
+@PROPERTY
+@given(pair=any_pairs())
+def test_the_speed_row_follows_the_worse_of_the_median_and_the_mean(pair):
+    """decided_by is the statistic whose interval the speed row judged (below the threshold: pass;
+    above: FAIL; across: INCONCLUSIVE), and the worse of the two: none judges worse, and of two that
+    judge alike none reaches higher."""
+    verdict = judge(*pair)
+    data = verdict.to_json()
+    speed = next((c for c in verdict.checks if c.name == "speed:cp2 vs cp1"), None)
+    decided = data["decided_by"]
+    if decided is None or speed is None or speed.status == "skip":
+        return
+    assert (speed.effect or v.PASS) == _judged(decided["ci"])
+    for other in data["comparisons"][0]["metrics"][THRESHOLDS.primary_metric]["statistics"].values():
+        worse = (SEVERITY[_judged(other["ci"])], other["ci"][1])
+        assert worse <= (SEVERITY[_judged(decided["ci"])], decided["ci"][1])
+
+
+@PROPERTY
+@given(steps=st.integers(-3, 12), confidence=st.sampled_from([0.8, 0.9, 0.95, 0.99]))
+def test_a_minimum_below_what_an_interval_needs_is_refused_naming_the_fix(steps, confidence):
+    need = stats.min_sample(confidence)
+    if steps >= need:
+        assert v.Thresholds(min_counted_steps=steps, confidence=confidence).min_counted_steps == steps
+        return
+    with pytest.raises(InputError) as refused:
+        v.Thresholds(min_counted_steps=steps, confidence=confidence)
+    assert refused.value.exit_code == EXIT_USAGE and f"--min-steps {need}" in refused.value.fix
+
+
+def test_cpverify_verdict_refuses_min_steps_1_before_writing_anything(tmp_path, capsys):
+    from cpverify.cli import main
+
+    logs = [synthetic_arm(cp=cp, actor_train_time=1.0, seed=cp).write(tmp_path / f"cp{cp}.log") for cp in (1, 2)]
+    code = main(["verdict", "--baseline", str(logs[0]), "--candidate", str(logs[1]), "--min-steps", "1",
+                 "--out", str(tmp_path / "out")])
+    assert code == EXIT_USAGE and "--min-steps 6" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+@PROPERTY
+@given(seen=st.sets(st.integers(-5, 60)), start=st.integers(-5, 60), stop=st.integers(-5, 70))
+def test_gaps_are_the_ids_missing_from_a_range(seen, start, stop):
+    spans = gaps(seen, start, stop)
+    missing = [i for first, last in spans for i in range(first, last + 1)]
+    assert missing == [i for i in range(start, stop) if i not in seen]
+    assert all(last < following for (_, last), (following, _) in zip(spans, spans[1:], strict=False))
+
+
+@pytest.mark.parametrize("stated", ["num_rollout", "expected_rollouts"])
+def test_a_stated_rollout_count_stays_a_count(stated):
+    """A log (or --expected-rollouts) stating 10,000,000 rollouts, of which 8 ran: judged in the
+    memory of a log of 8 rollouts, the missing ones counted and named as one span."""
+    count = 10_000_000
+
+    def evidence(name: str, cp: int, seed: int) -> v.ArmEvidence:
+        log = synthetic_arm(cp=cp, actor_train_time=1.0, seed=seed,
+                            arguments={"num_rollout": count} if stated == "num_rollout" else None)
+        return v.ArmEvidence(name, cp, parse_stream(io.BytesIO(log.text().encode())),
+                             expected_rollouts=count if stated == "expected_rollouts" else None)
+
+    arms = [evidence("cp1", 1, 1), evidence("cp2", 2, 2)]
+    tracemalloc.start()
+    try:
+        verdict = v.decide(arms, comparisons=[("cp1", "cp2")], thresholds=THRESHOLDS)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 * 2**20  # a list of the 10^7 ids alone takes > 300 MiB
+    complete = next(c for c in verdict.checks if c.name == "complete" and c.arm == "cp2")
+    assert complete.effect == v.INCONCLUSIVE and f"{count - 8} " in complete.detail
+    assert f"rollouts 8-{count - 1})" in complete.detail

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
 from cpverify.plan.ab import Design
 from cpverify.verdict import stats
 from cpverify.verdict.model import Verdict, short_metric, timing_metrics
@@ -40,6 +38,8 @@ def bootstrap_ratio_of_ratios_ci(base_1: Sequence[float], base_n: Sequence[float
     if any(not s for s in samples):
         raise ValueError("the ratio of ratios needs values in all four arms")
     stats.check_samples(confidence, *samples)
+    import numpy as np  # not at the top: `cpverify --help` imports this module (stats says why)
+
     rng = np.random.default_rng(seed)
     b1, bn, c1, cn = (stats.bootstrap(s, stats.MEDIAN, resamples=resamples, rng=rng) for s in samples)
     return stats.percentile_interval((cn / c1) / (bn / b1), confidence)
