@@ -130,6 +130,13 @@ def test_a_baseline_that_is_not_the_smallest_cp_is_refused_before_anything_runs(
     assert not (run_dir / "logs" / "cp1.log").exists() and not (run_dir / "verdict.json").exists()
 
 
+def test_fewer_counted_steps_than_an_interval_needs_are_refused_before_anything_runs(workspace):
+    proc, run_dir = run_cpverify(workspace, *STEPS, "--set", "min_counted_steps=2")
+    assert proc.returncode == 2
+    assert "min_counted_steps=6" in proc.stderr
+    assert not (run_dir / "logs" / "cp1.log").exists() and not (run_dir / "verdict.json").exists()
+
+
 def test_lint_error_stops_before_any_arm_runs(workspace):
     proc, run_dir = run_cpverify(workspace, "--only", "lint,cp1,cp2,verdict",
                                  "--set", "train_args=--rollout-num 8")
