@@ -16,7 +16,7 @@ says that part of it could not be tested.
   pair_checks.py  the checks of one comparison: the same job but for CP, the speed, the numerics
   decide.py       the decision over every arm and comparison, and the headline
   rule.py         the decision rule in words
-  stats.py        medians, the percentile-bootstrap ratio interval, Mann-Whitney U
+  stats.py        medians and means, their bootstrap and the ratio interval, how many values it needs, Mann-Whitney U
   ab.py           the A/B of two slime revisions: the ratio of their CP overheads
 The fixes the rows give are cpverify.fixes'.
 """

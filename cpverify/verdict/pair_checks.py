@@ -303,9 +303,9 @@ def speed(pair: PairFacts) -> Iterator[Check]:
     shown = f"{what}: {_format_ratio(primary, t, chosen)}"
     # Said when the other statistic alone would have decided otherwise: a minority of much slower
     # (or faster) steps moves the mean and not the median.
-    other = next(e for e in primary.estimates if e is not chosen)
+    other = next((e for e in primary.estimates if e is not chosen and e.ci), None)
     why = (f" (the {chosen.statistic}'s; the {other.statistic}'s alone: {judged(other, t)}, as when a minority of "
-           "steps is far from the rest)" if judged(other, t) != status else "")
+           "steps is far from the rest)" if other and judged(other, t) != status else "")
     if status == PASS:
         yield Check(name, "pass", shown)
     elif status == FAIL:
@@ -318,8 +318,8 @@ def speed(pair: PairFacts) -> Iterator[Check]:
 
 def secondary_speed(pair: PairFacts) -> Iterator[Check]:
     """log_probs and ref_log_probs, where CP communication lands too: a warning, never a FAIL."""
-    primary_slow = (chosen := decisive(pair.estimates.get(pair.t.primary_metric), pair.t)) is not None \
-        and judged(chosen, pair.t) == FAIL
+    primary = decisive(pair.estimates.get(pair.t.primary_metric), pair.t)
+    primary_slow = primary is not None and judged(primary, pair.t) == FAIL
     for metric in SECONDARY_GATED:
         est = pair.estimates.get(metric)
         worse = decisive(est, pair.t)
@@ -455,4 +455,5 @@ def _format_ratio(est: stats.RatioEstimate, t: Thresholds, chosen: stats.Estimat
     ordered = [chosen, *(e for e in est.estimates if e is not chosen)]
     ratios = ", ".join(f"{e.statistic} {e.ratio:.2f}× ({t.confidence:.0%} CI {e.ci[0]:.2f}–{e.ci[1]:.2f})"
                        if e.ci else f"{e.statistic} {e.ratio:.2f}× (no CI)" for e in ordered)
-    return f"{ratios}; threshold ≤ {t.pass_ratio:.2f}; the {chosen.statistic}, the worse, decides"
+    decides = f"; the {chosen.statistic}, the worse, decides" if len(ordered) > 1 else ""
+    return f"{ratios}; threshold ≤ {t.pass_ratio:.2f}{decides}"
