@@ -77,10 +77,10 @@ class Thresholds:
         elif self.min_counted_steps < (need := stats.min_sample(self.confidence)):
             # Fewer values than an interval needs would either label one it cannot hold or leave
             # every verdict INCONCLUSIVE: refused here, before any GPU time is spent on it.
-            raise InputError(f"a minimum of {self.min_counted_steps} counted step(s) per arm is below the {need} a "
-                             f"{self.confidence:.0%} interval needs (an interval from {self.min_counted_steps} value(s) reaches "
-                             f"at most from the smallest to the largest, and misses the median "
-                             f"{2.0 ** (1 - self.min_counted_steps):.0%} of the time or more)",
+            n = self.min_counted_steps
+            raise InputError(f"a minimum of {n} counted step(s) per arm is below the {need} a {self.confidence:.0%} "
+                             f"interval needs (an interval from {n} value(s) reaches at most from the smallest to "
+                             f"the largest, and misses the median {2.0 ** (1 - n):.0%} of the time or more)",
                              f"ask for at least {need}: `cpverify verdict --min-steps {need}`, `cpverify run --set "
                              f"min_counted_steps={need}`, and enough rollouts after the warm-up to count them")
         if self.warmup < 0:
