@@ -95,9 +95,9 @@ def test_a_ratio_whose_interval_straddles_the_threshold_is_undecided_not_pass():
 
 
 def stats_estimate(ratio, ci):
-    from cpverify.verdict.stats import RatioEstimate
+    from cpverify.verdict.stats import MEDIAN, Estimate, RatioEstimate
 
-    return RatioEstimate(ratio, ci, 0.01, 10, 10, 0.95)
+    return RatioEstimate((Estimate(MEDIAN, ratio, ci),), 0.01, 10, 10, 0.95)
 
 
 @pytest.mark.parametrize(("seconds", "text"), [(1756.2989, "1756 s"), (14.18, "14.2 s"), (1.0, "1.00 s"),

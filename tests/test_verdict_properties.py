@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from cpverify import verdict as v
 from cpverify.errors import EXIT_USAGE, InputError
 from cpverify.parse import parse_stream
+from cpverify.report import story
 from cpverify.verdict import stats
 from cpverify.verdict.evidence import gaps
 from cpverify.verdict.model import SEVERITY
@@ -219,6 +220,10 @@ def test_a_quarter_of_steps_ten_times_slower_fails_on_the_mean(level, n, share, 
     assert data["ratio"] < THRESHOLDS.pass_ratio  # the ratio of medians alone does not see them
     assert data["decided_by"]["statistic"] == stats.MEAN and data["decided_by"]["ci"][0] > THRESHOLDS.pass_ratio
     assert next(c for c in verdict.checks if c.name == "speed:cp2 vs cp1").effect == v.FAIL
+    # verdict.md's per-phase row shows what decided, not the median that stayed within the threshold
+    primary = verdict.primary.metrics[THRESHOLDS.primary_metric]
+    assert story.shown(primary, THRESHOLDS.pass_ratio).statistic == stats.MEAN
+    assert story.meaning(THRESHOLDS.primary_metric, primary, verdict)[0] == "❌"
 
 
 def _judged(ci: list[float]) -> str:

@@ -119,7 +119,7 @@ class _Renderer:
         v, t = self.v, self.v.thresholds
         lines = [f"## cpverify verdict: {v.status}", "", f"**{v.status}** — {self.p(v.summary, 1200)}"]
         primary = v.primary.metrics.get(t.primary_metric)
-        ratio = story.ratio_text(primary)
+        ratio = story.ratio_text(primary, t.pass_ratio)
         if ratio != "–" and f"{primary.ratio:.2f}×" not in v.summary:  # type: ignore[union-attr]
             lines += ["", f"**{self.label(v.primary.candidate)} / {self.label(v.primary.baseline)} "
                           f"{short_metric(t.primary_metric)}: {ratio}** — {t.confidence:.0%} interval; PASS needs "
@@ -152,7 +152,7 @@ class _Renderer:
         for metric, base, cand, est in rows:
             mark, words = story.meaning(metric, est, self.v)
             name = short_metric(metric)
-            ratio = story.ratio_text(est)
+            ratio = story.ratio_text(est, self.v.thresholds.pass_ratio)
             if metric == self.v.thresholds.primary_metric:
                 name, ratio = f"**{name}**", f"**{ratio}**" if ratio != "–" else ratio
             body.append([name, _median(base, metric), _median(cand, metric), ratio,
@@ -179,7 +179,7 @@ class _Renderer:
             row = rows.setdefault(infos[comp.baseline].seq_len, {"base": comp.baseline})
             est = comp.metrics.get(t.primary_metric)
             mark, _ = story.meaning(t.primary_metric, est, self.v)
-            row[infos[comp.candidate].cp] = f"{mark} {story.ratio_text(est)}".strip()
+            row[infos[comp.candidate].cp] = f"{mark} {story.ratio_text(est, t.pass_ratio)}".strip()
         base_cp = infos[self.v.primary.baseline].cp
         body = []
         for seq_len, row in rows.items():
@@ -300,7 +300,7 @@ class _Renderer:
                     continue
                 mark, words = story.meaning(metric, est, self.v)
                 p = "–" if est.p_value is None else f"{est.p_value:.2g}"
-                rows.append([self.p(name), short_metric(metric), story.ratio_text(est), p,
+                rows.append([self.p(name), short_metric(metric), story.ratio_text(est, t.pass_ratio), p,
                              f"{est.n_baseline}/{est.n_candidate}", f"{mark} {words}".strip()])
         if not rows:
             return "_No comparable timings._"

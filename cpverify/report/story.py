@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from cpverify import __version__
 from cpverify.verdict import SECONDARY_GATED, ArmSummary, Check, Comparison, Verdict, short_metric, timing_metrics
 from cpverify.verdict.model import WRAPPER_ERRORS
-from cpverify.verdict.stats import RatioEstimate
+from cpverify.verdict.stats import MEDIAN, Estimate, RatioEstimate
 
 # Phases in the order a step runs them; train and step are context (they include the others).
 CONTEXT_METRICS = ("perf/train_time", "perf/step_time")
@@ -36,13 +36,23 @@ def seconds(value: float | None) -> str:
     return f"{us:.{0 if abs(us) >= 10 else 1}f} µs"
 
 
-def ratio_text(est: RatioEstimate | None) -> str:
-    """`1.50× (1.40–1.60)`, `1.50× (no interval)`, or `–`."""
+def shown(est: RatioEstimate | None, threshold: float) -> Estimate | None:
+    """The ratio a phase shows: the one its decision reads (of the median's and the mean's, the worse
+    against the threshold), else the median's without an interval."""
     if est is None or est.ratio is None:
+        return None
+    return est.against(threshold) or est.of(MEDIAN)
+
+
+def ratio_text(est: RatioEstimate | None, threshold: float) -> str:
+    """`1.50× (1.40–1.60)`, `3.37× (2.12–4.89) by the mean`, `1.50× (no interval)`, or `–`."""
+    e = shown(est, threshold)
+    if e is None:
         return "–"
-    if est.ci is None:
-        return f"{est.ratio:.2f}× (no interval)"
-    return f"{est.ratio:.2f}× ({est.ci[0]:.2f}–{est.ci[1]:.2f})"
+    by = "" if e.statistic == MEDIAN else f" by the {e.statistic}"
+    if e.ci is None:
+        return f"{e.ratio:.2f}× (no interval){by}"
+    return f"{e.ratio:.2f}× ({e.ci[0]:.2f}–{e.ci[1]:.2f}){by}"
 
 
 # What a phase's interval means against the threshold: (mark, words). Only the primary metric
@@ -50,16 +60,17 @@ def ratio_text(est: RatioEstimate | None) -> str:
 def meaning(metric: str, est: RatioEstimate | None, verdict: Verdict) -> tuple[str, str]:
     t = verdict.thresholds
     limit = f"{t.pass_ratio:.2f}"
-    if est is None or est.ratio is None:
+    e = shown(est, t.pass_ratio)
+    if est is None or e is None:
         return "➖", "no ratio" + (f" ({est.note})" if est is not None and est.note else "")
-    if est.ci is None:
+    if e.ci is None:
         return "❔", f"undecided: no interval ({est.note or 'too few steps'})"
     decides = metric == t.primary_metric
     if metric in CONTEXT_METRICS and not decides:
         return "", "context (includes the phases above)" if metric == "perf/train_time" else "context (the whole step)"
-    if est.ci[1] <= t.pass_ratio:
+    if e.ci[1] <= t.pass_ratio:
         return "✅", f"within {limit}"
-    if est.ci[0] > t.pass_ratio:
+    if e.ci[0] > t.pass_ratio:
         return ("❌", f"above {limit}: decides FAIL") if decides else ("⚠️", f"above {limit} (warns, does not decide)")
     return "❔", f"undecided: the interval straddles {limit}"
 

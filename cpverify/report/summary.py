@@ -14,6 +14,7 @@ from cpverify.report import story
 from cpverify.terminal import width as terminal_width
 from cpverify.terminal import wrap
 from cpverify.verdict import Verdict, short_metric, short_rule, timing_metrics
+from cpverify.verdict.stats import MEDIAN
 
 
 def render_summary(verdict: Verdict, *, columns: int | None = None) -> str:
@@ -25,10 +26,12 @@ def render_summary(verdict: Verdict, *, columns: int | None = None) -> str:
     for comp in verdict.comparisons:
         for metric in timing_metrics(verdict.thresholds):
             est = comp.metrics.get(metric)
-            if est is not None and est.ratio is not None:
+            e = story.shown(est, verdict.thresholds.pass_ratio)
+            if est is not None and e is not None:
                 mark, words = story.meaning(metric, est, verdict)
-                ci = f"{est.ci[0]:.2f}–{est.ci[1]:.2f}" if est.ci else "–"
-                rows.append([f"{comp.candidate}/{comp.baseline}", short_metric(metric), f"{est.ratio:.2f}", ci,
+                ci = f"{e.ci[0]:.2f}–{e.ci[1]:.2f}" if e.ci else "–"
+                by = "" if e.statistic == MEDIAN else f" ({e.statistic})"
+                rows.append([f"{comp.candidate}/{comp.baseline}", short_metric(metric), f"{e.ratio:.2f}{by}", ci,
                              f"{est.n_baseline}/{est.n_candidate}", words.split(":")[0].split(" (")[0]])
     if rows:
         lines += [tabulate(rows, headers=["comparison", "metric", "ratio", "CI", "n", "means"], tablefmt="simple",

@@ -19,7 +19,6 @@ from cpverify.verdict.model import (
     INCONCLUSIVE,
     PASS,
     SECONDARY_GATED,
-    SEVERITY,
     ArmEvidence,
     ArmSummary,
     Check,
@@ -266,10 +265,8 @@ def judged(estimate: stats.Estimate, t: Thresholds) -> str:
 
 def decisive(est: stats.RatioEstimate | None, t: Thresholds) -> stats.Estimate | None:
     """The statistic a decision uses: the worse of the median's ratio (a typical step) and the mean's
-    (the total a run pays): the one whose interval judges worse, of two that judge alike the one
-    whose interval reaches higher. None without an interval."""
-    with_ci = [e for e in est.estimates if e.ci] if est else []
-    return max(with_ci, key=lambda e: (SEVERITY[judged(e, t)], e.ci[1] if e.ci else 0.0, e.ratio), default=None)
+    (the total a run pays) against the threshold (RatioEstimate.against). None without an interval."""
+    return est.against(t.pass_ratio) if est else None
 
 
 def speed(pair: PairFacts) -> Iterator[Check]:

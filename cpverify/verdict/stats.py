@@ -329,6 +329,16 @@ class RatioEstimate:
     def of(self, statistic: str) -> Estimate | None:
         return next((e for e in self.estimates if e.statistic == statistic), None)
 
+    def against(self, threshold: float) -> Estimate | None:
+        """The estimate a decision against `threshold` uses: the worse of those with an interval, the one
+        lying wholly above the threshold, else across it, else the one reaching higher. None without one."""
+
+        def worse(e: Estimate) -> tuple[int, float, float]:
+            low, high = e.ci or (0.0, 0.0)
+            return (2 if low > threshold else 1 if high > threshold else 0), high, e.ratio
+
+        return max((e for e in self.estimates if e.ci), key=worse, default=None)
+
     @property
     def ratio(self) -> float | None:
         median_ = self.of(MEDIAN)
