@@ -17,16 +17,16 @@ Method choices, and why:
   always give the same interval. No distributional assumption.
 - **Fewer values than an interval needs get none** (`min_sample`): an interval for a median
   from n values can reach no further than their smallest and largest, and the median lies
-  outside that range with probability 2^(1-n) whatever the distribution; so no interval from
+  outside that range with probability 2^(1-n) whatever the (continuous) distribution; so no interval from
   fewer than 6 values per arm holds 95%, whatever method draws it.
 - A **Mann-Whitney U** two-sided p-value is reported beside it (as asv does): rank-based, exact
   for small samples without ties. It answers "do the arms differ at all", not "by how much", so
   it informs the reader but does not gate.
 Quantiles use linear interpolation between order statistics (numpy's default, R type 7).
 
-The seam for rounds (a hierarchical bootstrap: rounds, then steps): an arm's bootstrap
-distribution is a vector of `resamples` values of the statistic, however it was resampled;
-`percentile_interval` of the ratio of two such vectors is the ratio's interval.
+An arm's bootstrap distribution is a vector of `resamples` values of its statistic, however it
+was resampled (its steps here; its rounds, then their steps, elsewhere): `percentile_interval` of
+the ratio of two such vectors is the ratio's interval.
 """
 
 from __future__ import annotations
