@@ -19,6 +19,7 @@ from cpverify.verdict.model import (
     INCONCLUSIVE,
     PASS,
     SECONDARY_GATED,
+    SEVERITY,
     ArmEvidence,
     ArmSummary,
     Check,
