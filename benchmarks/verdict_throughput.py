@@ -9,8 +9,8 @@ perf dicts, ~34 lines, ~3 KB), then runs `python -m cpverify verdict --baseline 
 DIR` --reps times per N, the sizes interleaved (the machine's load falls on all of them alike), and
 reports the medians of wall time, CPU time (user + system of that process, from wait4) and peak RSS.
 Then, in this process, where the time goes (CPU seconds, medians): the bundle's redacted copy of the
-logs (artifacts.snapshot_log), the parse, the decision (cpverify.verdict.decide: the statistics) and
-the report (verdict.md, verdict.json, the plots).
+logs, parsed as it is written (artifacts.bundle_log), the decision (cpverify.verdict.decide: the
+statistics) and the report (verdict.md, verdict.json, the plots, the bundle's archive).
 
 --tree DIR runs the same command against another checkout's package (PYTHONPATH=DIR, e.g. a `git
 archive` of an older commit) at --tree-rollouts, for a before/after. The logs are deleted afterwards.
@@ -61,8 +61,7 @@ def whole_process(base: Path, cand: Path, out: Path, pythonpath: Path) -> dict:
 def stages(base: Path, cand: Path, out: Path) -> dict:
     """CPU seconds of each stage of `cpverify verdict`, in this process."""
     from cpverify import report
-    from cpverify.artifacts import RunDir, snapshot_log
-    from cpverify.parse import parse_file
+    from cpverify.artifacts import RunDir, bundle_log
     from cpverify.redact import Redactor
     from cpverify.verdict import ArmEvidence, decide
 
@@ -74,16 +73,13 @@ def stages(base: Path, cand: Path, out: Path) -> dict:
         nonlocal clock
         seconds[name], clock = time.process_time() - clock, time.process_time()
 
-    for name, path in (("cp1", base), ("cp2", cand)):
-        snapshot_log(path, run_dir.log_path(name), scrub)
-    lap("snapshot (redacted copy)")
-    parsed = [parse_file(run_dir.log_path(name)) for name in ("cp1", "cp2")]
-    lap("parse")
+    parsed = [bundle_log(path, run_dir.log_path(name), scrub)[1] for name, path in (("cp1", base), ("cp2", cand))]
+    lap("bundle (redacted copy + parse)")
     verdict = decide([ArmEvidence("cp1", 1, parsed[0]), ArmEvidence("cp2", 2, parsed[1])],
                      comparisons=[("cp1", "cp2")])
     lap("decide (statistics)")
     report.write_report(run_dir, verdict, env={}, commands_sh="", redactor=scrub)
-    lap("report (md, json, plots)")
+    lap("report (md, json, plots, archive)")
     return seconds
 
 
@@ -105,18 +101,16 @@ def main() -> None:
         for _ in range(args.reps):  # interleaved: rep 1 of every size, then rep 2, ...
             for label, tree, n in plan:
                 runs.setdefault((label, n), []).append(whole_process(*logs[n], work / "out", tree))
-        breakdown = {n: [stages(*logs[n], work / "stages") for _ in range(args.reps)] for n in args.rollouts}
-        result = {
+        print(json.dumps({
             "machine": {"python": platform.python_version(), "platform": platform.platform(),
                         "cpus": os.cpu_count(), "load_average": os.getloadavg()},
             "log_mib": {n: round(sum(p.stat().st_size for p in logs[n]) / 2**20 / 2, 1) for n in logs},
             "whole_process": [{"tree": label, "rollouts_per_arm": n,
                                **{k: round(statistics.median(r[k] for r in reps), 3) for k in reps[0]}}
-                              for (label, n), reps in runs.items()],
-            "stages_cpu_s": {n: {stage: round(statistics.median(r[stage] for r in reps), 3) for stage in reps[0]}
-                             for n, reps in breakdown.items()},
-        }
-        print(json.dumps(result, indent=2))
+                              for (label, n), reps in runs.items()]}, indent=2), flush=True)
+        breakdown = {n: [stages(*logs[n], work / "stages") for _ in range(args.reps)] for n in args.rollouts}
+        print(json.dumps({"stages_cpu_s": {n: {stage: round(statistics.median(r[stage] for r in reps), 3)
+                                               for stage in reps[0]} for n, reps in breakdown.items()}}, indent=2))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
