@@ -22,7 +22,10 @@ from cmarkgfm.cmark import Options
 
 from faults.harness import FAKE_SLIME, ROOT
 
-LINES_PER_LOG = 4 + 5 * 8  # start-up lines, then 5 per rollout
+
+def line_count(path: Path) -> int:
+    """The physical lines of a log the fake slime wrote (every line ends in a newline)."""
+    return path.read_bytes().count(b"\n")
 
 
 def slime_log(path: Path, cp: int) -> Path:
@@ -69,7 +72,7 @@ def test_the_well_formed_pair_passes(logs, tmp_path):
     """The control: the same logs, undamaged, PASS; each damaged variant below differs only in the damage."""
     code, data = verdict_of(logs["cp1"], logs["cp2"], tmp_path / "out")
     assert (code, data["status"]) == (0, "PASS")
-    assert parse_json(logs["cp1"])["lines"] == LINES_PER_LOG
+    assert parse_json(logs["cp1"])["lines"] == line_count(logs["cp1"])
 
 
 def test_empty_log(logs, tmp_path):
@@ -97,7 +100,7 @@ def test_log_that_is_not_utf8(logs, tmp_path):
     raw = logs["cp1"].read_bytes().replace(b"NCCL INFO", b"NCCL INFO caf\xe9 \xff\xfe")
     latin.write_bytes(b"\xe9t\xe9 \x80\x81\n" + raw)
     doc = parse_json(latin)
-    assert doc["lines"] == LINES_PER_LOG + 1 and len(doc["steps"]) == 8
+    assert doc["lines"] == line_count(logs["cp1"]) + 1 and len(doc["steps"]) == 8
     assert doc["nccl"]["version"] == "2.28.9"
     code, data = verdict_of(latin, logs["cp2"], tmp_path / "out")
     assert (code, data["status"]) == (0, "PASS")
@@ -117,7 +120,7 @@ def test_a_10_mb_line(logs, tmp_path):
     proc, peak_kb = cpverify("parse", str(huge), "--json")
     assert proc.returncode == 0
     doc = json.loads(proc.stdout)
-    assert doc["lines"] == LINES_PER_LOG + 1 and len(doc["steps"]) == 8
+    assert doc["lines"] == line_count(logs["cp1"]) + 1 and len(doc["steps"]) == 8
     # every step after the long line sits exactly one line further down than in the original
     original = [s["line"] for s in parse_json(logs["cp1"])["steps"]]
     assert [s["line"] for s in doc["steps"]] == [n if n <= 20 else n + 1 for n in original]
@@ -135,7 +138,7 @@ def test_log_cut_mid_line(logs, tmp_path):
     cut = tmp_path / "cut.log"
     cut.write_bytes(raw[: start + 3])  # e.g. "1.0"
     doc = parse_json(cut)
-    assert doc["lines"] == LINES_PER_LOG
+    assert doc["lines"] == line_count(logs["cp1"])
     last = doc["perf"][-1]
     assert last["rollout"] == 7 and last["salvaged"] and "perf/actor_train_time" not in last["metrics"]
     assert last["metrics"]["perf/log_probs_time"] > 0  # the complete pairs before the cut are kept
@@ -150,7 +153,8 @@ def test_two_runs_in_one_log(logs, tmp_path):
     code, data = verdict_of(both, logs["cp2"], tmp_path / "out")
     assert (code, data["status"]) == (3, "INCONCLUSIVE")
     check = next(c for c in data["checks"] if c["name"] == "error:run_restarted")
-    assert f"at line {LINES_PER_LOG + 8}" in check["detail"]  # the first step of the second run
+    first_step = parse_json(logs["cp1"])["steps"][0]["line"]
+    assert f"at line {line_count(logs['cp1']) + first_step}" in check["detail"]  # the first step of the second run
     assert "give each arm its own log file" in check["fix"]
 
 
