@@ -351,7 +351,7 @@ def test_a_name_with_control_characters_reaches_no_terminal_raw(tmp_path):
 
 def test_a_path_that_is_not_utf8_is_printed_back_as_its_bytes(tmp_path):
     """Any command on a terminal that takes only UTF-8: the path's bytes come back, no traceback."""
-    proc = _cli("plan", "--slime-dir", b"/tmp/\xff-slime", "--sh", cwd=tmp_path,
+    proc = _cli("plan", "--runner", "local", "--slime-dir", b"/tmp/\xff-slime", "--sh", cwd=tmp_path,
                 env={"PYTHONIOENCODING": "utf-8:strict"})
     assert proc.returncode == EXIT_OK, proc.stderr[-2000:]
     assert b"cd '/tmp/\xff-slime'" in proc.stdout
