@@ -101,7 +101,7 @@ def _blob(local_ws, name: str) -> Path:
 def test_missing_model_directory(local_ws, rid):
     outcome = local_ws.run(rid, "--model-dir", str(local_ws.root / "no-such-model"), only="fetch,lint,cp1,verdict")
     assert_stopped_before_any_arm(outcome, code=2, problem="no-such-model does not exist or is not a directory",
-                                  fix="run `cpverify fetch` again")
+                                  fix="leave --model-dir out to fetch")
 
 
 def test_model_not_in_the_cache_and_no_network(local_ws, rid):

@@ -26,8 +26,9 @@ from cpverify.profiles import SMOKE_TRAIN_ARGS
 from faults.harness import ROOT, wait_until_dead
 from helpers.runner_util import wait_for
 
-# Where silent_hang stops: 4 start-up lines, then 5 lines per rollout for rollouts 0 and 1.
-LINES_BEFORE_THE_HANG = 14
+# Where silent_hang stops: 4 start-up lines and the 12 of the argument dump, then 5 lines per
+# rollout for rollouts 0 and 1.
+LINES_BEFORE_THE_HANG = 26
 PARKED = {"fake_env": {"FAKE_SLIME_FAULT": "silent_hang"}, "hang_s": 120.0}  # sits still until we act
 
 
