@@ -21,8 +21,17 @@ from cpverify.errors import EnvironmentBlocked, InputError
 ROOT = Path(__file__).resolve().parent.parent
 DOCKER_DIR = ROOT / "docker"
 LOCK_FILE = DOCKER_DIR / "versions.lock"
-# What cpverify needs inside the image besides itself (pure Python, small).
-CONTAINER_REQUIREMENTS = ("tabulate", "rich", "packaging", "huggingface_hub")
+# What cpverify needs inside the image besides itself: the steps run there, the verdict included
+# (numpy, scipy). docker/Dockerfile installs exactly these (tests/test_image.py holds the two equal).
+CONTAINER_REQUIREMENTS = ("tabulate", "rich", "packaging", "huggingface_hub", "numpy", "scipy")
+# The package's other dependencies, and why the image needs no install step of its own for them.
+NOT_INSTALLED_IN_IMAGE = {
+    "docker": "the host drives the engine; nothing in the image talks to it",
+    "hyperscan": "installed by its own line, from the lock's HYPERSCAN_PIP_SPEC (x86_64 only)",
+    "orjson": "comes with SGLang in slime's image; the parser falls back to json without it",
+    "nvidia-ml-py": "comes with SGLang in slime's image; the doctor falls back to nvidia-smi without it",
+    "tomli": "Python < 3.11 only; slime's image has 3.12",
+}
 
 # Printed by a throwaway container to record what the image really holds. Every probe is
 # guarded: an image without torch or Megatron still reports the rest.

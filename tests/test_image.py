@@ -63,3 +63,23 @@ def test_image_lock_outside_a_checkout_names_the_fix(tmp_path):
     with pytest.raises(InputError) as err:
         read_lock(tmp_path / "versions.lock")
     assert "needs a cpverify checkout" in err.value.problem and "--image TAG" in err.value.fix
+
+
+def _dependency_names(specs) -> set[str]:
+    from packaging.requirements import Requirement
+    return {Requirement(spec).name.lower() for spec in specs}
+
+
+def test_the_image_installs_every_dependency_the_steps_inside_it_import():
+    """Every step of `docker compose up` runs cpverify inside the image, the verdict included: each
+    runtime dependency is installed by the Dockerfile's line, or the lock explains why not."""
+    import tomllib
+
+    from cpverify.image import CONTAINER_REQUIREMENTS, NOT_INSTALLED_IN_IMAGE
+
+    dependencies = _dependency_names(tomllib.loads((DOCKER_DIR.parent / "pyproject.toml").read_text())
+                                     ["project"]["dependencies"])
+    installed = re.search(r"--find-links /tmp/cpverify-wheels ((?:[\w-]+ )+)\\", DOCKERFILE.read_text())
+    assert installed, "the Dockerfile's requirements line"
+    assert installed.group(1).split() == list(CONTAINER_REQUIREMENTS)
+    assert dependencies - set(CONTAINER_REQUIREMENTS) == set(NOT_INSTALLED_IN_IMAGE)
