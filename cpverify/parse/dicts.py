@@ -4,6 +4,11 @@ They are Python reprs: read as JSON where that reads them as ast.literal_eval wo
 orjson where installed, else json), else with ast.literal_eval after quoting bare nan/inf --
 never eval. When that fails (a cut line, a hand-copied fragment with a missing quote) the
 `'key': number` pairs are salvaged with a tolerant regex and the record is marked salvaged.
+
+A number that is not finite reads as one however it was printed: Python's `nan`/`inf`, JSON's
+`NaN`/`Infinity`, C's `-nan`, `%E`'s `NAN`/`INF`, and numpy's or torch's scalars around it
+(`np.float64(nan)`, `tensor(inf, device='cuda:0')`). A loss the log printed as NaN in any of these
+spellings is a NaN loss, never a key left out.
 """
 
 from __future__ import annotations
@@ -16,12 +21,23 @@ import sys
 import warnings
 from typing import Any
 
-_BARE_NONFINITE = re.compile(r"([:\[,(]\s*)(-?(?:nan|inf))(?=\s*[,}\])])")
+_NONFINITE = r"[+-]?(?i:nan|inf(?:inity)?)"  # every spelling float() reads as NaN or infinite
+_NONFINITE_WORD = re.compile(_NONFINITE)
+_BARE_NONFINITE = re.compile(r"([:\[,(]\s*)(" + _NONFINITE + r")(?=\s*[,}\])])")
+# numpy's and torch's scalars, as their reprs print them: np.float64(0.5), tensor(0.5, device='cuda:0').
+_WRAPPED_SCALAR = re.compile(r"\b(?:np|numpy)\.(?:float|int|uint)\d{0,3}\(\s*([^(),]{1,64}?)\s*\)"
+                             r"|\btensor\(\s*([^(),]{1,64}?)\s*(?:,[^()]{0,200}(?:\([^()]{0,64}\))?[^()]{0,200})?\)")
 # Keys start only after a delimiter and are bounded: no backtracking across a long word.
 _SALVAGE_PAIR = re.compile(
     r"(?:^|(?<=[{,\s]))'?([A-Za-z_][\w./-]{0,200})'?\s*:\s*"
-    r"(-?(?:\d{1,40}\.?\d{0,40}(?:[eE][-+]?\d{1,4})?|\.\d{1,40}(?:[eE][-+]?\d{1,4})?|nan|inf))(?=\s*(?:,|\}|$))"
+    r"(-?(?:\d{1,40}\.?\d{0,40}(?:[eE][-+]?\d{1,4})?|\.\d{1,40}(?:[eE][-+]?\d{1,4})?)|" + _NONFINITE
+    + r")(?=\s*(?:,|\}|$))"
 )
+
+
+def nonfinite_word(value: str) -> bool:
+    """Is `value` a word float() reads as NaN or infinite (nan, NaN, -nan, INF, Infinity)?"""
+    return _NONFINITE_WORD.fullmatch(value) is not None
 
 
 def _float(v: int | float) -> float:
@@ -41,7 +57,7 @@ def _numeric_items(obj: Any) -> dict[str, float]:
         # Interned: every record repeats the same few dozen keys; memory grows per value only.
         if isinstance(v, (int, float)):
             out[sys.intern(str(k))] = _float(v)
-        elif isinstance(v, str) and v in ("nan", "inf", "-inf"):
+        elif isinstance(v, str) and nonfinite_word(v):
             out[sys.intern(str(k))] = float(v)
     return out
 
@@ -51,8 +67,8 @@ def _numeric_items(obj: Any) -> dict[str, float]:
 # exactly as ast.literal_eval reads the repr -- but for JSON's own words (true, false, null,
 # NaN, Infinity: names, not values, to Python; a later key may hide them) and Python's bare
 # nan/inf and True/False/None, which JSON refuses: such texts go to literal_eval (a property test
-# checks the two agree, with each reader).
-_NON_FINITE_WORDS = ("nan", "inf", "-inf")  # as string values they count, as in _numeric_items
+# checks the two agree, with each reader). A string value counts where it is a non-finite number's
+# word, as in _numeric_items.
 _NUMBERS = frozenset({float, int})
 _FLOATS = frozenset({float})
 
@@ -100,13 +116,13 @@ def _flat_repr(text: str) -> dict[str, float] | None:
     # Numbers, and Python's nan/inf words as strings; other strings, lists and dicts are no
     # numbers (as in _numeric_items). Keys interned: every record repeats the same few dozen,
     # so memory grows per value only.
-    intern, numbers, words = sys.intern, _NUMBERS, _NON_FINITE_WORDS
+    intern, numbers, word = sys.intern, _NUMBERS, nonfinite_word
     try:
         return {intern(key): float(value) for key, value in obj.items()
-                if type(value) in numbers or (type(value) is str and value in words)}
+                if type(value) in numbers or (type(value) is str and word(value))}
     except OverflowError:  # an int beyond float range
         return {intern(key): float(value) if type(value) is str else _float(value) for key, value in obj.items()
-                if type(value) in numbers or (type(value) is str and value in words)}
+                if type(value) in numbers or (type(value) is str and word(value))}
 
 
 def parse_dict(text: str) -> tuple[dict[str, float], bool]:
@@ -122,7 +138,10 @@ def parse_dict(text: str) -> tuple[dict[str, float], bool]:
 
 def _parse_dict_literal(text: str) -> tuple[dict[str, float], bool]:
     candidate = text.strip()
-    if "nan" in candidate or "inf" in candidate:
+    if "(" in candidate:
+        candidate = _WRAPPED_SCALAR.sub(lambda m: m.group(1) or m.group(2), candidate)
+    low = candidate.lower()
+    if "nan" in low or "inf" in low:
         candidate = _BARE_NONFINITE.sub(r"\1'\2'", candidate)
     try:
         with warnings.catch_warnings():  # "invalid decimal literal" and friends: junk is data here

@@ -1,0 +1,38 @@
+"""Inputs a real user's log, launch script or command line may hold, each against the claim it could
+break: a number printed in another spelling, a sameness only part of a log shows, a count or a line
+that grows without bound, a credential in a form no rule named yet. Logs are built in slime's real
+line formats (tests/helpers/slime_log.py), parsed by the real parser and judged by the real decide().
+"""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
+from test_verdict_claims import PROPERTY, forced, judge, pair
+
+from cpverify import verdict as v
+
+# -- numerics: a loss printed as not finite, in any spelling a printer uses ------------------------
+
+# What Python (repr, %f), JSON (json.dumps), C (printf: -nan) and `{:E}` (Megatron's loss) print for
+# a number that is not finite, and the scalars numpy 2 and torch print around it.
+NONFINITE_SPELLINGS = ("nan", "NaN", "NAN", "-nan", "inf", "-inf", "+inf", "Infinity", "-Infinity", "INF", "'nan'",
+                       "'NaN'", '"Infinity"')
+SCALAR_WRAPPERS = ("{}", "np.float64({})", "numpy.float32({})", "tensor({})", "tensor({}, device='cuda:0')")
+
+
+@PROPERTY
+@given(spelling=st.sampled_from(NONFINITE_SPELLINGS), wrapper=st.sampled_from(SCALAR_WRAPPERS),
+       metric=st.sampled_from(("train/loss", "train/grad_norm", "train/pg_loss")), in_base=st.booleans(),
+       step=st.integers(0, 7))
+def test_a_loss_printed_not_finite_fails_however_it_is_spelled(spelling, wrapper, metric, in_base, step):
+    base, cand = pair()
+    log = base if in_base else cand
+    line = log.marks["step"][step] - 1
+    printed = wrapper.format(spelling) if "(" not in wrapper or "'" not in spelling else spelling
+    log.lines[line] = re.sub(rf"'{metric}': [^,}}]+", f"'{metric}': {printed}", log.lines[line])
+    verdict = judge(base, cand)
+    assert verdict.status == v.FAIL
+    assert forced(verdict, "numerics_finite", "cp1" if in_base else "cp2") == {v.FAIL}
