@@ -296,7 +296,7 @@ VALUE_KINDS: tuple[Kind, ...] = (
          keep_group("secret", TOKEN)),
     # scheme://user:password@host (a password may hold an @ itself: up to the last one before the
     # host), scheme://TOKEN@host (a long user with a digit: not `git@`)
-    Kind("url-userinfo", re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://(?P<secret>[^\s/?#@:'\"<>]*:[^\s/'\"<>]*|"
+    Kind("url-userinfo", re.compile(r"(?i)\b[a-z][a-z0-9+.-]{0,31}://(?P<secret>[^\s/?#@:'\"<>]{0,2048}:[^\s/'\"<>]{0,2048}|"
                                     r"(?=[A-Za-z_-]*\d)[A-Za-z0-9_-]{16,})@"), keep_group("secret", SECRET)),
     # ?token=, &sig=, X-Amz-Signature=, X-Amz-Credential=, X-Goog-Signature=, access_token= ... (presigned URLs)
     Kind("url-query", re.compile(r"(?<=[?&])(?P<name>[A-Za-z][\w.-]*)=(?P<value>[^&#\s\"'<>]+)"), _secret_query_value),
@@ -338,11 +338,13 @@ def _as_shown(line: str) -> str:
 # NAME=value pairs. Names are found first and only secret-looking ones consume their value, so a
 # harmless name can never swallow the secret pair that follows it ("export A=1 HF_TOKEN=...").
 # A name right after `$` or `${` is a shell reference (commands.sh's ": "${HF_TOKEN:?...}""), not a pair.
-# The lookahead keeps the scan cheap: only names holding a secret-ish word are considered at all.
+# The lookahead keeps the scan cheap: only names holding a secret-ish word are considered at all. A name
+# starts at the head of a dotted run (`args.wandb_key` is one name) and looks 128 characters ahead:
+# a long run of dotted words (a module path, a host) costs time linear in it, not quadratic.
 _NAME_STEMS = ("token", "secret", "pass", "pwd", "pat", "cred", "key", "dsn", "auth", "cookie", "sig", "jwt", "bearer",
                "header", "session", "url", "string", "webhook")
 # A name's dots join words (spring.datasource.password), never end it: `wandb_key .....` is a name and padding.
-_NAME = re.compile(r"""(?<![\w$-])(?<!\$\{)(?P<quote>\\?["']?)(?P<name>(?:--)?(?=[\w.-]*?(?i:"""
+_NAME = re.compile(r"""(?<![\w$-])(?<!\w\.)(?<!\$\{)(?P<quote>\\?["']?)(?P<name>(?:--)?(?=[\w.-]{0,128}?(?i:"""
                    + "|".join(_NAME_STEMS) + r"""))[A-Za-z_](?:[\w-]|\.(?=[\w-]))*)(?P=quote)""")
 # The separator: `=` or `:`; the dots of an argument dump (Megatron's `_print_args`, as slime prints
 # it: `  wandb_key ....... VALUE`, as many dots as the name is short), whose value is the rest of

@@ -96,9 +96,9 @@ _HOME = re.compile(r"(?<![\w.~-])(?<!:/)(?:[A-Za-z]:)?(?:(?:/[\w.-]+)*?/(?:home\
 _IPV4 = re.compile(r"(?<![\w.+-])(?<!==)(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)")
 _IPV6 = re.compile(r"(?<![\w:.])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w:])")
 # NCCL prefixes its lines with "<hostname>:<pid>:<tid> [<dev>]"; any host, not only ours.
-_NCCL_HOST = re.compile(r"(?<![\w-])[A-Za-z0-9][A-Za-z0-9._-]*(?=:\d+:\d+ \[\d+\])")
+_NCCL_HOST = re.compile(r"(?<![\w-])[A-Za-z0-9][A-Za-z0-9._-]{0,252}(?=:\d+:\d+ \[\d+\])")
 # The host of a URL (after any userinfo): a cluster head, a mirror, a database.
-_URL_HOST = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://(?:[^\s/@]*@)?(?P<host>[A-Za-z0-9][A-Za-z0-9.-]*)")
+_URL_HOST = re.compile(r"(?i)\b[a-z][a-z0-9+.-]{0,31}://(?:[^\s/@]{0,4096}@)?(?P<host>[A-Za-z0-9][A-Za-z0-9.-]*)")
 # Fully qualified names: any depth under internal suffixes, three labels or more under public ones
 # (two-label names are too often files: socket.cc, model.pt). Python's dotted names end in no TLD.
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"

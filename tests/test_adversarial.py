@@ -7,12 +7,16 @@ line formats (tests/helpers/slime_log.py), parsed by the real parser and judged 
 from __future__ import annotations
 
 import re
+import signal
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from test_verdict_claims import PROPERTY, forced, judge, pair
 
 from cpverify import verdict as v
+from cpverify.artifacts import BUNDLED_LINE_MAX_BYTES
+from cpverify.redact import Redactor
 
 # -- numerics: a loss printed as not finite, in any spelling a printer uses ------------------------
 
@@ -36,3 +40,38 @@ def test_a_loss_printed_not_finite_fails_however_it_is_spelled(spelling, wrapper
     verdict = judge(base, cand)
     assert verdict.status == v.FAIL
     assert forced(verdict, "numerics_finite", "cp1" if in_base else "cp2") == {v.FAIL}
+
+
+# -- resources: time linear in a line, whatever its shape --------------------------------------------
+
+def cpu_bounded(seconds: float, work, *args):
+    """work(*args), interrupted with TimeoutError once it has used `seconds` of CPU time (re's
+    matcher checks for signals: a match that backtracks for minutes stops here)."""
+    def expire(*_):
+        raise TimeoutError(f"over {seconds} s of CPU time")
+
+    previous = signal.signal(signal.SIGPROF, expire)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    try:
+        return work(*args)
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
+
+
+# Lines a rule could backtrack over for time quadratic in their length: long dotted runs (a module
+# path, a host, a version) after a word that opens the credential rules, URLs, NCCL's host prefix.
+# Each is half as long as a line the bundle copies (and so redacts).
+HALF = BUNDLED_LINE_MAX_BYTES // 4
+PATHOLOGICAL_LINES = {
+    "dotted run after a URL": "http://" + "a." * HALF,
+    "dotted run after a secret-ish word": "token " + "a." * HALF,
+    "schemes side by side": "a://" * (HALF // 2),
+    "dotted run before an NCCL prefix": "9." * HALF + " :1:2 [0] NCCL INFO x",
+}
+
+
+@pytest.mark.parametrize("line", PATHOLOGICAL_LINES.values(), ids=PATHOLOGICAL_LINES.keys())
+def test_a_long_line_of_any_shape_is_redacted_in_linear_time(line):
+    assert cpu_bounded(15.0, Redactor(), line).count("\n") == 0
+
