@@ -68,10 +68,9 @@ _QUALIFIED_ONLY = {"pass", "pat"}
 _BENIGN_BEFORE = {"headers": {"id", "forwarded", "allowed", "exposed"},
                   # nox's NOX_CURRENT_SESSION=verdict and a desktop's DESKTOP_SESSION=ubuntu name a session
                   "session": {"streaming", "sticky", "current", "desktop"}}
-# Nouns that only sometimes hold a credential: BW_SESSION holds a session key, a SESSION=cp1 names a
-# session; AUTH=kerberos names a method. Their values are removed wherever they appear (the literal
-# rule) only when they do not read as a plain word: removing "verdict" or "ubuntu" from every text
-# would mangle a verdict, and a value that is a plain word is no credential.
+# Nouns that only sometimes hold a credential: BW_SESSION holds a session key, a SESSION=cp1 names a session;
+# AUTH=kerberos names a method. Their values are removed wherever they appear (the literal rule) only when they
+# do not read as a plain word: removing "verdict" or "ubuntu" from every text would mangle a verdict.
 _SOMETIMES_SECRET = {"session", "auth", "authorization", "headers"}
 _PLAIN_WORD = re.compile(r"[a-z]+(?:[_.-][a-z]+)*")
 # The shell's working directories: "pwd" is a password word (DB_PWD), but these two are paths.
@@ -338,9 +337,8 @@ def _as_shown(line: str) -> str:
 # NAME=value pairs. Names are found first and only secret-looking ones consume their value, so a
 # harmless name can never swallow the secret pair that follows it ("export A=1 HF_TOKEN=...").
 # A name right after `$` or `${` is a shell reference (commands.sh's ": "${HF_TOKEN:?...}""), not a pair.
-# The lookahead keeps the scan cheap: only names holding a secret-ish word are considered at all. A name
-# starts at the head of a dotted run (`args.wandb_key` is one name) and looks 128 characters ahead:
-# a long run of dotted words (a module path, a host) costs time linear in it, not quadratic.
+# The lookahead keeps the scan cheap: only names holding a secret-ish word are considered at all; a name starts
+# at a dotted run's head (`args.wandb_key`) and looks 128 characters ahead: time linear in a long dotted run.
 _NAME_STEMS = ("token", "secret", "pass", "pwd", "pat", "cred", "key", "dsn", "auth", "cookie", "sig", "jwt", "bearer",
                "header", "session", "url", "string", "webhook")
 # A name's dots join words (spring.datasource.password), never end it: `wandb_key .....` is a name and padding.
@@ -348,8 +346,8 @@ _NAME = re.compile(r"""(?<![\w$-])(?<!\w\.)(?<!\$\{)(?P<quote>\\?["']?)(?P<name>
                    + "|".join(_NAME_STEMS) + r"""))[A-Za-z_](?:[\w-]|\.(?=[\w-]))*)(?P=quote)""")
 # The separator: `=` or `:`; the dots of an argument dump (Megatron's `_print_args`, as slime prints
 # it: `  wandb_key ....... VALUE`, as many dots as the name is short), whose value is the rest of
-# the line; or, for a --flag only, a space.
-_VALUE = re.compile(r"""(?P<sep>[ \t]*[=:][ \t]*|(?P<dots>[ \t]+\.+[ \t]+)|[ \t]+)"""
+# the line; or, for a --flag only, a space or a comma between quoted words (an argv list's repr).
+_VALUE = re.compile(r"""(?P<sep>[ \t]*[=:][ \t]*|(?P<dots>[ \t]+\.+[ \t]+)|[ \t]+|,[ \t]*(?=["']))"""
                     r"""(?P<value>\\"(?:[^"\\\n]|\\[^"])*\\"|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|[^\s,;'"}\])]+)""")
 _SCHEMES = {"bearer", "basic", "token", "digest", "negotiate", "ntlm", "apikey", "key"}
 
@@ -439,7 +437,8 @@ def _redact_pairs(text: str) -> str:
                 continue
         # A bare-space separator only counts for CLI flags (--hf-token VALUE), not prose ("token was"),
         # and a plain lowercase word after one is a sentence going on (`so --wandb-key keeps its default`).
-        elif spaced and (not match.group("name").startswith("--") or not _reads_as_value(value)):
+        elif (spaced or sep.strip() == ",") and (not match.group("name").startswith("--") or not _reads_as_value(
+                value.strip("'\"") if sep.strip() else value)):
             continue
         bare = value.strip("\"'\\")
         if (value.startswith("--") or bare.startswith(("$", _PLACEHOLDER_PREFIX)) or bare.lower() in _SCHEMES
@@ -587,7 +586,6 @@ def secret_arguments(argv: Iterable[str]) -> dict[int, str]:
         elif follows_secret_flag(words, i) or contains_secret(word):
             found[i] = word
     return found
-
 
 
 _EMPTY = (None, "", True, False)

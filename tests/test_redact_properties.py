@@ -119,7 +119,10 @@ def _name_contexts(name: str, dots: int, colour: tuple[str, str, str]) -> list[s
     contexts = [f"{on}{name}{off}={on_value}@@{off}", f"export {on}{name}{off}='@@'", f"{name}: @@",
                 f'{{"{name}": "@@"}}', f"{on}{flag}{off} {on_value}@@{off} --lr 1e-6", f"{flag}=@@",
                 f"  {on}{name}{off} {'.' * dots} {on_value}@@{off}",
-                f"{on}(MegatronTrainRayActor pid=7){off}   {name} {'.' * dots} @@"]
+                f"{on}(MegatronTrainRayActor pid=7){off}   {name} {'.' * dots} @@",
+                # an argv list as Python and JSON print it (subprocess's CalledProcessError, a launcher's log)
+                f"CalledProcessError: Command '['python3', 'train.py', '{flag}', '@@', '--lr', '1e-6']' returned 1",
+                f'"entrypoint_argv": ["train.py", "{flag}", "@@"]']
     return [c.replace("@@", "{s}") for c in contexts]
 
 
