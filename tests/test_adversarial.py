@@ -12,7 +12,7 @@ import signal
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from test_verdict_claims import PROPERTY, forced, judge, pair
+from test_verdict_claims import PROPERTY, forced, judge, pair, parsed
 
 from cpverify import verdict as v
 from cpverify.artifacts import BUNDLED_LINE_MAX_BYTES
@@ -75,3 +75,14 @@ PATHOLOGICAL_LINES = {
 def test_a_long_line_of_any_shape_is_redacted_in_linear_time(line):
     assert cpu_bounded(15.0, Redactor(), line).count("\n") == 0
 
+
+@pytest.mark.parametrize("stated", ["dump", "plan"])
+def test_a_rollout_count_of_any_size_is_judged_in_time_independent_of_it(stated):
+    base, cand = pair(arguments={"num_rollout": 10**18} if stated == "dump" else None)
+    evidence = [v.ArmEvidence("cp1", 1, parsed(base)), v.ArmEvidence("cp2", 2, parsed(cand))]
+    if stated == "plan":
+        for arm in evidence:
+            arm.expected_rollouts = 10**18
+    verdict = cpu_bounded(20.0, lambda: v.decide(evidence, comparisons=[("cp1", "cp2")],
+                                                  thresholds=v.Thresholds(resamples=500)))
+    assert verdict.status == v.INCONCLUSIVE and forced(verdict, "complete") == {v.INCONCLUSIVE}
