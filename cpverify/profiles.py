@@ -17,6 +17,7 @@ fills them in per arm (cpverify.plan), so two arms cannot drift apart by acciden
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import shlex
 from dataclasses import dataclass
@@ -368,8 +369,8 @@ def _problems(p: Profile) -> list[str]:
             problems.append(f"cp sizes {too_big} do not divide gpus={p.gpus} (CP ranks come out of the GPUs)")
     if p.warmup_steps < 0 or p.min_counted_steps < 1:
         problems.append("warmup_steps must be >= 0 and min_counted_steps >= 1")
-    if not p.pass_ratio > 0:
-        problems.append(f"pass_ratio must be positive, not {p.pass_ratio}")
+    if not 0 < p.pass_ratio < math.inf:  # NaN fails both; an infinite ratio would pass every ratio
+        problems.append(f"pass_ratio must be a finite number > 0 (e.g. 1.3), not {p.pass_ratio}")
     if not 0 < p.confidence < 1:
         problems.append(f"confidence must be between 0 and 1, not {p.confidence}")
     if min(p.deadline_s, p.hang_s, p.stall_s) <= 0:

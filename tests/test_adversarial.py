@@ -6,6 +6,7 @@ line formats (tests/helpers/slime_log.py), parsed by the real parser and judged 
 
 from __future__ import annotations
 
+import math
 import re
 import signal
 
@@ -16,6 +17,8 @@ from test_verdict_claims import PROPERTY, forced, judge, pair, parsed
 
 from cpverify import verdict as v
 from cpverify.artifacts import BUNDLED_LINE_MAX_BYTES
+from cpverify.errors import EXIT_USAGE, InputError
+from cpverify.profiles import resolve_profile
 from cpverify.redact import Redactor
 
 # -- numerics: a loss printed as not finite, in any spelling a printer uses ------------------------
@@ -86,3 +89,41 @@ def test_a_rollout_count_of_any_size_is_judged_in_time_independent_of_it(stated)
     verdict = cpu_bounded(20.0, lambda: v.decide(evidence, comparisons=[("cp1", "cp2")],
                                                   thresholds=v.Thresholds(resamples=500)))
     assert verdict.status == v.INCONCLUSIVE and forced(verdict, "complete") == {v.INCONCLUSIVE}
+
+
+# -- thresholds: a number that is no number the rule can hold -----------------------------------------
+
+ANY_FLOAT = st.floats(allow_nan=True, allow_infinity=True)
+
+
+@PROPERTY
+@given(pass_ratio=ANY_FLOAT, tolerance=ANY_FLOAT)
+def test_a_threshold_is_taken_exactly_when_it_is_a_finite_number_in_its_range(pass_ratio, tolerance):
+    """NaN compares false with everything and an infinite ratio or tolerance passes everything:
+    the verdict takes a pass ratio in (0, inf) and a numerics tolerance in [0, inf), nothing else."""
+    taken = 0 < pass_ratio < math.inf and 0 <= tolerance < math.inf
+    try:
+        v.Thresholds(pass_ratio=pass_ratio, numerics_tolerance=tolerance)
+    except InputError as refused:
+        assert not taken and refused.exit_code == EXIT_USAGE and "--pass-ratio 1.3" in refused.fix
+    else:
+        assert taken
+
+
+@pytest.mark.parametrize("ratio", ["inf", "-inf", "nan", "1e400", "0", "-1.3"])
+def test_cpverify_verdict_refuses_a_pass_ratio_that_is_no_finite_positive_number(tmp_path, capsys, ratio):
+    from cpverify.cli import main
+
+    base, cand = pair()
+    code = main(["verdict", "--baseline", str(base.write(tmp_path / "cp1.log")), "--candidate",
+                 str(cand.write(tmp_path / "cp2.log")), "--out", str(tmp_path / "out"), f"--pass-ratio={ratio}"])
+    assert code == EXIT_USAGE and "--pass-ratio 1.3" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("ratio", ["inf", "nan", "1e400", "0", "-1.3"])
+def test_a_profile_refuses_a_pass_ratio_that_is_no_finite_positive_number(ratio):
+    """`cpverify run --set pass_ratio=R` and an override file: refused when the profile is resolved."""
+    with pytest.raises(InputError) as refused:
+        resolve_profile("smoke", assignments=[f"pass_ratio={ratio}"])
+    assert refused.value.exit_code == EXIT_USAGE and "pass_ratio" in refused.value.problem

@@ -3,6 +3,7 @@ arm, a check (one row of the table), an arm's summary, a comparison, the verdict
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,8 +71,12 @@ class Thresholds:
 
     def __post_init__(self) -> None:
         problems = []
-        if not self.pass_ratio > 0:
-            problems.append(f"pass ratio {self.pass_ratio} must be > 0")
+        # Written as ranges a NaN falls outside of (every comparison with it is false). An infinite
+        # pass ratio would pass every ratio, an infinite tolerance match every pair of numbers.
+        if not 0 < self.pass_ratio < math.inf:
+            problems.append(f"pass ratio {self.pass_ratio} must be a finite number > 0")
+        if not 0 <= self.numerics_tolerance < math.inf:
+            problems.append(f"numerics tolerance {self.numerics_tolerance} must be a finite number >= 0")
         if not 0 < self.confidence < 1:
             problems.append(f"confidence {self.confidence} must lie between 0 and 1")
         elif self.min_counted_steps < (need := stats.min_sample(self.confidence)):
@@ -89,7 +94,8 @@ class Thresholds:
             problems.append(f"resamples {self.resamples} must be >= 100")
         if problems:
             raise InputError("; ".join(problems),
-                             "use e.g. --pass-ratio 1.3 --warmup 1 --min-steps 6 (confidence 0.95)")
+                             "use e.g. `cpverify verdict --pass-ratio 1.3 --warmup 1 --min-steps 6`, `cpverify run "
+                             "--set pass_ratio=1.3` (confidence 0.95, numerics tolerance 0.01)")
 
     @classmethod
     def of(cls, profile: Profile) -> Thresholds:
