@@ -7,6 +7,7 @@ the line, instead of drifting until the layout no longer says what the code does
 from __future__ import annotations
 
 import ast
+import graphlib
 from pathlib import Path
 
 import pytest
@@ -150,3 +151,57 @@ def test_no_stage_imports_a_later_stage_or_a_runner():
             if (theirs is not None and theirs > mine) or _within(imported, ABOVE_THE_STAGES):
                 offenders.append(f"{name} ({STAGES[mine][0]}) imports {imported}")
     assert offenders == []
+
+
+def _type_checking_only(tree: ast.Module) -> set[ast.AST]:
+    """The imports under `if TYPE_CHECKING:`, which never run."""
+    return {inner for node in ast.walk(tree)
+            if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+            for statement in node.body for inner in ast.walk(statement)}
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports when it runs: at its top or inside a function (a
+    function-local import is a cycle put off, not removed), not under TYPE_CHECKING. Importing
+    `a.b.c` runs the packages `a.b` on the way, unless the importer is inside them already."""
+    found = modules()
+
+    def module_of(name: str) -> str | None:
+        while name and name not in found:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for name, tree in found.items():
+        skipped = _type_checking_only(tree)
+        package = name if (PACKAGE / Path(*name.split(".")[1:]) / "__init__.py").exists() else name.rpartition(".")[0]
+        targets = set()
+        for node in ast.walk(tree):
+            if node in skipped:
+                continue
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*parent, *([base] if base else [])])
+                targets.update(f"{base}.{alias.name}" if f"{base}.{alias.name}" in found else base
+                               for alias in node.names)
+        edges = set()
+        for target in targets:
+            module = module_of(target)
+            while module and module != name and not (name + ".").startswith(module + "."):
+                edges.add(module)  # the module, then each package it is in that runs first
+                module = module.rpartition(".")[0] or None
+        graph[name] = edges
+    return graph
+
+
+def test_no_module_imports_itself_round_a_cycle():
+    """A cycle of imports works or crashes by which of its modules is imported first, and an
+    import inside a function only puts the crash off: each module imports only modules below it."""
+    try:
+        tuple(graphlib.TopologicalSorter(import_graph()).static_order())
+    except graphlib.CycleError as exc:
+        pytest.fail(f"an import cycle, each importing the next: {' -> '.join(reversed(exc.args[1]))}")

@@ -26,8 +26,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cpverify._inputs import shown_name
-from cpverify.artifacts import BUNDLED_LINE_MAX_BYTES, BUNDLED_LOG_MAX_BYTES, bundle_log, check_out_apart
 from cpverify.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE, InputError
+from cpverify.given_logs import BUNDLED_LINE_MAX_BYTES, BUNDLED_LOG_MAX_BYTES, bundle_log, check_out_apart
 from cpverify.parse import parse_stream
 from cpverify.parse.parser import MAX_LINE_BYTES
 from cpverify.redact import Redactor
@@ -279,7 +279,7 @@ def test_a_file_that_only_looks_gzip_is_bad_input(tmp_path):
 
 def test_a_log_that_is_a_pipe_is_refused_without_waiting_for_a_writer(tmp_path):
     os.mkfifo(tmp_path / "fifo.log")
-    code = ("import sys; from pathlib import Path; from cpverify.artifacts import bundle_log; "
+    code = ("import sys; from pathlib import Path; from cpverify.given_logs import bundle_log; "
             "from cpverify.errors import InputError; from cpverify.redact import Redactor\n"
             "try:\n    bundle_log(Path(sys.argv[1]), Path(sys.argv[2]), Redactor())\n"
             "except InputError as exc:\n    print(exc.problem)")

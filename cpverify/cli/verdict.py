@@ -1,6 +1,6 @@
 """`cpverify verdict --baseline A.log --candidate B.log`: a verdict from logs you already have.
 
-Each log is taken once (artifacts.bundle_log), so a log still being written is judged as one
+Each log is taken once (given_logs.bundle_log), so a log still being written is judged as one
 snapshot, and parsed as the bundle's copy of it is written: the copy, its digest and the verdict
 describe the same text. The copy is capped (a gzip bomb, a runaway line); a copy cut short says
 so in itself, in env.json and in a row of the verdict."""
@@ -16,9 +16,10 @@ from pathlib import Path
 
 from cpverify import __version__
 from cpverify._inputs import shown_command, shown_name
-from cpverify.artifacts import RunDir, bundle_log, check_out_apart
+from cpverify.artifacts import RunDir
 from cpverify.errors import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE, ArtifactWriteError, InputError
 from cpverify.fixes import FIX_INCOMPLETE, WORKLOADS
+from cpverify.given_logs import bundle_log, check_out_apart
 from cpverify.redact import Redactor
 from cpverify.verdict import FAIL, INCONCLUSIVE, PASS, ArmEvidence, Check, Thresholds, decide
 

@@ -111,7 +111,7 @@ from cpverify.parse.signatures import (
     number,
     signal_detail,
 )
-from cpverify.redact import is_secret_name
+from cpverify.credentials import is_secret_name
 
 # A logical line is never kept longer than this: a 10 MB tqdm line or binary junk
 # must not make memory grow with the line.

@@ -1,0 +1,241 @@
+"""The logs given to `cpverify verdict`: each taken once, as it is when opened, parsed, and copied
+into the bundle redacted (`bundle_log`); an output directory that holds one is refused first
+(`check_out_apart`)."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import os
+import re
+import stat
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from cpverify._inputs import shown_name
+from cpverify.artifacts import DEFAULT_BASE, HashingReader, atomic_writer, fix_for_write, new_run_id
+from cpverify.errors import ArtifactWriteError, InputError
+from cpverify.parse import ParsedLog, open_text, parse_stream
+
+if TYPE_CHECKING:
+    from cpverify.redact import Redactor
+
+
+def check_out_apart(out: str | os.PathLike[str], inputs: dict[str, Path], *, flag: str = "--out") -> None:
+    """Refuse an output directory that holds, at any depth, a file the run reads (`inputs`: the
+    option that named it -> its path): the bundle written into it (logs/<arm>.log, verdict.md, ...)
+    could replace it. Directories are compared by device and inode along each input's real path,
+    so a relative, absolute, symlinked or bind-mounted spelling of one directory is that directory.
+    An `out` that does not exist yet holds nothing; one that is not a directory is refused."""
+    try:
+        where = os.stat(out)  # following links: where the files would go
+    except OSError:
+        return  # nothing there (or unreachable: creating it names the problem)
+    fresh = Path(out) / f"verdict-{new_run_id()}"
+    if not stat.S_ISDIR(where.st_mode):
+        raise InputError(f"{flag} {shown_name(str(out))} is a file, not a directory",
+                         f"pass {flag} a directory for the bundle, e.g. {flag} {shown_name(str(Path(out).parent / fresh.name))}")
+    for option, path in inputs.items():
+        for folder in Path(os.path.realpath(path)).parents:
+            with contextlib.suppress(OSError):
+                if os.path.samestat(os.stat(folder), where):
+                    raise InputError(
+                        f"{flag} {shown_name(str(out))} holds {option} {shown_name(str(path))}: the bundle written "
+                        "there (logs/<arm>.log, verdict.md, ...) could replace what this run reads",
+                        f"pass {flag} a directory that holds no input, e.g. {flag} {shown_name(str(fresh))}, or "
+                        f"leave {flag} out (a fresh {DEFAULT_BASE}/<run-id>/)")
+
+
+# The bundle's copy of a log given to `cpverify verdict` is for reading and replaying, and a
+# log may be anything (a 200 KiB gzip inflates to 200 GiB; a line may run for 160 MiB): the
+# copy holds at most BUNDLED_LOG_MAX_BYTES, and of a line its first BUNDLED_LINE_MAX_BYTES
+# (more than the parser reads of a line, MAX_LINE_BYTES, so a replay judges the same lines).
+BUNDLED_LOG_MAX_BYTES = 64 << 20
+BUNDLED_LINE_MAX_BYTES = 1 << 20
+_BLOCK = 1 << 20
+_UP_TO_LAST_SPACE = re.compile(rb"(?s).*\s")  # greedy: one pass back from the end
+
+
+def _without_cut_word(head: bytes, reach: int = 4096) -> bytes:
+    """`head` without the word it ends in (within `reach` bytes): a line cut inside a credential
+    must not keep the credential's head, whose shape the redaction rules may not know."""
+    tail = head[-reach:]
+    kept = _UP_TO_LAST_SPACE.match(tail)
+    return head[: len(head) - len(tail) + (kept.end() if kept else 0)]
+
+
+class _BundledCopy(io.RawIOBase):
+    """A log's text as the bundle keeps it, read as a stream: each line redacted by `line`, a
+    line longer than `line_bytes` cut to its head (saying how much was left out), and the first
+    `max_bytes` written to `out` as they pass. Whoever reads it (the parser) reads every line;
+    the copy stops at a line's end once full (`complete` False). Memory: a block and a line."""
+
+    def __init__(self, text: IO[bytes], out: IO[bytes], line: Callable[[str], str], *,
+                 max_bytes: int, line_bytes: int) -> None:
+        self._text, self._out, self._line = text, out, line
+        self._max_bytes, self._line_bytes = max_bytes, line_bytes
+        self._held = b""  # the head of the line being read
+        self._dropped = 0  # bytes of that line past line_bytes
+        self._ready, self._at = b"", 0  # redacted text not yet handed to the reader, from _at
+        self._eof = False
+        self.sha256 = hashlib.sha256()  # of what the copy holds
+        self.copied = self.text_bytes = self.lines = self.copied_lines = self.lines_cut = 0
+        self.complete = True
+        self.ends_line = True  # the copy ends with a newline (or is empty)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while self._at == len(self._ready) and not self._eof:
+            self._ready, self._at = self._fill(), 0
+        n = min(len(buffer), len(self._ready) - self._at)
+        buffer[:n] = memoryview(self._ready)[self._at : self._at + n]
+        self._at += n
+        return n
+
+    def _fill(self) -> bytes:
+        """The next block's lines, redacted (the copy takes those that fit)."""
+        block = self._text.read(_BLOCK)
+        lines: list[bytes] = []
+        if not block:
+            self._eof = True
+            if self._held or self._dropped:  # a last line without its newline
+                lines.append(self._emit(b""))
+        start = 0
+        while start < len(block):
+            nl = block.find(b"\n", start)
+            stop = len(block) if nl == -1 else nl
+            if not self._held and not self._dropped and stop - start <= self._line_bytes and nl != -1:
+                self._held = block[start:stop]  # the common case: a whole line in this block
+            else:
+                room = max(self._line_bytes - len(self._held), 0)
+                self._held += block[start : start + min(room, stop - start)]
+                self._dropped += max(stop - start - room, 0)
+            if nl == -1:
+                break
+            lines.append(self._emit(b"\n"))
+            start = nl + 1
+        if self.complete and lines:
+            self._copy(lines)
+        return b"".join(lines)
+
+    def _emit(self, newline: bytes) -> bytes:
+        """The held line, redacted (and cut, when it ran past line_bytes), with its newline."""
+        head, dropped = self._held, self._dropped
+        self._held, self._dropped = b"", 0
+        self.lines += bool(newline)
+        if dropped:
+            kept = _without_cut_word(head)
+            dropped += len(head) - len(kept)
+            self.lines_cut += 1
+            text = self._line(kept.decode("utf-8", "replace") + newline.decode())
+            text = f"{text[: len(text) - len(newline)]} [cpverify: line cut here, {dropped} more bytes not copied]"
+            data = (text + newline.decode()).encode()
+        else:
+            data = self._line(head.decode("utf-8", "replace") + newline.decode()).encode()
+        self.text_bytes += len(data)
+        return data
+
+    def _copy(self, lines: list[bytes]) -> None:
+        """Into the copy, the lines that fit; the first that does not ends it."""
+        room, taken = self._max_bytes - self.copied, 0
+        for data in lines:
+            if len(data) > room:
+                self.complete = False
+                break
+            room -= len(data)
+            taken += 1
+        chunk = b"".join(lines[:taken])
+        if chunk:
+            self._out.write(chunk)
+            self.sha256.update(chunk)
+            self.copied += len(chunk)
+            self.copied_lines += chunk.count(b"\n")
+            self.ends_line = chunk.endswith(b"\n")
+
+    def close_note(self, log: dict) -> None:
+        """End a copy that stopped early with a line saying so, naming the log it was cut from."""
+        if self.complete:
+            return
+        note = (f"{'' if self.ends_line else chr(10)}[cpverify: this copy stops here, after line "
+                f"{self.copied_lines} of {self.lines}: it holds {self.copied} of the {self.text_bytes} bytes of "
+                f"text in the log ({log['bytes']} bytes as given, sha256 {log['sha256']}); the verdict "
+                "read every line]\n").encode()
+        self._out.write(note)
+        self.sha256.update(note)
+
+
+def bundle_log(source: Path, bundled: Path, scrub: Redactor, *, max_bytes: int = BUNDLED_LOG_MAX_BYTES,
+               line_bytes: int = BUNDLED_LINE_MAX_BYTES) -> tuple[dict, ParsedLog]:
+    """Take the log `source` once, as it is now (a log still being written: its size when opened),
+    and parse its text, redacted by `scrub` (a log may hold tokens, keys or host names), while the
+    bundle's copy `bundled` is written from the same stream: the verdict judges the text the copy
+    holds, line for line, and goes on reading where a capped copy stops (BUNDLED_LOG_MAX_BYTES).
+    Returns (record, parsed log). The record is env.json's `inputs` entry: the digests of the bytes
+    read and of the bytes written; "stored", how the log was stored (ParsedLog.source: gzip, UTF-16,
+    where it breaks off); "copy", when a line or the copy was cut, the counts (the copy's last line
+    says so too)."""
+    how: dict[str, Any] = {}
+    with _snapshot(source, bundled.parent) as (snapshot, record):
+        with atomic_writer(bundled, binary=True) as out:
+            copy = _BundledCopy(open_text(snapshot, how), out, scrub.lines(), max_bytes=max_bytes,
+                                line_bytes=line_bytes)
+            parsed = parse_stream(copy)  # type: ignore[arg-type]
+            copy.close_note(record)
+    parsed.source = how  # how the log was stored, not the copy's (plain UTF-8 text)
+    record.update(stored=how, bundled=f"logs/{bundled.name}", bundled_sha256=copy.sha256.hexdigest())
+    if not copy.complete or copy.lines_cut:
+        record["copy"] = {"complete": copy.complete, "lines": copy.copied_lines, "of_lines": copy.lines,
+                          "bytes": copy.copied, "of_bytes": copy.text_bytes, "lines_cut": copy.lines_cut,
+                          "max_bytes": max_bytes, "max_line_bytes": line_bytes}
+    return record, parsed
+
+
+@contextlib.contextmanager
+def _snapshot(source: Path, directory: Path) -> Iterator[tuple[IO[bytes], dict]]:
+    """(a copy of `source` as it is now, opened at its start; {"file", "sha256", "bytes"} of it). The
+    copy has no name (O_TMPFILE, or unlinked at once): there is no path to plant a link at. A log
+    still being written is taken at its size when opened, not chased while it grows."""
+    def unreadable(exc: OSError) -> InputError:
+        return InputError(f"could not read {shown_name(str(source))}: {exc.strerror or exc}",
+                          "copy the log to a local disk and pass the copy")
+
+    def unwritable(exc: OSError) -> ArtifactWriteError:
+        return ArtifactWriteError(f"could not write in {directory}: {exc.strerror or exc}",
+                                  fix_for_write(exc, directory / source.name))
+
+    try:
+        fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO must not hang the open
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            raise InputError(f"{shown_name(str(source))} is not a regular file (a pipe, a device, a directory)",
+                             "save the log to a file and pass that file")
+        os.set_blocking(fd, True)
+        src, size = os.fdopen(fd, "rb"), st.st_size
+    except OSError as exc:
+        raise unreadable(exc) from None
+    with src:
+        try:
+            snapshot = tempfile.TemporaryFile(dir=directory)
+        except OSError as exc:
+            raise unwritable(exc) from exc
+        with snapshot:
+            read = HashingReader(src)
+            while read.size < size:  # what was there when it was opened
+                try:
+                    block = read.read(min(_BLOCK, size - read.size))
+                except OSError as exc:
+                    raise unreadable(exc) from None
+                if not block:  # truncated meanwhile: what there was
+                    break
+                try:
+                    snapshot.write(block)
+                except OSError as exc:
+                    raise unwritable(exc) from exc
+            snapshot.seek(0)
+            yield snapshot, {"file": shown_name(source.name), "sha256": read.sha256.hexdigest(), "bytes": read.size}
