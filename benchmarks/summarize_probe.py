@@ -12,7 +12,7 @@ import re
 import sys
 from pathlib import Path
 
-from cpverify.probe import _logic
+from cpverify.probe import rules
 
 _TRANSPORT = re.compile(r"via (P2P/\S+|SHM/\S+|NET/\S+)")
 _NCCL_VERSION = re.compile(r"NCCL INFO NCCL version (\S+)")
@@ -24,11 +24,11 @@ def read(path: Path) -> dict:
            "layout": None, "errors": []}
     with open(path, encoding="utf-8", errors="replace") as log:
         for line in log:
-            if (perf := _logic.parse_perf(line)) is not None:
+            if (perf := rules.parse_perf(line)) is not None:
                 out["perf"].append(perf[1])
-            elif (check := _logic.parse_check(line)) is not None:
+            elif (check := rules.parse_check(line)) is not None:
                 out["checks"].append(check)
-            elif (bw := _logic.parse_busbw(line)) is not None:
+            elif (bw := rules.parse_busbw(line)) is not None:
                 out["busbw"].append(bw)
             elif "cpverify-probe-summary" in line:
                 out["summary"] = dict(kv.split("=", 1) for kv in line.split()[1:] if "=" in kv)
@@ -56,8 +56,8 @@ def main(log_dir: str) -> int:
     medians = {}
     for name, data in arms.items():
         if data["perf"]:
-            c = _logic.spread([m["perf/actor_train_time"] for m in data["perf"]])
-            s = _logic.spread([m["perf/step_time"] for m in data["perf"]])
+            c = rules.spread([m["perf/actor_train_time"] for m in data["perf"]])
+            s = rules.spread([m["perf/step_time"] for m in data["perf"]])
             medians[name] = (c, s)
     for name, data in arms.items():
         if name not in medians:

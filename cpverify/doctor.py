@@ -23,10 +23,10 @@ from packaging.version import Version
 
 from cpverify import _probes
 from cpverify._probes import Fact, Host
-from cpverify._versions import parse_version
 from cpverify.errors import EXIT_BLOCKED, EXIT_OK, InputError
 from cpverify.terminal import fill_cells
 from cpverify.terminal import width as terminal_width
+from cpverify.versions import parse_version
 
 if TYPE_CHECKING:
     from cpverify.runners.local import WorkloadPython

@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from cpverify._inputs import shown_name
 from cpverify.artifacts import DEFAULT_BASE, HashingReader, atomic_writer, fix_for_write, new_run_id
 from cpverify.errors import ArtifactWriteError, InputError
+from cpverify.inputs import shown_name
 from cpverify.parse import ParsedLog, open_text, parse_stream
 
 if TYPE_CHECKING:

@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import IO, cast
 
 from cpverify import config, doctor, fetch, image
-from cpverify._inputs import shown_command
 from cpverify.artifacts import (
     LATEST,
     HashingReader,
@@ -50,6 +49,7 @@ from cpverify.artifacts import (
 )
 from cpverify.config import RUNNERS
 from cpverify.errors import EXIT_BLOCKED, EXIT_FAIL, EXIT_OK, CpverifyError, EnvironmentBlocked, InputError
+from cpverify.inputs import shown_command
 from cpverify.lint import deep as deep_lint
 from cpverify.lint import format_findings, lint_plan
 from cpverify.locks import GpuLock, RunDirLock
@@ -63,11 +63,11 @@ from cpverify.record import ArmRecord, Blocked, Interrupted, RunRecord, check_pl
 from cpverify.redact import Pseudonyms, Redactor, redacted_terminal
 from cpverify.revisions import checkout, revisions
 from cpverify.runners import make_runner, runner_class
-from cpverify.runners._env import secret_values
-from cpverify.runners._watch import Terminated
 from cpverify.runners.base import BaseRunner, RunSetup
 from cpverify.runners.local import WorkloadPython, requested_python
 from cpverify.runners.local import workload_python as choose_python
+from cpverify.runners.watch import Terminated
+from cpverify.runners.workload_env import secret_values
 from cpverify.verdict import INCONCLUSIVE, ArmEvidence, Check, Thresholds, ab, decide
 from cpverify.workspace import CONTAINER_WORK, Workspace
 

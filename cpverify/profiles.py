@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from cpverify import argv
-from cpverify._inputs import read_user_text
 from cpverify.errors import InputError
+from cpverify.inputs import read_user_text
 from cpverify.model import Limits
 from cpverify.prompts import packaged_dataset_path
 

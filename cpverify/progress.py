@@ -1,6 +1,6 @@
 """What a person sees while the arms run: one line per arm, `step k of n, elapsed, ETA, phase`.
 
-The runners' log watcher reports each arm about once a second (cpverify.runners._watch.Progress);
+The runners' log watcher reports each arm about once a second (cpverify.runners.watch.Progress);
 ArmsDisplay turns the reports into
 
   * on a terminal, a rich live display redrawn in place, one line per arm of the step (the arms
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from rich.progress import TaskID
 
     from cpverify.parse import ParsedLog
-    from cpverify.runners._watch import Progress
+    from cpverify.runners.watch import Progress
 
 QUIET_AFTER_S = 60.0  # an arm silent this long says so (the hang limit is minutes away, not here)
 PHASE_GAP_S = 5.0  # plain mode: a new phase adds a line, but not within this long of the arm's last one

@@ -54,7 +54,7 @@ def test_nothing_outside_the_factory_branches_on_a_runners_name():
 
 
 def test_cpverify_never_changes_its_own_environment():
-    """What a workload gets is built for it (cpverify.runners._env); writing os.environ would change
+    """What a workload gets is built for it (cpverify.runners.workload_env); writing os.environ would change
     every later step and every other arm of the run as well."""
     offenders = []
     for name, tree in modules().items():
@@ -160,6 +160,10 @@ def _type_checking_only(tree: ast.Module) -> set[ast.AST]:
             for statement in node.body for inner in ast.walk(statement)}
 
 
+def _is_package(name: str) -> bool:
+    return (PACKAGE / Path(*name.split(".")[1:]) / "__init__.py").exists()
+
+
 def import_graph() -> dict[str, set[str]]:
     """Module -> the package's modules it imports when it runs: at its top or inside a function (a
     function-local import is a cycle put off, not removed), not under TYPE_CHECKING. Importing
@@ -174,7 +178,7 @@ def import_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for name, tree in found.items():
         skipped = _type_checking_only(tree)
-        package = name if (PACKAGE / Path(*name.split(".")[1:]) / "__init__.py").exists() else name.rpartition(".")[0]
+        package = name if _is_package(name) else name.rpartition(".")[0]
         targets = set()
         for node in ast.walk(tree):
             if node in skipped:
@@ -205,3 +209,17 @@ def test_no_module_imports_itself_round_a_cycle():
         tuple(graphlib.TopologicalSorter(import_graph()).static_order())
     except graphlib.CycleError as exc:
         pytest.fail(f"an import cycle, each importing the next: {' -> '.join(reversed(exc.args[1]))}")
+
+
+def test_a_private_module_is_imported_only_from_its_own_package():
+    """A leading underscore says "nothing outside this package relies on me"; a module other
+    packages import is part of the package's face and is named as such."""
+    graph = import_graph()
+    offenders = []
+    for name, edges in graph.items():
+        own = name if _is_package(name) else name.rpartition(".")[0]
+        for imported in edges:
+            package, _, leaf = imported.rpartition(".")
+            if leaf.startswith("_") and not leaf.startswith("__") and package != own:
+                offenders.append(f"{name} imports {imported}")
+    assert offenders == []

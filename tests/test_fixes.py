@@ -20,7 +20,7 @@ from cpverify.parse import parse_file
 from cpverify.pipeline import error_classes
 from cpverify.plan import build_plan
 from cpverify.profiles import get_profile
-from cpverify.runners._watch import LogWatcher
+from cpverify.runners.watch import LogWatcher
 from helpers.slime_log import ERROR_LINES, synthetic_arm
 
 LIMITS = Limits(deadline_s=20, hang_s=10, stall_s=10)

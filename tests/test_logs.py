@@ -1109,7 +1109,7 @@ def test_cli_summary_shows_judged_medians(tmp_path):
 
 def test_lines_printed_by_the_cpverify_probe_parse():
     """The CONTRACT with cpverify.probe: its formatters' lines come back as records."""
-    from cpverify.probe._logic import format_busbw, format_check, format_layout
+    from cpverify.probe.rules import format_busbw, format_check, format_layout
 
     lines = [
         format_layout(0, 2, 2),

@@ -26,7 +26,7 @@ from cpverify.cli import main
 from cpverify.errors import EXIT_BLOCKED, EXIT_OK, ArtifactWriteError, InputError
 from cpverify.locks import GpuLock, RunDirLock, lock_path
 from cpverify.model import Limits
-from cpverify.runners._watch import LogWatcher
+from cpverify.runners.watch import LogWatcher
 from helpers.slime_log import synthetic_arm
 
 

@@ -25,7 +25,7 @@ from cpverify.cli import probe as probe_cli
 from cpverify.errors import InputError
 from cpverify.parse import LogParser, ParsedLog, parse_file
 from cpverify.plan import build_plan
-from cpverify.probe import _logic, bandwidth, workload
+from cpverify.probe import bandwidth, rules, workload
 from cpverify.profiles import get_profile, with_overrides
 
 DATA = Path(__file__).parent / "data" / "probe"
@@ -53,7 +53,7 @@ def read(lines: list[str]) -> ParsedLog:
     (4096, 2, 4096), (4099, 2, 4100), (4099, 4, 4104), (5, 4, 8), (7, 1, 7), (131072, 8, 131072), (1, 2, 4),
 ])
 def test_padding_to_a_multiple_of_two_cp(seq_len, cp, padded):
-    assert _logic.padded_length(seq_len, cp) == padded
+    assert rules.padded_length(seq_len, cp) == padded
     if cp > 1:
         assert padded % (2 * cp) == 0 and 0 <= padded - seq_len < 2 * cp
 
@@ -61,7 +61,7 @@ def test_padding_to_a_multiple_of_two_cp(seq_len, cp, padded):
 @pytest.mark.parametrize("seq_len, cp", [(0, 2), (16, 0)])
 def test_padding_rejects_nonsense(seq_len, cp):
     with pytest.raises(ValueError):
-        _logic.padded_length(seq_len, cp)
+        rules.padded_length(seq_len, cp)
 
 
 @pytest.mark.parametrize("op, world, factor", [
@@ -69,17 +69,17 @@ def test_padding_rejects_nonsense(seq_len, cp):
     ("all_gather", 2, 0.5), ("all_gather", 4, 0.75), ("sendrecv", 4, 1.0), ("reduce_scatter", 8, 0.875),
 ])
 def test_busbw_factors_are_nccl_tests(op, world, factor):
-    assert _logic.busbw_factor(op, world) == pytest.approx(factor)
+    assert rules.busbw_factor(op, world) == pytest.approx(factor)
 
 
 def test_bandwidth_numbers():
-    algbw, busbw = _logic.bandwidth_gbps("all_reduce", 256 * 2**20, 1e-3, 4)
+    algbw, busbw = rules.bandwidth_gbps("all_reduce", 256 * 2**20, 1e-3, 4)
     assert algbw == pytest.approx(268.435456)
     assert busbw == pytest.approx(268.435456 * 1.5)
     with pytest.raises(ValueError, match="unknown collective"):
-        _logic.busbw_factor("all_to_everyone", 2)
+        rules.busbw_factor("all_to_everyone", 2)
     with pytest.raises(ValueError):
-        _logic.bandwidth_gbps("all_reduce", 1, 0.0, 2)
+        rules.bandwidth_gbps("all_reduce", 1, 0.0, 2)
 
 
 def test_recorded_busbw_is_consistent_with_the_formulas():
@@ -87,43 +87,43 @@ def test_recorded_busbw_is_consistent_with_the_formulas():
     rows = parse_file(DATA / "h200x2-bw-p2p-shm-off.log").bandwidth
     assert {b.op for b in rows} == {"all_reduce", "all_gather", "sendrecv"}
     for b in rows:
-        assert b.busbw_gbps / b.algbw_gbps == pytest.approx(_logic.busbw_factor(b.op, 2), rel=0.01)
+        assert b.busbw_gbps / b.algbw_gbps == pytest.approx(rules.busbw_factor(b.op, 2), rel=0.01)
     assert any("via NET/Socket" in line for line in recorded_lines("h200x2-bw-p2p-shm-off.log"))
 
 
 def test_gate_decisions():
-    assert _logic.gate("x", 2e-3, 1e-2).status == "pass"
-    assert _logic.gate("x", 1e-2, 1e-2).status == "pass"
-    assert _logic.gate("x", 0.63, 1e-2).status == "fail"  # the bypass error measured on H200
-    assert _logic.gate("x", float("nan"), 1e-2).status == "fail"
-    assert _logic.gate("x", float("inf"), 1e-2).status == "fail"
+    assert rules.gate("x", 2e-3, 1e-2).status == "pass"
+    assert rules.gate("x", 1e-2, 1e-2).status == "pass"
+    assert rules.gate("x", 0.63, 1e-2).status == "fail"  # the bypass error measured on H200
+    assert rules.gate("x", float("nan"), 1e-2).status == "fail"
+    assert rules.gate("x", float("inf"), 1e-2).status == "fail"
 
 
 def test_dispatch_gate_catches_the_bypass():
-    assert _logic.dispatch_gate(patched=True, ring_calls=2).status == "pass"
-    assert _logic.dispatch_gate(patched=False, ring_calls=0).status == "fail"
-    assert _logic.dispatch_gate(patched=True, ring_calls=0).status == "fail"
-    unobservable = _logic.dispatch_gate(patched=True, ring_calls=None)
+    assert rules.dispatch_gate(patched=True, ring_calls=2).status == "pass"
+    assert rules.dispatch_gate(patched=False, ring_calls=0).status == "fail"
+    assert rules.dispatch_gate(patched=True, ring_calls=0).status == "fail"
+    unobservable = rules.dispatch_gate(patched=True, ring_calls=None)
     assert unobservable.status == "pass" and "not observable" in unobservable.detail
-    assert _logic.dispatch_gate(patched=False, ring_calls=None).status == "fail"
+    assert rules.dispatch_gate(patched=False, ring_calls=None).status == "fail"
 
 
 def test_check_line_format_round_trips():
-    line = _logic.format_check("cp_output_vs_reference", "pass", 0.00217551, 0.01, 'padded "4100"; ok\\no')
+    line = rules.format_check("cp_output_vs_reference", "pass", 0.00217551, 0.01, 'padded "4100"; ok\\no')
     assert line.startswith("cpverify-check name=cp_output_vs_reference status=pass value=0.00217551 bound=0.01 detail=")
     (check,) = read([line]).checks
     assert (check.name, check.status, check.value, check.bound, check.detail) == (
         "cp_output_vs_reference", "pass", 0.00217551, 0.01, 'padded "4100"; ok\\no')
     with pytest.raises(ValueError):
-        _logic.format_check("x", "maybe", 0, 0)
+        rules.format_check("x", "maybe", 0, 0)
 
 
 def test_busbw_and_layout_line_formats():
-    assert _logic.format_busbw("all_reduce", 268435456, 296.594, 296.594) == \
+    assert rules.format_busbw("all_reduce", 268435456, 296.594, 296.594) == \
         "cpverify-busbw op=all_reduce bytes=268435456 busbw_gbps=296.59 algbw_gbps=296.59"
-    assert _logic.format_layout(1, 4, 2) == "cpverify-layout rank=1 world=4 tp=1 pp=1 cp=2 dp=2"
+    assert rules.format_layout(1, 4, 2) == "cpverify-layout rank=1 world=4 tp=1 pp=1 cp=2 dp=2"
     with pytest.raises(ValueError):
-        _logic.format_layout(0, 3, 2)
+        rules.format_layout(0, 3, 2)
 
 
 def test_prose_mentioning_a_prefix_is_not_a_record():
@@ -133,7 +133,7 @@ def test_prose_mentioning_a_prefix_is_not_a_record():
 
 
 def test_perf_line_is_slime_format(capsys):
-    metrics = _logic.perf_metrics(step_s=0.0088, compute_s=0.0061, tokens=16384, cp=2)
+    metrics = rules.perf_metrics(step_s=0.0088, compute_s=0.0061, tokens=16384, cp=2)
     assert metrics == {"perf/actor_train_time": 0.0061, "perf/train_time": 0.0088, "perf/step_time": 0.0088,
                        "perf/tokens_per_gpu_per_sec": round(8192 / 0.0088, 1)}
     logger = logging.getLogger("cpverify.probe.workload")
@@ -172,12 +172,12 @@ def test_recorded_bypass_fails_and_never_times():
 
 
 def test_spread():
-    s = _logic.spread([4.0, 1.0, 3.0, 2.0, 5.0])
+    s = rules.spread([4.0, 1.0, 3.0, 2.0, 5.0])
     assert (s.median, s.q1, s.q3, s.n) == (3.0, 2.0, 4.0, 5)
     assert s.iqr_over_median == pytest.approx(2 / 3)
-    assert _logic.spread([2.0]).median == 2.0
+    assert rules.spread([2.0]).median == 2.0
     with pytest.raises(ValueError):
-        _logic.spread([])
+        rules.spread([])
 
 
 # ------------------------------------------------------------------------------ workload's CLI
@@ -188,7 +188,7 @@ def test_workload_flags_the_plan_uses():
     assert (args.cp, args.seq_len, args.steps, args.warmup) == (2, 16384, 20, 5)
     assert (args.heads, args.kv_heads, args.head_dim) == (14, 2, 64)
     assert (args.gqa, args.sdpa_backend, args.rotate, args.bypass_cp) == ("native", "flash", "allgather", False)
-    assert args.check_seq_len == 4099 and _logic.padded_length(4099, 2) != 4099  # the gate exercises padding
+    assert args.check_seq_len == 4099 and rules.padded_length(4099, 2) != 4099  # the gate exercises padding
 
 
 @pytest.mark.parametrize("argv, world, problem", [
@@ -307,7 +307,7 @@ def _env_report(text: str) -> dict[str, bool]:
 
 def test_an_arm_gets_the_runners_environment_and_writes_a_scrubbed_log(tmp_path, monkeypatch):
     """The probe's arms run as every runner's do: this machine's credentials never reach the
-    workload (the allow-list of cpverify.runners._env), the probe profile's settings do, and the
+    workload (the allow-list of cpverify.runners.workload_env), the probe profile's settings do, and the
     log is scrubbed as it streams."""
     _planted(monkeypatch)
     result = probe.run_arm([sys.executable, "-c", _ENV_REPORT], tmp_path / "arm.log")

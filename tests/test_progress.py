@@ -1,7 +1,7 @@
 """What a person sees while the arms run (cpverify.progress): the live display on a terminal, the
 plain lines elsewhere, the phase as real slime and probe logs give it, the ETA, Ctrl-C.
 
-The display is driven with the watcher's own reports (cpverify.runners._watch.Progress) at chosen
+The display is driven with the watcher's own reports (cpverify.runners.watch.Progress) at chosen
 moments: the reports carry the arm's elapsed time, so they are the clock, and every frame and
 line is exact. Both modes render through a real rich Console: one that records, with
 `force_terminal=True` for the live display. tests/test_pipeline.py checks the plain lines of a
@@ -23,7 +23,7 @@ from rich.console import Console
 from cpverify.parse import LogParser
 from cpverify.progress import ArmsDisplay, duration, phase_of
 from cpverify.redact import Redactor, redacted_terminal
-from cpverify.runners._watch import Progress
+from cpverify.runners.watch import Progress
 
 DATA = Path(__file__).parent / "data"
 SLIME_CP2 = DATA / "real-logs" / "slime-train-only-h200x2" / "kit-check-12rollouts" / "slime-cp2.log"

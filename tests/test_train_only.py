@@ -42,7 +42,7 @@ from cpverify.profiles import (
     get_profile,
     with_overrides,
 )
-from cpverify.runners._env import workload_env
+from cpverify.runners.workload_env import workload_env
 from helpers.hfcache import make_model_cache
 
 ROOT = Path(__file__).resolve().parent.parent

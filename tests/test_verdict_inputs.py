@@ -25,9 +25,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cpverify._inputs import shown_name
 from cpverify.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE, InputError
 from cpverify.given_logs import BUNDLED_LINE_MAX_BYTES, BUNDLED_LOG_MAX_BYTES, bundle_log, check_out_apart
+from cpverify.inputs import shown_name
 from cpverify.parse import parse_stream
 from cpverify.parse.parser import MAX_LINE_BYTES
 from cpverify.redact import Redactor

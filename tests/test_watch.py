@@ -16,7 +16,7 @@ import pytest
 
 from cpverify.errors import ArtifactWriteError
 from cpverify.model import ArmInterrupted, Limits, Outcome
-from cpverify.runners._watch import LogWatcher
+from cpverify.runners.watch import LogWatcher
 
 STEP = "(MegatronTrainRayActor pid=7) [2026-08-21 10:00:28] model.py:918 - step {n}: {{'train/loss': 0.5, 'train/grad_norm': 0.08, 'train/step': {n}}}\n"
 PERF = "(MegatronTrainRayActor pid=7) [2026-08-21 10:00:28] train_metric_utils.py:401 - perf {n}: {{'perf/actor_train_time': 1.02, 'perf/train_time': 2.84, 'perf/step_time': 14.18}}\n"

@@ -7,9 +7,9 @@ import json
 import os
 from dataclasses import asdict
 
-from cpverify._inputs import read_user_text
 from cpverify.cli._options import add_profile_arguments, plan_from_args
 from cpverify.errors import EXIT_FAIL, EXIT_OK
+from cpverify.inputs import read_user_text
 from cpverify.lint import (
     ERROR,
     ParsedCommand,
@@ -24,7 +24,7 @@ from cpverify.lint import (
 from cpverify.lint.findings import redacted
 from cpverify.plan import parse_gpus
 from cpverify.redact import Redactor, redacted_terminal
-from cpverify.runners._env import secret_values
+from cpverify.runners.workload_env import secret_values
 
 
 def register(subparsers) -> None:

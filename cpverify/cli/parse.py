@@ -8,7 +8,7 @@ import math
 import sys
 from typing import Any
 
-from cpverify._inputs import shown_name
+from cpverify.inputs import shown_name
 from cpverify.parse import ParsedLog, parse_file, parse_stream
 from cpverify.redact import print_json
 

@@ -15,8 +15,8 @@ from cpverify.errors import EXIT_FAIL, EXIT_OK, EnvironmentBlocked
 from cpverify.probe import arm_commands, bandwidth_argv, run_arm, summarize
 from cpverify.profiles import get_profile
 from cpverify.progress import ArmsDisplay
-from cpverify.runners._env import workload_env
 from cpverify.runners.local import LocalRunner, requested_python, workload_python
+from cpverify.runners.workload_env import workload_env
 
 
 def register(subparsers) -> None:

@@ -8,7 +8,7 @@ from cpverify import config
 from cpverify.cli._options import add_profile_arguments, add_workspace_arguments
 from cpverify.pipeline import STEPS
 from cpverify.pipeline import run as run_pipeline
-from cpverify.runners._watch import terminate_as_interrupt
+from cpverify.runners.watch import terminate_as_interrupt
 
 
 def run(args: argparse.Namespace) -> int:

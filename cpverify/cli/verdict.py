@@ -15,11 +15,11 @@ import sys
 from pathlib import Path
 
 from cpverify import __version__
-from cpverify._inputs import shown_command, shown_name
 from cpverify.artifacts import RunDir
 from cpverify.errors import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE, ArtifactWriteError, InputError
 from cpverify.fixes import FIX_INCOMPLETE, WORKLOADS
 from cpverify.given_logs import bundle_log, check_out_apart
+from cpverify.inputs import shown_command, shown_name
 from cpverify.redact import Redactor
 from cpverify.verdict import FAIL, INCONCLUSIVE, PASS, ArmEvidence, Check, Thresholds, decide
 

@@ -3,7 +3,7 @@
 A bar that measured its pace (`Update weights:   6%|▋   | 1/16 [11:01<2:45:20, 661.36s/it]`) says
 how long its next item should take: a slow one is watched until it moves on or finishes (the parser,
 cpverify.parse.parser.LogParser._bar) and gives the watcher's hang limit its patience
-(cpverify.runners._watch). A bar still at 0/N after HANG_NO_PROGRESS_S is printed only when tqdm closes
+(cpverify.runners.watch). A bar still at 0/N after HANG_NO_PROGRESS_S is printed only when tqdm closes
 or redraws it: it never moved.
 """
 

@@ -80,6 +80,7 @@ import sys
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from cpverify.credentials import is_secret_name
 from cpverify.parse.bars import Bar, last_bar
 from cpverify.parse.dicts import _SALVAGE_PAIR, parse_dict
 from cpverify.parse.records import (
@@ -111,7 +112,6 @@ from cpverify.parse.signatures import (
     number,
     signal_detail,
 )
-from cpverify.credentials import is_secret_name
 
 # A logical line is never kept longer than this: a 10 MB tqdm line or binary junk
 # must not make memory grow with the line.

@@ -19,8 +19,8 @@ import zlib
 from pathlib import Path
 from typing import IO, Any
 
-from cpverify._inputs import shown_name
 from cpverify.errors import InputError
+from cpverify.inputs import shown_name
 from cpverify.parse import parser as parsing  # parsing.MAX_LINE_BYTES is read where used: tests change it
 from cpverify.parse import scan
 from cpverify.parse.parser import LogParser

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cpverify.errors import InputError
-from cpverify.probe import _logic
+from cpverify.probe import rules
 
 __all__ = ["arm_commands", "arm_name", "bandwidth_argv", "run_arm", "summarize", "workload_argv"]
 
@@ -57,7 +57,7 @@ def arm_commands(*, cp: int, seq_len: int, steps: int, warmup: int, nproc: int |
 
 def run_arm(argv: list[str], log_path: Path, *, name: str | None = None, on_progress=None) -> dict:
     """Run one arm as `cpverify run --profile probe` runs it: through the local runner, so that the
-    workload gets the allow-listed environment (cpverify.runners._env: never this machine's HF_TOKEN
+    workload gets the allow-listed environment (cpverify.runners.workload_env: never this machine's HF_TOKEN
     or other credentials), its log is scrubbed line by line as it streams to disk, the probe
     profile's limits stop a hung arm, and nothing of it outlives Ctrl-C. `on_progress` gets the
     watcher's reports (cpverify.progress.ArmsDisplay.update)."""
@@ -95,8 +95,8 @@ def summarize(results: dict[str, dict], *, cp: int) -> dict:
         train = [m["perf/actor_train_time"] for m in perf if m.get("perf/actor_train_time") is not None]
         step = [m["perf/step_time"] for m in perf if m.get("perf/step_time") is not None]
         arms[name] = {"returncode": result["returncode"], "log": result["log"], "steps": len(train),
-                      "actor_train_time_median_s": _logic.spread(train).median if train else None,
-                      "step_time_median_s": _logic.spread(step).median if step else None}
+                      "actor_train_time_median_s": rules.spread(train).median if train else None,
+                      "step_time_median_s": rules.spread(step).median if step else None}
         checks += [{"arm": name, **c} for c in parsed["checks"]]
         busbw += [{"arm": name, **b} for b in parsed["bandwidth"]]
     medians = [(n, a["actor_train_time_median_s"]) for n, a in arms.items() if n.startswith("cp")]

@@ -23,7 +23,7 @@ import re
 import sys
 import time
 
-from cpverify.probe import _logic
+from cpverify.probe import rules
 
 OPS = ("all_reduce", "all_gather", "sendrecv")
 _UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
@@ -90,8 +90,8 @@ def main(argv: list[str] | None = None) -> int:
                 per_op = torch.tensor([(time.perf_counter() - start) / args.iters], dtype=torch.float64, device=device)
                 dist.all_reduce(per_op, op=dist.ReduceOp.MAX)
                 if rank == 0:
-                    algbw, busbw = _logic.bandwidth_gbps(op, nbytes, per_op.item(), world)
-                    sys.stdout.write(_logic.format_busbw(op, nbytes, busbw, algbw) + "\n")
+                    algbw, busbw = rules.bandwidth_gbps(op, nbytes, per_op.item(), world)
+                    sys.stdout.write(rules.format_busbw(op, nbytes, busbw, algbw) + "\n")
                     sys.stdout.flush()
     finally:
         dist.destroy_process_group()

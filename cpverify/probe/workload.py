@@ -35,7 +35,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 
-from cpverify.probe import _logic
+from cpverify.probe import rules
 
 LOG = logging.getLogger("cpverify.probe.workload")
 CHECK_SEED = 1234
@@ -52,9 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=int, default=5, help="unmeasured steps first (default 5)")
     p.add_argument("--check-seq-len", type=int, default=4099,
                    help="length of the correctness gate against the fp32 reference (default 4099: exercises padding)")
-    p.add_argument("--heads", type=int, default=_logic.QWEN25_05B_HEADS)
-    p.add_argument("--kv-heads", type=int, default=_logic.QWEN25_05B_KV_HEADS)
-    p.add_argument("--head-dim", type=int, default=_logic.QWEN25_05B_HEAD_DIM)
+    p.add_argument("--heads", type=int, default=rules.QWEN25_05B_HEADS)
+    p.add_argument("--kv-heads", type=int, default=rules.QWEN25_05B_KV_HEADS)
+    p.add_argument("--head-dim", type=int, default=rules.QWEN25_05B_HEAD_DIM)
     p.add_argument("--batch", type=int, default=1, help="sequences per data-parallel rank (default 1)")
     p.add_argument("--gqa", choices=("native", "repeat"), default="native",
                    help="native (default): SDPA enable_gqa=True, so the ring passes 2 KV heads as Megatron's CP "
@@ -162,7 +162,7 @@ class _Torch:
     def full_inputs(self, seq_len: int, seed: int):
         """q, k, v, grad_out at the padded length; identical on the ranks of one CP group."""
         torch, a = self.torch, self.args
-        padded = _logic.padded_length(seq_len, a.cp)
+        padded = rules.padded_length(seq_len, a.cp)
         gen = torch.Generator(device=self.device).manual_seed(seed)
 
         def randn(heads: int):
@@ -315,7 +315,7 @@ def correctness_gate(tt: _Torch) -> bool:
     gates = []
     if tt.rank == 0:
         if error:
-            gates.append(_logic.gate("cp_output_vs_reference", float("nan"), _logic.OUTPUT_REL_ERR_BOUND,
+            gates.append(rules.gate("cp_output_vs_reference", float("nan"), rules.OUTPUT_REL_ERR_BOUND,
                                      f"the CP attention step raised {error}"))
         else:
             ref = _reference(tt, full, seq_len, fp32=True)
@@ -323,18 +323,18 @@ def correctness_gate(tt: _Torch) -> bool:
             names = ("out", "dq", "dk", "dv")
             base_err = {n: _rel_err(b, r) for n, b, r in zip(names, base, ref, strict=True)}
             err = {n: _rel_err(x, r) for n, x, r in zip(names, results, ref, strict=True)}
-            how = (f"cp={a.cp} seq_len={seq_len} padded={_logic.padded_length(seq_len, a.cp)} "
+            how = (f"cp={a.cp} seq_len={seq_len} padded={rules.padded_length(seq_len, a.cp)} "
                    f"gqa={a.gqa} sdpa={a.sdpa_backend}; fp32 reference on one GPU")
-            gates.append(_logic.gate("cp_output_vs_reference", err["out"], _logic.OUTPUT_REL_ERR_BOUND,
+            gates.append(rules.gate("cp_output_vs_reference", err["out"], rules.OUTPUT_REL_ERR_BOUND,
                                      f"{how}; single-GPU bf16 {a.sdpa_backend} error {base_err['out']:.2e}"))
             worst = max(("dq", "dk", "dv"), key=lambda n: err[n] if err[n] == err[n] else float("inf"))
-            gates.append(_logic.gate(
-                "cp_input_grads_vs_reference", err[worst], _logic.GRAD_REL_ERR_BOUND,
+            gates.append(rules.gate(
+                "cp_input_grads_vs_reference", err[worst], rules.GRAD_REL_ERR_BOUND,
                 f"{how}; worst of dq/dk/dv ({worst}); errors dq={err['dq']:.2e} dk={err['dk']:.2e} "
                 f"dv={err['dv']:.2e}; single-GPU bf16 dq={base_err['dq']:.2e} dk={base_err['dk']:.2e} "
                 f"dv={base_err['dv']:.2e}"))
             if tt.cp_mesh is not None:
-                gates.append(_logic.dispatch_gate(patched=tt.last_call_patched, ring_calls=ring_calls))
+                gates.append(rules.dispatch_gate(patched=tt.last_call_patched, ring_calls=ring_calls))
         for g in gates:
             _say(g.line())
     elif error:
@@ -356,14 +356,14 @@ def timed_run(tt: _Torch) -> None:
         steps.append(step_s)
         computes.append(compute_s)
         if tt.rank == 0:
-            metrics = _logic.perf_metrics(step_s=step_s, compute_s=compute_s, tokens=a.batch * a.seq_len,
+            metrics = rules.perf_metrics(step_s=step_s, compute_s=compute_s, tokens=a.batch * a.seq_len,
                                            cp=a.cp)
             log_perf(i, metrics)
     peak_gib = tt.slowest(tt.peak_memory_gib())[0]
     if tt.rank == 0:
-        s, c = _logic.spread(steps), _logic.spread(computes)
+        s, c = rules.spread(steps), rules.spread(computes)
         _say(f"cpverify-probe-summary cp={a.cp} world={tt.world} seq_len={a.seq_len} "
-             f"padded={_logic.padded_length(a.seq_len, a.cp)} steps={s.n} "
+             f"padded={rules.padded_length(a.seq_len, a.cp)} steps={s.n} "
              f"step_median_s={s.median:.6f} step_q1_s={s.q1:.6f} step_q3_s={s.q3:.6f} "
              f"compute_median_s={c.median:.6f} compute_q1_s={c.q1:.6f} compute_q3_s={c.q3:.6f} "
              f"peak_mem_gib={peak_gib:.2f} gqa={a.gqa} sdpa={a.sdpa_backend} rotate={a.rotate} "
@@ -380,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     tt = _Torch(args)
     try:
-        _say(_logic.format_layout(tt.rank, tt.world, args.cp))
+        _say(rules.format_layout(tt.rank, tt.world, args.cp))
         if tt.rank == 0:
             import torch
 

@@ -31,8 +31,8 @@ from typing import ClassVar, Protocol
 from cpverify.artifacts import atomic_write_text
 from cpverify.errors import EnvironmentBlocked, InputError
 from cpverify.model import Arm, ArmInterrupted, ArmResult, Limits, Mount, Outcome
-from cpverify.runners._env import secret_values, workload_env
-from cpverify.runners._watch import Chunk, LogWatcher, ProgressCallback, terminate_as_interrupt
+from cpverify.runners.watch import Chunk, LogWatcher, ProgressCallback, terminate_as_interrupt
+from cpverify.runners.workload_env import secret_values, workload_env
 
 
 class Runner(Protocol):

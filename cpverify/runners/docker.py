@@ -24,9 +24,9 @@ from cpverify._probes import DEFAULT_DOCKER_HOST, docker_engine_problem
 from cpverify.artifacts import check_run_id
 from cpverify.errors import EnvironmentBlocked, InputError
 from cpverify.model import Arm, ArmResult, Limits, Mount, Outcome
-from cpverify.runners._env import workload_env
-from cpverify.runners._watch import ProgressCallback
 from cpverify.runners.base import BaseRunner, Blocked, RunSetup
+from cpverify.runners.watch import ProgressCallback
+from cpverify.runners.workload_env import workload_env
 
 log = logging.getLogger(__name__)
 

@@ -35,9 +35,9 @@ from cpverify import config
 from cpverify.config import PYTHON_ENV, WORKLOAD_OWNER_ENV
 from cpverify.errors import InputError
 from cpverify.model import Arm, ArmResult
-from cpverify.runners._env import workload_env
-from cpverify.runners._watch import ProgressCallback
 from cpverify.runners.base import BaseRunner, Blocked, RunSetup
+from cpverify.runners.watch import ProgressCallback
+from cpverify.runners.workload_env import workload_env
 
 IMPORT_TIMEOUT_S = 90.0  # importing torch cold from a network filesystem can take a minute
 
@@ -200,7 +200,7 @@ class LocalRunner(BaseRunner):
 
     def environment(self, arm: Arm) -> dict[str, str]:
         """What the workload runs with: the allowed part of this machine's environment, the plan's on
-        top (cpverify.runners._env), this runner's GPUs under both, and the owner tag."""
+        top (cpverify.runners.workload_env), this runner's GPUs under both, and the owner tag."""
         base = dict(os.environ)
         if self.gpus is not None:
             base["CUDA_VISIBLE_DEVICES"] = ",".join(self.gpus)

@@ -7,7 +7,7 @@ One job per arm, submitted as slime's own docs do it (`ray job submit -- python3
     checkout there), so nothing is uploaded. Only a workload that runs cpverify's own modules
     (the probe: `-m cpverify.probe.workload`) gets this cpverify uploaded as a `py_module`,
     so the orchestrator and the workload are the same version.
-  * runtime_env env_vars: the plan's environment (_env.py), nothing of this machine's.
+  * runtime_env env_vars: the plan's environment (workload_env.py), nothing of this machine's.
     Secret argv values (`--wandb-key X`, `--wandb-host=https://u:PW@h`) travel as env vars
     too and are referenced as "$VAR" in the entrypoint, because Ray echoes the entrypoint
     into the job's log.
@@ -58,9 +58,9 @@ from cpverify.artifacts import check_run_id
 from cpverify.errors import EnvironmentBlocked, InputError
 from cpverify.model import Arm, ArmResult, Outcome
 from cpverify.redact import secret_arguments
-from cpverify.runners._env import workload_env
-from cpverify.runners._watch import ProgressCallback
 from cpverify.runners.base import BaseRunner, Blocked, RunSetup
+from cpverify.runners.watch import ProgressCallback
+from cpverify.runners.workload_env import workload_env
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,6 @@ from typing import Any
 
 from packaging.version import Version
 
-from cpverify._versions import parse_version
 from cpverify.fixes import (
     FIX_CONFLICTING_LOG,
     FIX_DAMAGED_TIMINGS,
@@ -47,6 +46,7 @@ from cpverify.verdict.model import (
     Check,
     Thresholds,
 )
+from cpverify.versions import parse_version
 
 MIN_NCCL = Version("2.18")
 # How a detail names where the log stated its layout (cpverify.parse.records.Layout.source).

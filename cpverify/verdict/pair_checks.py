@@ -9,7 +9,6 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from cpverify._versions import parse_version
 from cpverify.fixes import NO_LAYOUT, NO_PERF, fix_more_steps, fix_slow_cp, for_error
 from cpverify.verdict import stats
 from cpverify.verdict.arm_checks import MIN_NCCL
@@ -27,6 +26,7 @@ from cpverify.verdict.model import (
     short_metric,
     timing_metrics,
 )
+from cpverify.versions import parse_version
 
 # Work per step that differs by more than this between the arms is other work, not the same job at
 # another CP. Identical rollouts agree exactly (the real train-only pairs of tests/data/real-logs/

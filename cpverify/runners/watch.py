@@ -143,7 +143,7 @@ class LogWatcher:
         clock: Callable[[], float] = time.monotonic,
         secrets: Iterable[str] = (),
     ) -> None:
-        """`secrets`: values to scrub from every line (see runners._env.secret_values); everything
+        """`secrets`: values to scrub from every line (see runners.workload_env.secret_values); everything
         cpverify.redact recognises as a credential, and this process's secret-named variables, always is."""
         if parser is None:
             parser = LogParser()

@@ -1,4 +1,4 @@
-"""The probe's pure logic: padding, bandwidth formulas, the correctness gate and the line formats.
+"""The probe's rules, free of torch: padding, bandwidth formulas, the correctness gate and the line formats.
 
 Nothing here imports torch, so CI (no GPU, maybe no torch) tests every decision the probe makes.
 The lines are read back by cpverify's one log parser (cpverify.parse), `cpverify probe`'s
