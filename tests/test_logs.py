@@ -24,6 +24,8 @@ from cpverify.parse import (
     bars,
     coarse_class,
     dicts,
+    line_text,
+    metrics,
     normalise_transport,
     parse_dict,
     parse_file,
@@ -32,6 +34,7 @@ from cpverify.parse import (
     scan,
     signatures,
     stream,
+    tracebacks,
 )
 from cpverify.parse import parser as parsing
 from cpverify.parse.signatures import GATE_TOKENS, SIGNATURES
@@ -531,7 +534,7 @@ def test_error_signatures(line, expected):
     parsed = parse_lines(["noise before", ACTOR + line])
     assert parsed.error_classes() == expected
     assert {e.line for e in parsed.errors} == {2}
-    assert all(len(e.text) <= parsing.EXCERPT_CHARS for e in parsed.errors)
+    assert all(len(e.text) <= line_text.EXCERPT_CHARS for e in parsed.errors)
 
 
 @pytest.mark.parametrize(
@@ -811,16 +814,16 @@ def test_ansi_carriage_returns_and_repeated_suffix_on_one_physical_line():
 
 
 def _strip_then_unprefix(seg: str) -> tuple[str | None, str] | None:
-    """The reference _unprefixed must equal: every colour code removed first, then the prefix."""
-    seg = parsing._ANSI.sub("", seg)
+    """The reference unprefixed must equal: every colour code removed first, then the prefix."""
+    seg = line_text.ANSI.sub("", seg)
     if not seg.strip():
         return None
     if seg[0] in "([":
-        m = parsing._PREFIX.match(seg)
+        m = line_text._PREFIX.match(seg)
         if m:
             return m.group("actor"), seg[m.end() :]
         if seg[0] == "[":
-            seg = parsing._BARE_REMNANT.sub("", seg)
+            seg = line_text._BARE_REMNANT.sub("", seg)
     return None, seg
 
 
@@ -834,16 +837,16 @@ _PIECES = st.sampled_from(
 @given(st.lists(_PIECES, max_size=8).map("".join))
 @settings(max_examples=500, deadline=None)
 def test_the_prefix_taking_its_colour_codes_equals_stripping_them_first(seg):
-    assert parsing._unprefixed(seg) == _strip_then_unprefix(seg)
+    assert line_text.unprefixed(seg) == _strip_then_unprefix(seg)
 
 
 @given(st.lists(_PIECES, max_size=8).map("".join), st.lists(_PIECES, max_size=8).map("".join))
 @settings(max_examples=500, deadline=None)
 def test_a_prefix_seen_before_is_taken_as_a_match_would_take_it(first, second):
-    """_unprefixed remembers Ray prefixes; a line that starts with one must read as if matched afresh."""
-    parsing._PREFIXES.clear()
+    """unprefixed remembers Ray prefixes; a line that starts with one must read as if matched afresh."""
+    line_text._PREFIXES.clear()
     for seg in (first, first + second, second, first + first):
-        assert parsing._unprefixed(seg) == _strip_then_unprefix(seg)
+        assert line_text.unprefixed(seg) == _strip_then_unprefix(seg)
 
 
 _JUNK = st.lists(st.sampled_from(["x", "/", "-", " ", "3", "٣", ": {", "{", "] ", "[Rank ", "step", "model.py:918 - "]),
@@ -869,8 +872,8 @@ def test_record_and_memory_lines_found_from_their_anchor_as_by_a_full_search(msg
             return a is b
         return a.span() == b.span() and a.groups() == b.groups()
 
-    assert same(parsing._record_match(msg), parsing._RECORD.search(msg))
-    assert same(parsing._memory_match(msg), parsing._MEMORY.search(msg))
+    assert same(metrics.record_match(msg), metrics.RECORD.search(msg))
+    assert same(metrics.memory_match(msg), metrics.MEMORY.search(msg))
 
 
 def test_pathological_long_lines_do_not_backtrack():
@@ -918,12 +921,12 @@ def test_torchrun_rank_prefixed_traceback():
 
 def test_source_lines_of_a_traceback_are_never_classified():
     frames = []
-    for n in range(parsing._MAX_FRAMES + 5):  # past the frame cap too
+    for n in range(tracebacks.MAX_FRAMES + 5):  # past the frame cap too
         frames += [f'  File "/sgl/pynccl_wrapper.py", line {n}, in NCCL_CHECK', '    raise RuntimeError(f"NCCL error")']
     parsed = parse_lines(["Traceback (most recent call last):", *frames, "RuntimeError: NCCL error: x"])
     assert {e.line for e in parsed.errors} == {1, len(frames) + 2}  # header, exception line
     (tb,) = parsed.tracebacks
-    assert len(tb.frames) == parsing._MAX_FRAMES and tb.frames[-1].code == 'raise RuntimeError(f"NCCL error")'
+    assert len(tb.frames) == tracebacks.MAX_FRAMES and tb.frames[-1].code == 'raise RuntimeError(f"NCCL error")'
     assert tb.exception == "RuntimeError: NCCL error: x"
 
 

@@ -10,7 +10,11 @@ One job per module:
   records     the records and ParsedLog (to_json: the JSON contract)
   signatures  what is an error: signatures, fine and coarse classes, the gate words
   dicts       slime's printed metric dicts (JSON where it reads them as Python would)
-  parser      LogParser: one line at a time -- what each line says (the formats are listed there)
+  parser      LogParser: one line at a time -- what each line says, handed to the modules below
+  line_text   a line's colour codes and Ray actor prefix taken off; an error's excerpt of it
+  metrics     slime's metric records (step, perf, memory), which side a perf record is, fragments
+  nccl        NCCL's facts: version, transports, network
+  tracebacks  Python tracebacks and torch.distributed.elastic's failure tables
   scan        the block scan: which lines of a block the parser must read (Hyperscan or bytes.find)
   stream      files and streams: gzip and UTF-16 read transparently, blocks, parse_file
 """
@@ -18,7 +22,9 @@ One job per module:
 from __future__ import annotations
 
 from cpverify.parse.dicts import parse_dict
-from cpverify.parse.parser import LogParser, normalise_transport, strip_ansi
+from cpverify.parse.line_text import strip_ansi
+from cpverify.parse.nccl import normalise_transport
+from cpverify.parse.parser import LogParser
 from cpverify.parse.records import (
     BandwidthRecord,
     CheckRecord,

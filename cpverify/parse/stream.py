@@ -152,7 +152,7 @@ def parse_stream(stream: IO[bytes]) -> ParsedLog:
     (plus every line while a traceback or a wrapped message is open) are fed.
     """
     parser = LogParser()
-    block_scan = scan.BlockScan(scan.ENGINE, parser._via_seen)
+    block_scan = scan.BlockScan(scan.ENGINE, parser._nccl.via_seen)
     source: dict[str, Any] = {}
     stream = _decoded(stream, source)
     first = stream.read(READ_BLOCK_BYTES)
@@ -213,11 +213,12 @@ def _feed_block(parser: LogParser, block_scan: scan.BlockScan, data: bytes, begi
     for start in vias:
         line = data[start : data.find(b"\n", start)]
         if line.find(b"NCCL") != -1:
-            parser._nccl_info(line[: parsing.MAX_LINE_BYTES])
+            parser._nccl.info_line(line[: parsing.MAX_LINE_BYTES])
     count, find, feed, cap = data.count, data.find, parser._feed_gated, parsing.MAX_LINE_BYTES
+    tracebacks = parser._tracebacks
     h, pos = 0, begin  # pos: start of the first unread line, number lineno + 1
     while pos < end:
-        if parser._tb is None and parser._held is None:  # not parser.wants_every_line, inlined
+        if tracebacks.open is None and parser._held is None:  # not parser.wants_every_line, inlined
             while h < len(hits) and hits[h] < pos:
                 h += 1
             if h == len(hits):
