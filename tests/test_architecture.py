@@ -95,7 +95,7 @@ def _imported(tree: ast.Module) -> set[str]:
 
 
 # `python -m cpverify`, `python -m cpverify.doctor`, `python -m cpverify.probe`: the entry points.
-ENTRY_POINTS = ("cpverify.__main__", "cpverify.doctor", "cpverify.probe.__main__")
+ENTRY_POINTS = ("cpverify.__main__", "cpverify.doctor.__main__", "cpverify.probe.__main__")
 
 
 def test_the_commands_live_in_the_cli_and_nothing_below_it_imports_it():

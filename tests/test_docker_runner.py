@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from cpverify._probes import DOCKER_FIXES
+from cpverify.doctor.probes import DOCKER_FIXES
 from cpverify.errors import EnvironmentBlocked, InputError
 from cpverify.model import Limits, Mount, Outcome
 from cpverify.parse import parse_file

@@ -22,9 +22,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cpverify import _probes, doctor
-from cpverify._probes import CommandResult, Fact, Host
+from cpverify import doctor
 from cpverify.cli import main
+from cpverify.doctor import checks as host_checks
+from cpverify.doctor import probes
+from cpverify.doctor.probes import CommandResult, Fact, Host
 
 DATA = Path(__file__).parent / "data" / "doctor"
 REPO = Path(__file__).resolve().parents[1]
@@ -38,7 +40,7 @@ def recorded(name: str) -> str:
 
 
 def test_query_gpu_csv_recorded_on_h200():
-    gpus = _probes.parse_smi_gpus(recorded("h200x2-query-gpu.csv"))
+    gpus = probes.parse_smi_gpus(recorded("h200x2-query-gpu.csv"))
     assert [g["index"] for g in gpus] == [0, 1]
     assert {g["name"] for g in gpus} == {"NVIDIA H200"}
     assert {g["compute_capability"] for g in gpus} == {"9.0"}
@@ -50,7 +52,7 @@ def test_query_gpu_csv_recorded_on_h200():
 def test_query_gpu_csv_not_available_cells_and_old_driver_fields():
     """Hand-made in nvidia-smi's format: a GPU without MIG support, and the pre-510 field list."""
     text = "0, NVIDIA GeForce RTX 3090, 24576, 470.82.01, [N/A]\n"
-    (gpu,) = _probes.parse_smi_gpus(text, _probes.SMI_QUERY_OLD)
+    (gpu,) = probes.parse_smi_gpus(text, probes.SMI_QUERY_OLD)
     assert gpu["compute_capability"] is None
     assert gpu["mig_mode"] is None
     assert gpu["memory_mib"] == 24576
@@ -58,28 +60,28 @@ def test_query_gpu_csv_not_available_cells_and_old_driver_fields():
 
 def test_query_gpu_csv_wrong_column_count_is_an_error():
     with pytest.raises(ValueError, match="expected 6 columns"):
-        _probes.parse_smi_gpus("0, NVIDIA H200, 9.0\n")
+        probes.parse_smi_gpus("0, NVIDIA H200, 9.0\n")
 
 
 def test_cuda_version_from_recorded_nvidia_smi_header():
-    assert _probes.parse_smi_cuda_version(recorded("h200x2-nvidia-smi.txt")) == "13.0"
-    assert _probes.parse_smi_cuda_version("no header here") is None
+    assert probes.parse_smi_cuda_version(recorded("h200x2-nvidia-smi.txt")) == "13.0"
+    assert probes.parse_smi_cuda_version("no header here") is None
 
 
 def test_topology_recorded_on_h200_with_ansi_underline():
-    topo = _probes.parse_topo_matrix(recorded("h200x2-topo-m.txt"))
+    topo = probes.parse_topo_matrix(recorded("h200x2-topo-m.txt"))
     assert "\x1b[4m" in recorded("h200x2-topo-m.txt")  # the real header is underlined
     assert topo["devices"] == ["GPU0", "GPU1"]
     assert topo["pairs"] == {"GPU0-GPU1": "NV18"}
-    assert _probes.link_class("NV18") == "nvlink"
+    assert probes.link_class("NV18") == "nvlink"
 
 
 def test_topology_recorded_on_four_h200():
-    topo = _probes.parse_topo_matrix(recorded("h200x4-topo-m.txt"))
+    topo = probes.parse_topo_matrix(recorded("h200x4-topo-m.txt"))
     assert topo["gpus"] == 4
     assert len(topo["pairs"]) == 6 and set(topo["pairs"].values()) == {"NV18"}
     facts = {"topology": Fact(topo)}
-    assert doctor.check_topology(facts, 4).status == "pass"
+    assert host_checks.check_topology(facts, 4).status == "pass"
 
 
 PCIE_TOPO = """\
@@ -103,25 +105,25 @@ NIC Legend:
 
 def test_topology_pcie_host_with_nic_rows():
     """Hand-made in `nvidia-smi topo -m`'s format: 4 PCIe GPUs over two sockets and a NIC."""
-    topo = _probes.parse_topo_matrix(PCIE_TOPO)
+    topo = probes.parse_topo_matrix(PCIE_TOPO)
     assert topo["gpus"] == 4
     assert topo["pairs"]["GPU0-GPU1"] == "PIX"
     assert topo["pairs"]["GPU0-GPU3"] == "SYS"
     assert len(topo["pairs"]) == 6  # GPU pairs only, each once
-    assert _probes.link_class("PIX") == "pcie-switch"
-    assert _probes.link_class("SYS") == "cpu-interconnect"
+    assert probes.link_class("PIX") == "pcie-switch"
+    assert probes.link_class("SYS") == "cpu-interconnect"
 
 
 def test_topology_without_a_matrix_is_an_error():
     with pytest.raises(ValueError, match="no device header"):
-        _probes.parse_topo_matrix("Failed to initialize NVML: Driver/library version mismatch\n")
+        probes.parse_topo_matrix("Failed to initialize NVML: Driver/library version mismatch\n")
 
 
 def test_nccl_version_from_recorded_log(tmp_path):
     line = recorded("h200x2-nccl-info.log").splitlines()[0]
-    assert _probes.parse_nccl_version_line(line) == "2.28.9+cuda13.0"
-    assert _probes.parse_nccl_version_line("NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM") is None
-    assert _probes.nccl_version_from_log(DATA / "h200x2-nccl-info.log") == "2.28.9+cuda13.0"
+    assert probes.parse_nccl_version_line(line) == "2.28.9+cuda13.0"
+    assert probes.parse_nccl_version_line("NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM") is None
+    assert probes.nccl_version_from_log(DATA / "h200x2-nccl-info.log") == "2.28.9+cuda13.0"
 
 
 def test_env_filter_keeps_gpu_settings_and_drops_secrets():
@@ -131,7 +133,7 @@ def test_env_filter_keeps_gpu_settings_and_drops_secrets():
         "TORCH_SECRET_THING": "s", "NCCL_IB_CREDENTIALS": "c",
         "HF_ENDPOINT": "https://alice:s3cret@mirror.example/hub",
     }
-    kept = _probes.filter_env(env)
+    kept = probes.filter_env(env)
     assert kept == {"CUDA_VISIBLE_DEVICES": "0,1", "HF_ENDPOINT": "https://<redacted:secret>@mirror.example/hub",
                     "HF_HOME": "/data/hf", "NCCL_DEBUG": "INFO"}
     assert "s3cret" not in json.dumps(kept)
@@ -155,14 +157,14 @@ def test_doctor_output_carries_no_credentials_or_host_names(tmp_path, monkeypatc
 
 
 def test_hf_cache_dir_follows_huggingface_hub_rules():
-    assert _probes.hf_cache_dir({"HF_HUB_CACHE": "/a", "HF_HOME": "/b"}) == Path("/a")
-    assert _probes.hf_cache_dir({"HF_HOME": "/b"}) == Path("/b/hub")
-    assert _probes.hf_cache_dir({"XDG_CACHE_HOME": "/c"}) == Path("/c/huggingface/hub")
-    assert _probes.hf_cache_dir({"HOME": "/home/u"}) == Path("/home/u/.cache/huggingface/hub")
+    assert probes.hf_cache_dir({"HF_HUB_CACHE": "/a", "HF_HOME": "/b"}) == Path("/a")
+    assert probes.hf_cache_dir({"HF_HOME": "/b"}) == Path("/b/hub")
+    assert probes.hf_cache_dir({"XDG_CACHE_HOME": "/c"}) == Path("/c/huggingface/hub")
+    assert probes.hf_cache_dir({"HOME": "/home/u"}) == Path("/home/u/.cache/huggingface/hub")
 
 
 def test_free_bytes_measures_the_nearest_existing_parent(tmp_path):
-    measured_at, free = _probes.free_bytes(tmp_path / "not" / "yet" / "there")
+    measured_at, free = probes.free_bytes(tmp_path / "not" / "yet" / "there")
     assert measured_at == tmp_path
     assert free > 0
 
@@ -188,7 +190,7 @@ def h200_outputs() -> dict:
     torch_line = 'CPVERIFY-TORCH {"torch": "2.11.0+cu130", "cuda_runtime": "13.0", "nccl": "2.28.9", ' \
                  '"cuda_available": true, "device_count": 2}'
     return {
-        ("nvidia-smi", f"--query-gpu={_probes.SMI_QUERY}"): CommandResult((), 0, recorded("h200x2-query-gpu.csv")),
+        ("nvidia-smi", f"--query-gpu={probes.SMI_QUERY}"): CommandResult((), 0, recorded("h200x2-query-gpu.csv")),
         ("nvidia-smi", "topo"): CommandResult((), 0, recorded("h200x2-topo-m.txt")),
         ("nvidia-smi",): CommandResult((), 0, recorded("h200x2-nvidia-smi.txt")),
         ("python-under-test",): CommandResult((), 0, torch_line + "\n"),
@@ -224,9 +226,9 @@ def test_collect_asks_four_gpus_of_a_two_gpu_host(tmp_path):
 
 def test_old_nvidia_smi_without_compute_cap_is_retried(tmp_path):
     outputs = h200_outputs()
-    outputs[("nvidia-smi", f"--query-gpu={_probes.SMI_QUERY}")] = CommandResult(
+    outputs[("nvidia-smi", f"--query-gpu={probes.SMI_QUERY}")] = CommandResult(
         (), 2, 'Field "compute_cap" is not a valid field to query.\n')
-    outputs[("nvidia-smi", f"--query-gpu={_probes.SMI_QUERY_OLD}")] = CommandResult(
+    outputs[("nvidia-smi", f"--query-gpu={probes.SMI_QUERY_OLD}")] = CommandResult(
         (), 0, "0, Tesla V100-SXM2-32GB, 32510, 470.82.01, [N/A]\n")
     report = doctor.collect(cp=1, host=fake_nvidia_host(tmp_path, outputs))
     checks = {c["name"]: c for c in report["checks"]}
@@ -251,7 +253,7 @@ def test_a_crashing_collector_becomes_could_not_collect():
     def boom(host):
         raise RuntimeError("driver exploded")
 
-    fact = _probes.isolated(boom, Host())
+    fact = probes.isolated(boom, Host())
     assert fact.error == "could not collect: RuntimeError: driver exploded"
     assert fact.elapsed_s is not None
 
@@ -259,23 +261,23 @@ def test_a_crashing_collector_becomes_could_not_collect():
 def test_torch_probe_reports_the_subprocess_error(tmp_path):
     line = 'CPVERIFY-TORCH {"error": "OSError: libcudart.so.13: cannot open shared object file"}'
     host = fake_nvidia_host(tmp_path, {("python-under-test",): CommandResult((), 0, line)})
-    fact = _probes.collect_torch(host)
+    fact = probes.collect_torch(host)
     assert "libcudart.so.13" in fact.error
     crashed = fake_nvidia_host(tmp_path / "b", {("python-under-test",): CommandResult((), -11, "", "Segmentation fault")})
-    assert "exited -11" in _probes.collect_torch(crashed).error
+    assert "exited -11" in probes.collect_torch(crashed).error
 
 
 def test_infiniband_devices_are_listed(tmp_path):
     (tmp_path / "sys" / "class" / "infiniband" / "mlx5_0").mkdir(parents=True)
     (tmp_path / "dev" / "infiniband").mkdir(parents=True)
-    fact = _probes.collect_infiniband(Host(root=tmp_path))
+    fact = probes.collect_infiniband(Host(root=tmp_path))
     assert fact.value == {"devices": ["mlx5_0"], "dev_infiniband": True}
 
 
 def test_a_docker_folder_on_sys_path_is_not_docker_py(tmp_path, monkeypatch):
     """This repository has a docker/ folder: from its root, `import docker` may give a namespace package."""
     monkeypatch.setitem(sys.modules, "docker", types.ModuleType("docker"))
-    fact = _probes.collect_docker(fake_nvidia_host(tmp_path, {}))
+    fact = probes.collect_docker(fake_nvidia_host(tmp_path, {}))
     assert "docker-py not installed" in fact.error
     assert "docker: command not found" in fact.error
 
@@ -285,10 +287,10 @@ def test_docker_cli_fallback_reads_runtimes(tmp_path, monkeypatch):
     info = {"ServerVersion": "26.1.4", "Runtimes": {"nvidia": {}, "runc": {}}, "DefaultRuntime": "runc",
             "DockerRootDir": "/var/lib/docker", "HttpProxy": "http://user:pw@proxy"}
     host = fake_nvidia_host(tmp_path, {("docker", "info"): CommandResult((), 0, json.dumps(info))})
-    fact = _probes.collect_docker(host)
+    fact = probes.collect_docker(host)
     assert fact.value == {"server_version": "26.1.4", "runtimes": ["nvidia", "runc"], "default_runtime": "runc",
                           "root_dir": "/var/lib/docker"}
-    check = doctor.check_docker_gpu({"docker": fact}, 2)
+    check = host_checks.check_docker_gpu({"docker": fact}, 2)
     assert check.status == "pass"
 
 
@@ -310,16 +312,16 @@ def facts_with(gpus=None, **overrides) -> dict[str, Fact]:
 
 
 @pytest.mark.parametrize("gpus, check, status", [
-    ([gpu(0, cc="7.0"), gpu(1)], doctor.check_compute_capability, "fail"),
-    ([gpu(0, cc="8.0"), gpu(1, cc="8.6")], doctor.check_compute_capability, "pass"),
-    ([gpu(0, driver="535.104.05"), gpu(1, driver="535.104.05")], doctor.check_driver, "warn"),
-    ([gpu(0, driver="550.54.15"), gpu(1, driver="550.54.15")], doctor.check_driver, "pass"),
-    ([gpu(0, driver="550.54.15"), gpu(1, driver="560.35.03")], doctor.check_same_driver, "fail"),
-    ([gpu(0, mig="Enabled"), gpu(1)], doctor.check_mig, "fail"),
-    ([gpu(0, mig=None), gpu(1, mig=None)], doctor.check_mig, "pass"),
-    ([gpu(0, mem=16384), gpu(1)], doctor.check_gpu_memory, "warn"),
-    ([gpu(0, mem=24564), gpu(1, mem=24564)], doctor.check_gpu_memory, "pass"),  # a "24 GB" card
-    ([gpu(0)], doctor.check_gpu_count, "fail"),
+    ([gpu(0, cc="7.0"), gpu(1)], host_checks.check_compute_capability, "fail"),
+    ([gpu(0, cc="8.0"), gpu(1, cc="8.6")], host_checks.check_compute_capability, "pass"),
+    ([gpu(0, driver="535.104.05"), gpu(1, driver="535.104.05")], host_checks.check_driver, "warn"),
+    ([gpu(0, driver="550.54.15"), gpu(1, driver="550.54.15")], host_checks.check_driver, "pass"),
+    ([gpu(0, driver="550.54.15"), gpu(1, driver="560.35.03")], host_checks.check_same_driver, "fail"),
+    ([gpu(0, mig="Enabled"), gpu(1)], host_checks.check_mig, "fail"),
+    ([gpu(0, mig=None), gpu(1, mig=None)], host_checks.check_mig, "pass"),
+    ([gpu(0, mem=16384), gpu(1)], host_checks.check_gpu_memory, "warn"),
+    ([gpu(0, mem=24564), gpu(1, mem=24564)], host_checks.check_gpu_memory, "pass"),  # a "24 GB" card
+    ([gpu(0)], host_checks.check_gpu_count, "fail"),
 ])
 def test_gpu_checks(gpus, check, status):
     assert check(facts_with(gpus), 2).status == status
@@ -335,28 +337,28 @@ def test_required_checks_decide_blocked():
 
 def test_cuda_and_nccl_versions():
     old = facts_with([gpu()], torch=Fact({"torch": "2.1.0", "cuda_runtime": "11.8", "nccl": "2.14.3"}))
-    assert doctor.check_cuda(old, 2).status == "warn"
-    assert doctor.check_nccl(old, 2).status == "warn"
+    assert host_checks.check_cuda(old, 2).status == "warn"
+    assert host_checks.check_nccl(old, 2).status == "warn"
     driver_only = facts_with([gpu()])
-    assert doctor.check_cuda(driver_only, 2).value == "12.4 (driver)"
+    assert host_checks.check_cuda(driver_only, 2).value == "12.4 (driver)"
     from_log = facts_with([gpu()], nccl_log=Fact("2.21.5+cuda12.4"))
-    assert doctor.check_nccl(from_log, 2).status == "pass"
+    assert host_checks.check_nccl(from_log, 2).status == "pass"
 
 
 def test_shm_and_topology_warnings():
     small = facts_with(shm=Fact({"total_bytes": 64 * 2**20, "free_bytes": 64 * 2**20}))
-    check = doctor.check_shm(small, 2)
+    check = host_checks.check_shm(small, 2)
     assert check.status == "warn" and "shm-size" in check.fix and "NCCL" in check.why
-    topo = facts_with(topology=Fact(_probes.parse_topo_matrix(PCIE_TOPO)))
-    assert doctor.check_topology(topo, 2).status == "pass"  # GPU0-GPU1 PIX
-    assert doctor.check_topology(topo, 4).status == "warn"  # GPU0-GPU3 SYS
+    topo = facts_with(topology=Fact(probes.parse_topo_matrix(PCIE_TOPO)))
+    assert host_checks.check_topology(topo, 2).status == "pass"  # GPU0-GPU1 PIX
+    assert host_checks.check_topology(topo, 4).status == "warn"  # GPU0-GPU3 SYS
 
 
 def test_a_surprising_fact_shape_does_not_kill_the_report():
     weird = facts_with(gpus=None)
     weird["gpus"] = Fact({"gpus": [{"index": 0}]})  # missing every field
     checks = doctor.evaluate(weird, 2)
-    assert len(checks) == len(doctor.CHECKS)
+    assert len(checks) == len(host_checks.CHECKS)
     assert any(c.value.startswith("could not evaluate") for c in checks)
 
 
@@ -377,8 +379,8 @@ DOCKER_DOWN = ("docker-py: Error while fetching server API version: ('Connection
 def test_render_fits_the_terminal_and_cites_each_collection_error_once(tmp_path, columns):
     host = fake_nvidia_host(tmp_path, {})
     report = doctor.collect(cp=2, host=host, docker=True)
-    down = _probes.missing(DOCKER_DOWN, absent=True)
-    check = doctor.check_docker_gpu({"docker": down}, 2)
+    down = probes.missing(DOCKER_DOWN, absent=True)
+    check = host_checks.check_docker_gpu({"docker": down}, 2)
     report["facts"]["docker"] = down.to_json()
     report["checks"] = [dataclasses.asdict(check) if c["name"] == "docker_nvidia_runtime" else c
                         for c in report["checks"]]
@@ -395,7 +397,7 @@ def test_render_fits_the_terminal_and_cites_each_collection_error_once(tmp_path,
     assert value == check.value  # what the check found (no engine), not the collection error again
     # every check that ran and did not pass names its fix, below the table
     fixes = " ".join(text.split("to fix:\n", 1)[1].split())
-    assert f"docker_nvidia_runtime: {_probes.DOCKER_FIXES['not_installed']}" in fixes
+    assert f"docker_nvidia_runtime: {probes.DOCKER_FIXES['not_installed']}" in fixes
     assert "gpu_count: install the NVIDIA driver" in fixes
 
 
@@ -481,9 +483,9 @@ DOCKER_TEXTS = {
 @pytest.mark.parametrize("required", [True, False])
 def test_an_engine_that_does_not_answer_gets_the_fix_for_its_cause(cause, required):
     text, absent = DOCKER_TEXTS[cause]
-    check = doctor.check_docker_gpu({"docker": _probes.missing(text, absent=absent)}, 2, required=required)
+    check = host_checks.check_docker_gpu({"docker": probes.missing(text, absent=absent)}, 2, required=required)
     assert (check.status, check.required, check.fix) == ("fail" if required else "warn", required,
-                                                         _probes.DOCKER_FIXES[cause])
+                                                         probes.DOCKER_FIXES[cause])
 
 
 def test_the_docker_check_is_asked_only_of_runners_that_use_docker(tmp_path, capsys):
@@ -510,8 +512,8 @@ def h200_facts(tmp_path_factory):
 def test_only_checks_that_ran_and_did_not_pass_prescribe_a_fix(h200_facts, lost, absent, cp):
     """A check that could not run (its fact was not collected) has no fix: a missing GPU must not
     read as 'upgrade the driver, disable MIG, ...'. One that ran and did not pass names its fix."""
-    facts = {name: _probes.missing("gone in this example", absent=absent) if name in lost else fact
+    facts = {name: probes.missing("gone in this example", absent=absent) if name in lost else fact
              for name, fact in h200_facts.items()}
-    checks = [*doctor.evaluate(facts, cp), doctor.check_docker_gpu(facts, cp)]
+    checks = [*doctor.evaluate(facts, cp), host_checks.check_docker_gpu(facts, cp)]
     assert [c.name for c in checks if c.status == "unknown" and c.fix] == []
     assert [c.name for c in checks if c.status in ("fail", "warn") and not c.fix] == []

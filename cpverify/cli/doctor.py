@@ -11,16 +11,14 @@ from pathlib import Path
 from cpverify import config
 from cpverify.artifacts import atomic_write_json
 from cpverify.config import RUNNERS
-from cpverify.doctor import (
+from cpverify.doctor import collect, exit_code, render
+from cpverify.doctor.checks import (
     MIN_COMPUTE_CAPABILITY,
     MIN_CUDA,
     MIN_DRIVER,
     MIN_GPU_MEMORY_BYTES,
     MIN_NCCL,
     MIN_SHM_BYTES,
-    collect,
-    exit_code,
-    render,
 )
 from cpverify.errors import InputError
 from cpverify.redact import Redactor

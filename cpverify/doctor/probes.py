@@ -459,3 +459,22 @@ def collect_nccl_log(host: Host, log: Path | None) -> Fact:
     if version is None:
         return missing(f"no 'NCCL INFO NCCL version' line in {log}; run with NCCL_DEBUG=INFO")
     return Fact(version, source=str(log))
+
+
+def gather_facts(host: Host | None = None, *, nccl_log: Path | None = None) -> dict[str, Fact]:
+    host = host or Host()
+    facts = {
+        "host": isolated(collect_host, host),
+        "gpus": isolated(collect_gpus, host),
+        "torch": isolated(collect_torch, host),
+        "nccl_log": isolated(collect_nccl_log, host, nccl_log),
+        "topology": isolated(collect_topology, host),
+        "infiniband": isolated(collect_infiniband, host),
+        "shm": isolated(collect_shm, host),
+        "docker": isolated(collect_docker, host),
+    }
+    docker_root = (facts["docker"].value or {}).get("root_dir") if facts["docker"].error is None else None
+    facts["disk"] = isolated(collect_disk, host, docker_root)
+    facts["packages"] = isolated(collect_packages, host)
+    facts["env"] = isolated(collect_env, host)
+    return facts
