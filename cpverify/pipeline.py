@@ -64,11 +64,11 @@ from cpverify.redact import Pseudonyms, Redactor, redacted_terminal
 from cpverify.revisions import checkout, revisions
 from cpverify.runners import make_runner, runner_class
 from cpverify.runners.base import BaseRunner, RunSetup
-from cpverify.runners.local import WorkloadPython, requested_python
-from cpverify.runners.local import workload_python as choose_python
 from cpverify.runners.watch import Terminated
 from cpverify.runners.workload_env import secret_values
 from cpverify.verdict import INCONCLUSIVE, ArmEvidence, Check, Thresholds, ab, decide
+from cpverify.workload_python import WorkloadPython, requested_python
+from cpverify.workload_python import workload_python as choose_python
 from cpverify.workspace import CONTAINER_WORK, Workspace
 
 STEPS = ("doctor", "image", "fetch", "compileall", "lint", "cp1", "cp2", "verdict")

@@ -23,9 +23,9 @@ from cpverify.errors import InputError
 from cpverify.model import Mount
 from cpverify.plan import build_ab_plan, build_plan
 from cpverify.prompts import load_prompts
-from cpverify.runners.local import WorkloadPython, requested_python
-from cpverify.runners.local import workload_python as find_python
 from cpverify.runners.workload_env import workload_env
+from cpverify.workload_python import WorkloadPython, requested_python
+from cpverify.workload_python import workload_python as find_python
 
 if TYPE_CHECKING:
     from cpverify.plan import Plan

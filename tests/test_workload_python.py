@@ -21,7 +21,7 @@ import pytest
 
 from cpverify.errors import InputError
 from cpverify.profiles import get_profile
-from cpverify.runners.local import workload_python
+from cpverify.workload_python import workload_python
 from helpers.hfcache import make_model_cache
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -202,7 +202,7 @@ def test_the_standalone_probe_uses_the_same_choice(pythons):
 
 
 def test_a_python_without_torch_for_the_probe_is_told_the_extra_that_installs_it():
-    from cpverify.runners.local import PROBE_EXTRA, WorkloadPython
+    from cpverify.workload_python import PROBE_EXTRA, WorkloadPython
 
     lacks = {"torch": "ModuleNotFoundError: No module named 'torch'"}
     searched = ("/usr/bin/python3", sys.executable)  # none was named: cpverify looked on PATH and at itself

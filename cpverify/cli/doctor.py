@@ -23,7 +23,7 @@ from cpverify.doctor.checks import (
 from cpverify.errors import InputError
 from cpverify.redact import Redactor
 from cpverify.runners import runner_class
-from cpverify.runners.local import requested_python, workload_python
+from cpverify.workload_python import requested_python, workload_python
 
 DESCRIPTION = f"""\
 Can this host run a CP verification? Prints the facts an issue report needs (GPUs, driver,

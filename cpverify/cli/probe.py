@@ -15,8 +15,9 @@ from cpverify.errors import EXIT_FAIL, EXIT_OK, EnvironmentBlocked
 from cpverify.probe import arm_commands, bandwidth_argv, run_arm, summarize
 from cpverify.profiles import get_profile
 from cpverify.progress import ArmsDisplay
-from cpverify.runners.local import LocalRunner, requested_python, workload_python
+from cpverify.runners.local import LocalRunner
 from cpverify.runners.workload_env import workload_env
+from cpverify.workload_python import requested_python, workload_python
 
 
 def register(subparsers) -> None:

@@ -16,7 +16,7 @@ from cpverify.errors import EXIT_BLOCKED, EXIT_OK, InputError
 from cpverify.versions import parse_version
 
 if TYPE_CHECKING:
-    from cpverify.runners.local import WorkloadPython
+    from cpverify.workload_python import WorkloadPython
 
 SCHEMA_VERSION = 1
 
