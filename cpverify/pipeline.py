@@ -54,10 +54,11 @@ from cpverify.lint import deep as deep_lint
 from cpverify.lint import format_findings, lint_plan
 from cpverify.locks import GpuLock, RunDirLock
 from cpverify.model import BASE, Arm, ArmInterrupted, ArmResult, Mount, Outcome
+from cpverify.overrides import resolve_profile
 from cpverify.parse import ParsedLog, parse_stream
 from cpverify.plan import GRAD_NORM_LOAD, parse_gpus
 from cpverify.plan import design as ab_design
-from cpverify.profiles import Profile, resolve_profile
+from cpverify.profiles import Profile
 from cpverify.progress import ArmsDisplay
 from cpverify.record import ArmRecord, Blocked, Interrupted, RunRecord, check_plan
 from cpverify.redact import Pseudonyms, Redactor, redacted_terminal

@@ -117,7 +117,7 @@ def test_the_commands_live_in_the_cli_and_nothing_below_it_imports_it():
 
 # The flow's stages in order (ARCHITECTURE.md, "The flow"): the modules of each.
 STAGES = (
-    ("profile", ("cpverify.profiles",)),
+    ("profile", ("cpverify.profiles", "cpverify.overrides")),
     ("plan", ("cpverify.plan",)),
     ("lint", ("cpverify.lint",)),
     ("parse", ("cpverify.parse",)),

@@ -25,8 +25,9 @@ from cpverify.lint import (
     parse_command,
     shell,
 )
+from cpverify.overrides import with_overrides
 from cpverify.plan import build_plan
-from cpverify.profiles import get_profile, with_overrides
+from cpverify.profiles import get_profile
 
 DATA = Path(__file__).parent / "data"
 SEED001_CP2 = (DATA / "seed001_cp2_command.txt").read_text(encoding="utf-8")

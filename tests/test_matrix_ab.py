@@ -20,10 +20,11 @@ import pytest
 from cpverify import pipeline, revisions, workspace
 from cpverify.cli import build_parser, main
 from cpverify.errors import EXIT_FAIL, InputError
+from cpverify.overrides import resolve_profile
 from cpverify.parse import parse_file
 from cpverify.plan import PROBE_CP_FLAG, arm_diff, build_plan
 from cpverify.plan import ab as plan_ab
-from cpverify.profiles import get_profile, resolve_profile
+from cpverify.profiles import get_profile
 from cpverify.verdict import ArmEvidence, Thresholds, ab, decide
 from helpers.hfcache import make_model_cache
 from helpers.slime_log import synthetic_arm

@@ -15,9 +15,10 @@ from matplotlib.image import imread  # in the test extra: a missing matplotlib f
 
 from cpverify import report
 from cpverify.artifacts import RunDir
+from cpverify.overrides import with_overrides
 from cpverify.parse import parse_file
 from cpverify.plan import build_plan
-from cpverify.profiles import get_profile, with_overrides
+from cpverify.profiles import get_profile
 from cpverify.report import plots
 from cpverify.verdict import ArmEvidence, Thresholds, decide
 

@@ -23,10 +23,11 @@ from cpverify import probe
 from cpverify.cli import main
 from cpverify.cli import probe as probe_cli
 from cpverify.errors import InputError
+from cpverify.overrides import with_overrides
 from cpverify.parse import LogParser, ParsedLog, parse_file
 from cpverify.plan import build_plan
 from cpverify.probe import bandwidth, rules, workload
-from cpverify.profiles import get_profile, with_overrides
+from cpverify.profiles import get_profile
 
 DATA = Path(__file__).parent / "data" / "probe"
 REPO = Path(__file__).resolve().parents[1]

@@ -18,15 +18,9 @@ from cpverify.argv import options as argv_options
 from cpverify.cli import plan as plan_cli
 from cpverify.errors import InputError
 from cpverify.model import Arm
+from cpverify.overrides import load_overrides, resolve_profile, with_overrides
 from cpverify.plan import arm_diff, build_plan, check_pair, render
-from cpverify.profiles import (
-    PROFILES,
-    QWEN25_05B_MODEL_ARGS,
-    get_profile,
-    load_overrides,
-    resolve_profile,
-    with_overrides,
-)
+from cpverify.profiles import PROFILES, QWEN25_05B_MODEL_ARGS, get_profile
 
 ROOT = Path(__file__).resolve().parents[1]
 

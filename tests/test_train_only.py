@@ -27,6 +27,7 @@ from cpverify.errors import InputError
 from cpverify.lint import ERROR, WARNING, Finding
 from cpverify.lint import deep as deep_lint
 from cpverify.model import Arm
+from cpverify.overrides import with_overrides
 from cpverify.pipeline import error_classes
 from cpverify.plan import (
     GRAD_NORM_LOAD,
@@ -36,12 +37,7 @@ from cpverify.plan import (
     build_plan,
     check_pair,
 )
-from cpverify.profiles import (
-    SMOKE_TRAIN_ARGS,
-    TRAIN_ONLY_TRAIN_ARGS,
-    get_profile,
-    with_overrides,
-)
+from cpverify.profiles import SMOKE_TRAIN_ARGS, TRAIN_ONLY_TRAIN_ARGS, get_profile
 from cpverify.runners.workload_env import workload_env
 from helpers.hfcache import make_model_cache
 

@@ -10,8 +10,9 @@ from cpverify import config
 from cpverify.artifacts import LATEST, latest_run_id, new_run_id
 from cpverify.config import RUNNERS
 from cpverify.fetch import cache_root
+from cpverify.overrides import resolve_profile
 from cpverify.plan import Plan, parse_gpus
-from cpverify.profiles import PROFILES, resolve_profile
+from cpverify.profiles import PROFILES
 from cpverify.runners import runner_class
 from cpverify.workspace import Workspace
 
