@@ -140,7 +140,7 @@ class ArmResult:
     lines: int = 0
     error_class: str = ""  # the fatal error that ended the run (the finest class of its line)
     # No parsed log here: the watcher's parse serves the limits while the arm runs; the verdict
-    # parses the bytes it hashes, once (the log judged is the log recorded, cpverify.record).
+    # parses the bytes it hashes, once (the log judged is the log recorded, cpverify.run_state).
 
     def to_json(self) -> dict:
         """The result as plain JSON types."""

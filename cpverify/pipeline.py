@@ -12,7 +12,7 @@ The steps, in order (each is also a nox session and a compose service):
   cp1, cp2    the baseline arm(s), then the candidate arm(s), on the same GPUs, under one lock
   verdict     parse every log, decide, write verdict.md / verdict.json / env.json / commands.sh
 
-`--only a,b` runs some steps; steps share the run through artifacts/<run-id>/ (cpverify.record):
+`--only a,b` runs some steps; steps share the run through artifacts/<run-id>/ (cpverify.run_state):
 plan.json, written by the run's first step, fixes what the arms run (a later step whose arguments
 would change it is refused), and state.json records what each step found and each arm's log, so
 `nox -s cp2` after `nox -s cp1` (same CPVERIFY_RUN_ID) continues the same run. One process at a
@@ -60,9 +60,9 @@ from cpverify.plan import GRAD_NORM_LOAD, parse_gpus
 from cpverify.plan import design as ab_design
 from cpverify.profiles import Profile
 from cpverify.progress import ArmsDisplay
-from cpverify.record import ArmRecord, Blocked, Interrupted, RunRecord, check_plan
 from cpverify.redact import Pseudonyms, Redactor, redacted_terminal
 from cpverify.revisions import checkout, revisions
+from cpverify.run_state import ArmRecord, Interrupted, RunRecord, check_plan
 from cpverify.runners import make_runner, runner_class
 from cpverify.runners.base import BaseRunner, RunSetup
 from cpverify.runners.watch import Terminated
@@ -416,7 +416,7 @@ def error_classes(text: str) -> list[tuple[str, str]]:
 
 def step_arms(ctx: Context, which: str) -> int:
     if ctx.record.blocked:
-        ctx.say(f"{which}: skipped, the run is blocked: {ctx.record.blocked.reason}")
+        ctx.say(f"{which}: skipped, the run is blocked: {ctx.record.blocked.problem}")
         return EXIT_OK
     python = workload_python(ctx, refresh=True)
     if python is not None and not python.ok:  # before any GPU is held: the arms would die on import
@@ -498,7 +498,7 @@ def step_verdict(ctx: Context) -> int:
         if recorded:
             result = recorded.result
         elif blocked:
-            result = ArmResult(arm.name, Outcome.BLOCKED, None, log_path, 0.0, reason=blocked.reason, fix=blocked.fix)
+            result = ArmResult(arm.name, Outcome.BLOCKED, None, log_path, 0.0, reason=blocked.problem, fix=blocked.fix)
         elif interrupted:
             result = ArmResult(arm.name, Outcome.INTERRUPTED, None, log_path, 0.0,
                                reason=f"not run: the run was {interrupted.why} during {_step_name(interrupted.step)}",
@@ -535,7 +535,7 @@ def _step_name(step: str) -> str:
 
 def write_blocked(ctx: Context, reason: str, fix: str) -> int:
     """Record that the run cannot happen here, and still leave a verdict a person can read."""
-    ctx.record.blocked = Blocked(reason, fix)
+    ctx.record.blocked = EnvironmentBlocked(reason, fix)
     ctx.save()
     step_verdict(ctx)
     return EXIT_BLOCKED
@@ -642,7 +642,7 @@ def matrix_assignments(args) -> list[str]:
 
 
 def plan_definition(ctx: Context, plan) -> dict:
-    """Everything that decides what the arms run, as plan.json records it (cpverify.record): the
+    """Everything that decides what the arms run, as plan.json records it (cpverify.run_state): the
     plan (argv and env of every arm, secrets masked), the profile's other fields (thresholds,
     limits, model), the runner and, for Docker, the mounts and the image asked for (inside a
     container the plan's paths are the same whichever checkout is mounted there)."""

@@ -12,7 +12,7 @@ a process group, a Ray job: a stream of its output, its exit code, a stop, a clo
 shared LogWatcher streams that output to log_path line by line (scrubbed, flushed per line), feeds
 the parser, enforces the limits and stops the workload on deadline, hang, stall, fatal signature or
 Ctrl-C; `close()` leaves nothing running, whatever happened. A workload that cannot start is a
-BLOCKED result naming the fix (`Blocked`), never a traceback; Ctrl-C at any point is ArmInterrupted
+BLOCKED result naming the fix (`EnvironmentBlocked`), never a traceback; Ctrl-C at any point is ArmInterrupted
 carrying the partial result.
 
 Where to add a runner: ARCHITECTURE.md ("Adding a runner").
@@ -65,15 +65,6 @@ class Workload(Protocol):
 
     def explain(self, result: ArmResult) -> ArmResult:
         """The runner's own view of how it ended, where the exit code alone does not say it."""
-
-
-class Blocked(Exception):
-    """`start()` could not get the workload going: an environment problem, with its fix."""
-
-    def __init__(self, reason: str, fix: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.fix = fix
 
 
 @dataclass(frozen=True)
@@ -142,7 +133,7 @@ class BaseRunner:
         return []
 
     def start(self, arm: Arm, log_path: Path) -> Workload:
-        """Get the arm's workload going. Raises Blocked when it cannot start; on KeyboardInterrupt,
+        """Get the arm's workload going. Raises EnvironmentBlocked when it cannot start; on KeyboardInterrupt,
         undoes what it began, then re-raises."""
         raise NotImplementedError
 
@@ -181,8 +172,6 @@ class BaseRunner:
             try:
                 self.preflight()
                 workload = self.start(arm, log_path)
-            except Blocked as exc:
-                return blocked_result(arm.name, log_path, started, exc.reason, exc.fix)
             except (EnvironmentBlocked, InputError) as exc:
                 return blocked_result(arm.name, log_path, started, exc.problem, exc.fix)
             except KeyboardInterrupt as exc:

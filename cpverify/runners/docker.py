@@ -24,7 +24,7 @@ from cpverify.artifacts import check_run_id
 from cpverify.doctor.probes import DEFAULT_DOCKER_HOST, docker_engine_problem
 from cpverify.errors import EnvironmentBlocked, InputError
 from cpverify.model import Arm, ArmResult, Limits, Mount, Outcome
-from cpverify.runners.base import BaseRunner, Blocked, RunSetup
+from cpverify.runners.base import BaseRunner, RunSetup
 from cpverify.runners.watch import ProgressCallback
 from cpverify.runners.workload_env import workload_env
 
@@ -248,18 +248,18 @@ class DockerRunner(BaseRunner):
             try:
                 container = client.containers.create(**kwargs)
             except docker.errors.ImageNotFound:
-                raise Blocked(f"image {self.image} is not on this Docker engine",
-                              f"build it (`nox -s image`) or pull it (`docker pull {self.image}`)") from None
+                raise EnvironmentBlocked(f"image {self.image} is not on this Docker engine",
+                                         f"build it (`nox -s image`) or pull it (`docker pull {self.image}`)") from None
             except docker.errors.APIError as exc:
-                raise Blocked(f"Docker refused to create the container: {_explain(exc)}",
-                              "fix the setting Docker names above, then run again") from None
+                raise EnvironmentBlocked(f"Docker refused to create the container: {_explain(exc)}",
+                                         "fix the setting Docker names above, then run again") from None
             try:
                 container.start()
             except docker.errors.APIError as exc:
                 # A failed start leaves the container in state `created` (docker-py does not
                 # remove it): remove it now, or every failed attempt leaves one behind.
                 _remove(container)
-                raise Blocked(*self._start_failure(arm, exc)) from None
+                raise EnvironmentBlocked(*self._start_failure(arm, exc)) from None
         except KeyboardInterrupt:
             # The daemon may have created the container although the call never returned:
             # remove it by name.

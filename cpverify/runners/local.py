@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import IO, cast
 
 from cpverify.config import WORKLOAD_OWNER_ENV
+from cpverify.errors import EnvironmentBlocked
 from cpverify.model import Arm, ArmResult
-from cpverify.runners.base import BaseRunner, Blocked, RunSetup
+from cpverify.runners.base import BaseRunner, RunSetup
 from cpverify.runners.watch import ProgressCallback
 from cpverify.runners.workload_env import workload_env
 
@@ -87,8 +88,8 @@ class LocalRunner(BaseRunner):
                 bufsize=0,
             )
         except OSError as exc:  # exec format error, permission denied, ...: not a traceback
-            raise Blocked(f"cannot start {argv[0]!r}: {exc.strerror or exc}",
-                          f"check that {argv[0]!r} is an executable for this machine") from None
+            raise EnvironmentBlocked(f"cannot start {argv[0]!r}: {exc.strerror or exc}",
+                                     f"check that {argv[0]!r} is an executable for this machine") from None
         return _ProcessGroup(proc, self.term_grace_s)
 
 
@@ -260,21 +261,21 @@ def sweep_leftovers() -> list[str]:
 
 
 def _check_startable(argv: list[str], workdir, env: dict[str, str]) -> None:
-    """Blocked, naming the fix, when the command cannot start here: no command, no working
+    """EnvironmentBlocked, naming the fix, when the command cannot start here: no command, no working
     directory, a program that is not an executable or not on the workload's PATH."""
     if not argv:
-        raise Blocked("the arm has an empty command", "fix the plan: argv is empty")
+        raise EnvironmentBlocked("the arm has an empty command", "fix the plan: argv is empty")
     workdir = Path(workdir) if workdir else Path.cwd()
     if not workdir.is_dir():
-        raise Blocked(f"working directory {workdir} does not exist",
-                      f"create {workdir} or point the plan's workdir at your slime checkout")
+        raise EnvironmentBlocked(f"working directory {workdir} does not exist",
+                                 f"create {workdir} or point the plan's workdir at your slime checkout")
     program = argv[0]
     if os.sep in program:
         path = Path(program) if Path(program).is_absolute() else workdir / program
         if not (path.is_file() and os.access(path, os.X_OK)):
-            raise Blocked(f"{program} is not an executable file (looked in {workdir})",
-                          f"check the path, or make it executable: chmod +x {path}")
+            raise EnvironmentBlocked(f"{program} is not an executable file (looked in {workdir})",
+                                     f"check the path, or make it executable: chmod +x {path}")
     elif shutil.which(program, path=env.get("PATH", os.defpath)) is None:
-        raise Blocked(f"{program!r} was not found on PATH",
-                      f"install {program} (or activate the environment that has it) so that "
-                      f"`command -v {program}` finds it, then run again")
+        raise EnvironmentBlocked(f"{program!r} was not found on PATH",
+                                 f"install {program} (or activate the environment that has it) so that "
+                                 f"`command -v {program}` finds it, then run again")

@@ -58,7 +58,7 @@ from cpverify.artifacts import check_run_id
 from cpverify.errors import EnvironmentBlocked, InputError
 from cpverify.model import Arm, ArmResult, Outcome
 from cpverify.redact import secret_arguments
-from cpverify.runners.base import BaseRunner, Blocked, RunSetup
+from cpverify.runners.base import BaseRunner, RunSetup
 from cpverify.runners.watch import ProgressCallback
 from cpverify.runners.workload_env import workload_env
 
@@ -289,21 +289,21 @@ class RayRunner(BaseRunner):
                     client.submit_job(submission_id=trying, **spec)
                     break
                 except OSError as exc:  # requests' errors are OSErrors: the dashboard went away since preflight
-                    raise Blocked(f"the Ray dashboard at {self.address} stopped answering: {_short(exc)}",
-                                  RAY_FIX) from None
+                    raise EnvironmentBlocked(f"the Ray dashboard at {self.address} stopped answering: {_short(exc)}",
+                                             RAY_FIX) from None
                 except RuntimeError as exc:
                     if "already exists" not in str(exc):
-                        raise Blocked(f"Ray refused the job: {_short(exc)}",
-                                      "fix what Ray names above (see `ray job list`), then run again") from None
+                        raise EnvironmentBlocked(f"Ray refused the job: {_short(exc)}",
+                                                 "fix what Ray names above (see `ray job list`), then run again") from None
                     status = _status(client, trying)
                     if status not in TERMINAL:
-                        raise Blocked(f"Ray job {trying} of this arm is still {status or 'there'} (an earlier "
-                                      "cpverify run that did not finish)",
-                                      f"wait for it, or stop it: `ray job stop {trying} --address {self.address}`"
-                                      ) from None
+                        raise EnvironmentBlocked(f"Ray job {trying} of this arm is still {status or 'there'} (an earlier "
+                                                 "cpverify run that did not finish)",
+                                                 f"wait for it, or stop it: `ray job stop {trying} --address {self.address}`"
+                                                 ) from None
             else:
-                raise Blocked(f"{_MAX_ATTEMPT_IDS} jobs of this arm exist already",
-                              "use a new run id (--run-id), or delete old jobs with `ray job delete`")
+                raise EnvironmentBlocked(f"{_MAX_ATTEMPT_IDS} jobs of this arm exist already",
+                                         "use a new run id (--run-id), or delete old jobs with `ray job delete`")
         except KeyboardInterrupt:
             # Ctrl-C while submitting: the job may exist although the call never returned.
             if trying is not None:

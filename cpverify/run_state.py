@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from cpverify.artifacts import atomic_write_json
-from cpverify.errors import InputError
+from cpverify.errors import EnvironmentBlocked, InputError
 from cpverify.model import ArmResult
 
 SCHEMA_VERSION = 1
@@ -53,14 +53,6 @@ class ArmRecord:
 
 
 @dataclass
-class Blocked:
-    """This host cannot run the check; the verdict says why and how to fix it."""
-
-    reason: str
-    fix: str
-
-
-@dataclass
 class Interrupted:
     """Ctrl-C or a termination signal stopped the run during `step` (an arm or any other step)."""
 
@@ -80,7 +72,7 @@ class RunRecord:
     lint: list | None = None
     deep_lint: Any = None  # slime's own parser on every arm (cpverify.lint.deep)
     arms: dict[str, ArmRecord] = field(default_factory=dict)
-    blocked: Blocked | None = None
+    blocked: EnvironmentBlocked | None = None  # what blocked the run (state.json: its reason and fix)
     interrupted: Interrupted | None = None
 
     def to_json(self) -> dict:
@@ -89,7 +81,9 @@ class RunRecord:
             value = getattr(self, f.name)
             if f.name == "arms":
                 value = {name: arm.to_json() for name, arm in value.items()}
-            elif isinstance(value, (Blocked, Interrupted)):
+            elif isinstance(value, EnvironmentBlocked):
+                value = {"reason": value.problem, "fix": value.fix}
+            elif isinstance(value, Interrupted):
                 value = dataclasses.asdict(value)
             data[f.name] = value
         return data
@@ -102,9 +96,10 @@ class RunRecord:
         fields = {f.name for f in dataclasses.fields(cls)}
         values = {k: v for k, v in data.items() if k in fields}
         values["arms"] = {name: ArmRecord.from_json(arm) for name, arm in (values.get("arms") or {}).items()}
-        for name, kind in (("blocked", Blocked), ("interrupted", Interrupted)):
-            if values.get(name) is not None:
-                values[name] = kind(**values[name])
+        if values.get("blocked") is not None:
+            values["blocked"] = EnvironmentBlocked(values["blocked"]["reason"], values["blocked"]["fix"])
+        if values.get("interrupted") is not None:
+            values["interrupted"] = Interrupted(**values["interrupted"])
         return cls(**values)
 
     @classmethod
