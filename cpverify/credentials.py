@@ -130,7 +130,7 @@ def literal_worthy(value: str) -> bool:
 
 
 @dataclass(frozen=True)
-class Kind:
+class ValueKind:
     """One kind of secret recognised by its value: `pattern` finds it, `replace` keeps what is not secret."""
 
     name: str
@@ -265,49 +265,49 @@ def _command_passwords(match: re.Match[str]) -> str:
     return "".join(out) + text[pos:match.end()]
 
 
-VALUE_KINDS: tuple[Kind, ...] = (
+VALUE_KINDS: tuple[ValueKind, ...] = (
     # provider prefixes
-    Kind("huggingface", re.compile(r"\bhf_[A-Za-z0-9]{20,}\b"), _whole(TOKEN)),
-    Kind("github", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"), _whole(TOKEN)),
-    Kind("github-fine-grained", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"), _whole(TOKEN)),
-    Kind("gitlab", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), _whole(TOKEN)),
-    Kind("aws-access-key-id", re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), _whole(TOKEN)),
-    Kind("openai-anthropic", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"), _whole(TOKEN)),
-    Kind("stripe", re.compile(r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"), _whole(TOKEN)),
-    Kind("slack-token", re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}|\bxapp-\d-[A-Za-z0-9-]{10,}"), _whole(TOKEN)),
-    Kind("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), _whole(TOKEN)),
-    Kind("pypi", re.compile(r"\bpypi-AgE[A-Za-z0-9_-]{20,}"), _whole(TOKEN)),
-    Kind("npm", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), _whole(TOKEN)),
-    Kind("sendgrid", re.compile(r"\bSG\.[\w-]{16,}\.[\w-]{16,}"), _whole(TOKEN)),
-    Kind("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"), _whole(TOKEN)),
+    ValueKind("huggingface", re.compile(r"\bhf_[A-Za-z0-9]{20,}\b"), _whole(TOKEN)),
+    ValueKind("github", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"), _whole(TOKEN)),
+    ValueKind("github-fine-grained", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"), _whole(TOKEN)),
+    ValueKind("gitlab", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), _whole(TOKEN)),
+    ValueKind("aws-access-key-id", re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), _whole(TOKEN)),
+    ValueKind("openai-anthropic", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"), _whole(TOKEN)),
+    ValueKind("stripe", re.compile(r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"), _whole(TOKEN)),
+    ValueKind("slack-token", re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}|\bxapp-\d-[A-Za-z0-9-]{10,}"), _whole(TOKEN)),
+    ValueKind("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), _whole(TOKEN)),
+    ValueKind("pypi", re.compile(r"\bpypi-AgE[A-Za-z0-9_-]{20,}"), _whole(TOKEN)),
+    ValueKind("npm", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), _whole(TOKEN)),
+    ValueKind("sendgrid", re.compile(r"\bSG\.[\w-]{16,}\.[\w-]{16,}"), _whole(TOKEN)),
+    ValueKind("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"), _whole(TOKEN)),
     # NVIDIA (NGC, build.nvidia.com): nvapi- and 64 characters; NGC's older keys have no prefix (by name only)
-    Kind("nvidia", re.compile(r"\bnvapi-[A-Za-z0-9_-]{40,}"), _whole(TOKEN)),
-    Kind("google-oauth", re.compile(r"\bya29\.[A-Za-z0-9_.-]{20,}"), _whole(TOKEN)),  # access tokens
-    Kind("groq", re.compile(r"\bgsk_[A-Za-z0-9]{40,}\b"), _whole(TOKEN)),  # gsk_ and 52 characters
-    Kind("databricks", re.compile(r"\bdapi[0-9a-h]{32}(?:-\d+)?\b"), _whole(TOKEN)),
+    ValueKind("nvidia", re.compile(r"\bnvapi-[A-Za-z0-9_-]{40,}"), _whole(TOKEN)),
+    ValueKind("google-oauth", re.compile(r"\bya29\.[A-Za-z0-9_.-]{20,}"), _whole(TOKEN)),  # access tokens
+    ValueKind("groq", re.compile(r"\bgsk_[A-Za-z0-9]{40,}\b"), _whole(TOKEN)),  # gsk_ and 52 characters
+    ValueKind("databricks", re.compile(r"\bdapi[0-9a-h]{32}(?:-\d+)?\b"), _whole(TOKEN)),
     # W&B: a server's keys (local-, or another prefix, and the 40 characters of a cloud key) and the newer
     # wandb_v1_ keys; a plain cloud key is 40 hex digits, a git commit's shape: by name or literally
-    Kind("wandb", re.compile(r"\blocal-[A-Za-z0-9]{40}\b|\bwandb_v1_[A-Za-z0-9_]{40,}"), _whole(TOKEN)),
+    ValueKind("wandb", re.compile(r"\blocal-[A-Za-z0-9]{40}\b|\bwandb_v1_[A-Za-z0-9_]{40,}"), _whole(TOKEN)),
     # webhook URLs are the credential themselves: keep the service, drop the path
-    Kind("slack-webhook", re.compile(r"(?i)(https://hooks\.slack\.com/)(?P<secret>(?:services|workflows|triggers)/[\w/-]+)"),
+    ValueKind("slack-webhook", re.compile(r"(?i)(https://hooks\.slack\.com/)(?P<secret>(?:services|workflows|triggers)/[\w/-]+)"),
          keep_group("secret", TOKEN)),
-    Kind("discord-webhook", re.compile(r"(?i)(https://(?:\w+\.)?discord(?:app)?\.com/api/webhooks/)(?P<secret>[\w/-]+)"),
+    ValueKind("discord-webhook", re.compile(r"(?i)(https://(?:\w+\.)?discord(?:app)?\.com/api/webhooks/)(?P<secret>[\w/-]+)"),
          keep_group("secret", TOKEN)),
     # scheme://user:password@host (a password may hold an @ itself: up to the last one before the
     # host), scheme://TOKEN@host (a long user with a digit: not `git@`)
-    Kind("url-userinfo", re.compile(r"(?i)\b[a-z][a-z0-9+.-]{0,31}://(?P<secret>[^\s/?#@:'\"<>]{0,2048}:[^\s/'\"<>]{0,2048}|"
+    ValueKind("url-userinfo", re.compile(r"(?i)\b[a-z][a-z0-9+.-]{0,31}://(?P<secret>[^\s/?#@:'\"<>]{0,2048}:[^\s/'\"<>]{0,2048}|"
                                     r"(?=[A-Za-z_-]*\d)[A-Za-z0-9_-]{16,})@"), keep_group("secret", SECRET)),
     # ?token=, &sig=, X-Amz-Signature=, X-Amz-Credential=, X-Goog-Signature=, access_token= ... (presigned URLs)
-    Kind("url-query", re.compile(r"(?<=[?&])(?P<name>[A-Za-z][\w.-]*)=(?P<value>[^&#\s\"'<>]+)"), _secret_query_value),
+    ValueKind("url-query", re.compile(r"(?<=[?&])(?P<name>[A-Za-z][\w.-]*)=(?P<value>[^&#\s\"'<>]+)"), _secret_query_value),
     # Authorization: Bearer|Basic|Token|... <credential>, as a header, a JSON field or an escaped one
-    Kind("authorization-header", re.compile(
+    ValueKind("authorization-header", re.compile(
         r"(?i)\b(?:proxy-)?authorization\\?[\"']?\s*[:=]\s*\\?[\"']?"
         r"(?:(?:bearer|basic|token|digest|negotiate|ntlm|apikey|key)\s+)?(?P<secret>[^\s\"',;\\]+)"),
         keep_group("secret", TOKEN)),
     # a bare `Bearer X` / `Basic X` (curl -H, requests' repr): X must look random, so prose survives
-    Kind("bearer", re.compile(r"\b(?:[Bb]earer|BEARER|[Bb]asic|BASIC)\s+(?P<secret>(?=[\w.~+/-]*(?:\d|[+/=]|[a-z][A-Z]))"
+    ValueKind("bearer", re.compile(r"\b(?:[Bb]earer|BEARER|[Bb]asic|BASIC)\s+(?P<secret>(?=[\w.~+/-]*(?:\d|[+/=]|[a-z][A-Z]))"
                               r"[A-Za-z0-9._~+/=-]{8,})"), keep_group("secret", TOKEN)),
-    Kind("command-password", _COMMAND_LINE, _command_passwords,
+    ValueKind("command-password", _COMMAND_LINE, _command_passwords,
          lambda match: [match.string[start:end] for start, end in _command_password_spans(match)]),
 )
 

@@ -146,9 +146,9 @@ FIX_NONFINITE = ("a loss or gradient norm of NaN or inf means training broke in 
 FIX_INCOMPLETE = ("judge the whole log of a finished arm (a copy taken while the arm ran ends mid-step); if the arm's "
                   "own log ends there, the arm died: read its last lines (the Evidence section) and rerun")
 
-# Advice that names the workload's own knobs: slime's flags mean nothing to the probe profile
-# (torch's ring attention under torch.distributed.run), and the probe's mean nothing to slime.
-WORKLOADS = ("slime", "probe")
+# Advice that names the workload's own knobs (one per model.WORKLOADS): slime's flags mean nothing
+# to the probe profile (torch's ring attention under torch.distributed.run), and the probe's mean
+# nothing to slime.
 _MORE_STEPS = {
     "slime": "run more rollouts (e.g. --num-rollout 16) so each arm has more counted steps",
     "probe": "run more measured steps (e.g. --set steps=60) so each arm has more counted steps",

@@ -18,6 +18,7 @@ import dataclasses
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import Literal, get_args
 
 from cpverify.errors import InputError
 
@@ -66,6 +67,11 @@ class CheckStatus(_Word):
     WARN = "warn"
     SKIP = "skip"
 
+
+# What a profile runs (Profile.kind) and what wrote the logs a verdict judges (its advice names that
+# workload's own knobs): slime's trainer, or the torch-only probe.
+Workload = Literal["slime", "probe"]
+WORKLOADS: tuple[str, ...] = get_args(Workload)
 
 # Error classes (cpverify.parse vocabulary) after which a run cannot recover: waiting on
 # would only burn GPU hours until the deadline (an NCCL watchdog timeout is followed by

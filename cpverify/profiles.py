@@ -20,15 +20,13 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any
 
 from cpverify import argv
 from cpverify.errors import InputError
-from cpverify.model import Limits
+from cpverify.model import WORKLOADS, Limits, Workload
 from cpverify.prompts import packaged_dataset_path
 
-Kind = Literal["slime", "probe"]  # slime's trainer, or the torch-only probe
-KINDS: tuple[str, ...] = get_args(Kind)
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Both arms run on one node (--actor-num-nodes 1, torchrun --standalone); no node has more GPUs.
 MAX_GPUS = 64
@@ -244,7 +242,7 @@ class Profile:
     """One verification. Every field can be overridden by name (CLI `--set k=v` or TOML)."""
 
     name: str
-    kind: Kind
+    kind: Workload
     about: str  # what the profile is for, in words; its numbers are `description`'s, read from the fields
     model_repo: str = QWEN_REPO
     model_revision: str = QWEN_REVISION
@@ -344,8 +342,8 @@ class Profile:
 
 def _problems(p: Profile) -> list[str]:
     problems = []
-    if p.kind not in KINDS:
-        problems.append(f"kind must be one of {', '.join(KINDS)}, not {p.kind!r}")
+    if p.kind not in WORKLOADS:
+        problems.append(f"kind must be one of {', '.join(WORKLOADS)}, not {p.kind!r}")
     if not 1 <= p.gpus <= MAX_GPUS:
         problems.append(f"gpus must be 1 to {MAX_GPUS} (the GPUs of one node), not {p.gpus}")
     if not p.cp_sizes or any(not isinstance(cp, int) or cp < 1 for cp in p.cp_sizes):

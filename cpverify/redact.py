@@ -41,7 +41,7 @@ from cpverify.credentials import (
     TOKEN,
     VALUE_KINDS,
     Credentials,
-    Kind,
+    ValueKind,
     contains_secret,
     environment_secrets,
     follows_secret_flag,
@@ -55,7 +55,7 @@ from cpverify.credentials import (
 from cpverify.terminal import inert
 
 # The definition of a credential is cpverify.credentials'; these names are read from here too.
-__all__ = ["GATE_WORDS", "PRIVATE_KEY", "SECRET", "TOKEN", "USER", "VALUE_KINDS", "Kind", "LineScrubber", "Pseudonyms",
+__all__ = ["GATE_WORDS", "PRIVATE_KEY", "SECRET", "TOKEN", "USER", "VALUE_KINDS", "ValueKind", "LineScrubber", "Pseudonyms",
            "Redactor", "contains_secret", "follows_secret_flag", "is_secret_name", "literal_secret", "redact_json",
            "redact_text", "redacted_terminal", "scrub_credentials", "secret_arguments", "secret_fragments"]
 

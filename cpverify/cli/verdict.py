@@ -17,9 +17,10 @@ from pathlib import Path
 from cpverify import __version__
 from cpverify.artifacts import RunDir
 from cpverify.errors import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE, ArtifactWriteError, InputError
-from cpverify.fixes import FIX_INCOMPLETE, WORKLOADS
+from cpverify.fixes import FIX_INCOMPLETE
 from cpverify.given_logs import bundle_log, check_out_apart
 from cpverify.inputs import shown_command, shown_name
+from cpverify.model import WORKLOADS
 from cpverify.redact import Redactor
 from cpverify.verdict import FAIL, INCONCLUSIVE, PASS, ArmEvidence, Check, Thresholds, decide
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from cpverify.errors import InputError
-from cpverify.fixes import WORKLOADS
+from cpverify.model import WORKLOADS
 from cpverify.verdict import stats
 from cpverify.verdict.arm_checks import check_arm
 from cpverify.verdict.evidence import errors_by_class, pretraining_only
