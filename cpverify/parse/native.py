@@ -11,8 +11,9 @@ import signal
 from collections.abc import Callable
 from typing import Any
 
-# Why a process died of a signal, for the verdict's headline. The launcher prints the signal as
-# a negative exit code (torch.distributed.elastic: `exitcode: -9`, `Signal 9 (SIGKILL)`).
+# Why a process died of a signal, for the verdict's headline: the one wording, whether a log says
+# so (torch.distributed.elastic prints the signal as a negative exit code, `exitcode: -9`, `Signal 9
+# (SIGKILL)`) or an arm's own exit code does (128 + N: cpverify.runners.watch.exit_text).
 SIGNAL_CAUSES = {
     "SIGKILL": "killed by SIGKILL, likely the host OOM killer (check `dmesg` for 'Out of memory: Killed process')",
     "SIGSEGV": "segmentation fault (SIGSEGV): a native crash in a CUDA, NCCL or extension library",

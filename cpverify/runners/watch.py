@@ -50,6 +50,7 @@ from cpverify.fixes import for_outcome
 from cpverify.model import ArmInterrupted, ArmResult, Limits, Outcome
 from cpverify.parse import LogParser
 from cpverify.parse.bars import Bar, last_bar
+from cpverify.parse.native import signal_detail
 from cpverify.progress import phase_of
 from cpverify.redact import LineScrubber
 
@@ -64,15 +65,6 @@ MAX_LINE_BYTES = 1 << 20
 # A running bar may be silent this many times its measured seconds per item before it is a hang
 # (its rate is an average: the next item may take longer than the mean).
 BAR_PATIENCE = 2.0
-
-# What a death by signal usually means, for the reason text (exit code 128 + signal number).
-SIGNAL_MEANINGS = {
-    "SIGKILL": "killed from outside; without a Ctrl-C or a limit of ours, usually the kernel's OOM killer "
-               "(`dmesg | grep -i oom`; for a container `docker inspect` shows OOMKilled)",
-    "SIGSEGV": "a crash in native code (a CUDA, NCCL or C-extension bug)",
-    "SIGABRT": "an abort, usually a failed C++ check in torch, NCCL or CUDA",
-    "SIGBUS": "a bus error, often a full /dev/shm (give the container --shm-size=16g or --ipc=host)",
-}
 
 
 class Terminated(KeyboardInterrupt):
@@ -456,15 +448,11 @@ class LogWatcher:
 
 
 def exit_text(code: int | None) -> str:
-    """`exited with code 139 (SIGSEGV: a crash in native code ...)`: what an exit code means."""
+    """`exited with code 139 (segmentation fault (SIGSEGV): a native crash ...)`: what an exit code
+    means, a death by signal N (128 + N) in the words a log's own report of that signal gets."""
     text = f"exited with code {code}"
-    if code is not None and 128 < code <= 128 + 64:
-        try:
-            name = signal.Signals(code - 128).name
-        except ValueError:
-            return text
-        meaning = SIGNAL_MEANINGS.get(name)
-        text += f" (killed by {name}" + (f": {meaning})" if meaning else ")")
+    if code is not None and 128 < code <= 128 + 64 and (died := signal_detail(code - 128)):
+        text += f" ({died['cause']})"
     return text
 
 

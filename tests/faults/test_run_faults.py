@@ -22,6 +22,7 @@ import time
 
 import pytest
 
+from cpverify.parse.native import signal_detail
 from cpverify.profiles import SMOKE_TRAIN_ARGS
 from faults.harness import ROOT, wait_until_dead
 from helpers.runner_util import wait_for
@@ -48,17 +49,18 @@ def test_killed_from_outside_like_the_oom_killer(ws, rid):
     os.kill(ws.workload_pid(rid), signal.SIGKILL)
     outcome = ws.finish(proc, rid)
     assert_ended(ws, outcome, rid, code=1, status="FAIL")
-    check = outcome.runner_check()
-    assert "runner outcome 'failed', exit code 137" in check["detail"]
-    assert "killed by SIGKILL" in check["detail"] and "OOM killer" in check["detail"]
+    arm = outcome.state()["arms"]["cp1"]
+    assert (arm["outcome"], arm["exit_code"]) == ("failed", 128 + signal.SIGKILL)
+    assert signal_detail(signal.SIGKILL)["cause"] in arm["reason"]  # what the signal means, in the one wording
     assert "exit code 137" in outcome.verdict()["headline"]
 
 
 def test_segfault(ws, rid):
     outcome = ws.run(rid, fake_env={"FAKE_SLIME_FAULT": "segfault"})
     emitted = assert_ended(ws, outcome, rid, code=1, status="FAIL")
-    detail = outcome.runner_check()["detail"]
-    assert "exit code 139" in detail and "killed by SIGSEGV: a crash in native code" in detail
+    arm = outcome.state()["arms"]["cp1"]
+    assert (arm["outcome"], arm["exit_code"]) == ("failed", 128 + signal.SIGSEGV)
+    assert signal_detail(signal.SIGSEGV)["cause"] in arm["reason"]
     assert len(emitted) == LINES_BEFORE_THE_HANG + 2  # rollout 2 got as far as its `Timer actor_train start`
 
 
