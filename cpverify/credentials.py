@@ -29,8 +29,8 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from cpverify.terminal import _CONTROL as _TERMINAL_CONTROL  # what inert() escapes, one definition
-from cpverify.terminal import _CSI
+from cpverify.terminal import CONTROL as _TERMINAL_CONTROL  # what inert() escapes, one definition
+from cpverify.terminal import CSI
 
 TOKEN = "<redacted:token>"
 SECRET = "<redacted:secret>"
@@ -332,7 +332,7 @@ def _as_shown(line: str) -> str:
     if hidden:
         body = line.rstrip("\r\n")
         line = " ".join([body, *hidden]) + line[len(body):]
-    return _TERMINAL_CONTROL.sub(" ", _CSI.sub("", line.replace("\r\n", "\n")))
+    return _TERMINAL_CONTROL.sub(" ", CSI.sub("", line.replace("\r\n", "\n")))
 
 # NAME=value pairs. Names are found first and only secret-looking ones consume their value, so a
 # harmless name can never swallow the secret pair that follows it ("export A=1 HF_TOKEN=...").

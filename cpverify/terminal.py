@@ -17,12 +17,19 @@ import shutil
 import textwrap
 from collections.abc import Sequence
 
-# CSI sequences (colours, cursor movement, erasing) carry no text: removed. What remains of a
-# sequence that removal could join (ESC ESC[31m[2K) is escaped below, so nothing is re-formed.
-_CSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+# CSI sequences (colours, cursor movement, erasing; ECMA-48: parameter bytes 0x30-0x3F, intermediate
+# bytes 0x20-0x2F, a final byte) carry no text: removed, the one definition of them (a log's colour
+# codes, nvidia-smi's underlines). What remains of a sequence that removal could join
+# (ESC ESC[31m[2K) is escaped by inert(), so nothing is re-formed.
+CSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 # C0 controls but tab and newline, DEL, C1 controls (\x9b is a one-byte CSI), the bidirectional
 # overrides and isolates (they reorder what is shown) and the Unicode line separators.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+
+
+def strip_csi(text: str) -> str:
+    """`text` without CSI sequences (a log's colour codes: Ray colours its actor prefixes on a TTY)."""
+    return CSI.sub("", text) if "\x1b" in text else text
 
 
 def _visible(match: re.Match[str]) -> str:
@@ -37,7 +44,7 @@ def inert(text: str) -> str:
     if text.isprintable():
         return text
     text = text.replace("\r\n", "\n")
-    return _CONTROL.sub(_visible, _CSI.sub("", text))
+    return CONTROL.sub(_visible, CSI.sub("", text))
 
 
 def width(default: int = 100) -> int:

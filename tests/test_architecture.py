@@ -241,3 +241,15 @@ def test_no_module_is_longer_than_a_reader_can_hold():
     too_long = {name: n for name, n in lengths.items() if n > OVER_LENGTH.get(name, MAX_MODULE_LINES)}
     assert too_long == {}
     assert all(lengths.get(name, 0) > MAX_MODULE_LINES for name in OVER_LENGTH)  # no stale exception
+
+
+def test_one_definition_of_a_terminal_escape_sequence():
+    """A CSI sequence (colours, cursor movement) is terminal.CSI: the parse, the doctor and the
+    redaction strip what the terminal neutralises, no more and no less."""
+    def matches_csi(pattern: str) -> bool:  # ESC then "[", however the pattern spells them
+        return "\x1b[" in pattern.replace("\\x1b", "\x1b").replace("\\[", "[")
+
+    defined = [_where(name, node) for name, tree in modules().items() for node in ast.walk(tree)
+               if isinstance(node, ast.Call) and ast.unparse(node.func) == "re.compile" and node.args
+               and isinstance(node.args[0], ast.Constant) and matches_csi(str(node.args[0].value))]
+    assert [where.split(":")[0] for where in defined] == ["cpverify/terminal.py"]

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from cpverify import terminal
 from cpverify.errors import InputError
 from cpverify.parse import (
     LogParser,
@@ -815,7 +816,7 @@ def test_ansi_carriage_returns_and_repeated_suffix_on_one_physical_line():
 
 def _strip_then_unprefix(seg: str) -> tuple[str | None, str] | None:
     """The reference unprefixed must equal: every colour code removed first, then the prefix."""
-    seg = line_text.ANSI.sub("", seg)
+    seg = terminal.CSI.sub("", seg)
     if not seg.strip():
         return None
     if seg[0] in "([":

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from cpverify.redact import is_secret_name, scrub_credentials
+from cpverify.terminal import strip_csi
 
 COMMAND_TIMEOUT_S = 20.0
 TORCH_TIMEOUT_S = 90.0  # importing torch cold on a network filesystem can take a minute
@@ -162,7 +163,6 @@ def parse_smi_cuda_version(text: str) -> str | None:
 
 
 _DEVICE = re.compile(r"^(GPU|NIC)\d+$")
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
 
 def parse_topo_matrix(text: str) -> dict:
@@ -172,7 +172,7 @@ def parse_topo_matrix(text: str) -> dict:
     columns first, then CPU/NUMA affinity columns, which are ignored.
     """
     # nvidia-smi 580 underlines the header with ANSI codes even when writing to a pipe.
-    lines = [ln for ln in _ANSI.sub("", text).splitlines() if ln.strip()]
+    lines = [ln for ln in strip_csi(text).splitlines() if ln.strip()]
     header_at = next((i for i, ln in enumerate(lines) if ln.split() and _DEVICE.match(ln.split()[0])
                       and not ln[:1].strip()), None)
     if header_at is None:

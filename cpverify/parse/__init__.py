@@ -22,7 +22,6 @@ One job per module:
 from __future__ import annotations
 
 from cpverify.parse.dicts import parse_dict
-from cpverify.parse.line_text import strip_ansi
 from cpverify.parse.nccl import normalise_transport
 from cpverify.parse.parser import LogParser
 from cpverify.parse.records import (
@@ -67,5 +66,4 @@ __all__ = [
     "parse_dict",
     "parse_file",
     "parse_stream",
-    "strip_ansi",
 ]

@@ -10,15 +10,9 @@ from __future__ import annotations
 
 import re
 
+from cpverify.terminal import CSI
+
 EXCERPT_CHARS = 300
-
-ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
-
-
-def strip_ansi(text: str) -> str:
-    """Text without terminal colour codes (Ray colours its actor prefixes on a TTY)."""
-    return ANSI.sub("", text) if "\x1b" in text else text
-
 
 # Ray's prefix, possibly wrapped in (broken) colour codes: "[36m(Actor pid=1, ip=..)[0m ".
 _PREFIX = re.compile(
@@ -41,7 +35,7 @@ def unprefixed(seg: str) -> tuple[str | None, str] | None:
 
     The same as removing every colour code first and then the prefix (a property test checks
     it), but a Ray prefix carries its own codes, which _PREFIX takes along: a line with no other
-    codes then needs no ANSI pass at all. A prefix seen before is not matched again: _PREFIX
+    codes then needs no CSI pass at all. A prefix seen before is not matched again: _PREFIX
     ends in an optional blank, so where a match ended in one, any text that starts with that
     match matches it too (no part of the pattern reads past it).
     """
@@ -63,7 +57,7 @@ def unprefixed(seg: str) -> tuple[str | None, str] | None:
         if "\x1b" not in rest:
             return m.group("actor"), rest
     if "\x1b" in seg:
-        seg = ANSI.sub("", seg)
+        seg = CSI.sub("", seg)
     if not seg.strip():
         return None
     if seg[0] in "([":

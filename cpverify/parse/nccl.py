@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import re
 
-from cpverify.parse.line_text import ANSI
 from cpverify.parse.records import NcclFacts
+from cpverify.terminal import strip_csi
 
 _VIA_CACHE_WORDS = 64  # transport words a block scan skips; a rarer word is read each time it is printed
 _NCCL_VERSION = re.compile(r"NCCL version[: ]+\(?(\d+)[.,] ?(\d+)[.,] ?(\d+)\)?(?:\+cuda([\d.]+))?")
@@ -64,7 +64,7 @@ class NcclLines:
         if (via is not None or line.find(b"NCCL version") != -1 or line.find(b"Using network") != -1
                 or line.find(b"NET/IB : Using") != -1):
             text = line.decode("utf-8", "replace")
-            self.fact(ANSI.sub("", text) if "\x1b" in text else text)
+            self.fact(strip_csi(text))
 
     def fact(self, msg: str) -> None:
         """The fact a line (colour codes and prefix removed) states, if any."""

@@ -22,12 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cpverify import __version__
-from cpverify.parse import strip_ansi
 from cpverify.report import story
 from cpverify.report.data import finite
 from cpverify.report.gfm import code, details, fenced, prose, table
 from cpverify.report.plots import arm_infos
-from cpverify.terminal import inert
+from cpverify.terminal import inert, strip_csi
 from cpverify.verdict import ArmSummary, Comparison, Verdict, short_metric, timing_metrics, worst
 from cpverify.verdict.evidence import FAR_BEYOND_NOISE
 
@@ -390,7 +389,7 @@ def failure_lines(arm: ArmSummary, count: int = EVIDENCE_LINES) -> tuple[int, li
             for number, raw in enumerate(log, start=1):
                 if stop is not None and number > stop:
                     break
-                window.append((number, strip_ansi(raw[:_EVIDENCE_LINE_BYTES].decode("utf-8", "replace")).rstrip()))
+                window.append((number, strip_csi(raw[:_EVIDENCE_LINE_BYTES].decode("utf-8", "replace")).rstrip()))
     except OSError:
         return None
     return (window[0][0] if window else (stop or 1)), [text for _, text in window]
