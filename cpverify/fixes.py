@@ -11,6 +11,7 @@ advice of the verdict's own checks (too few steps, a slow CP, an unconfirmed CP)
 from __future__ import annotations
 
 from cpverify.model import Outcome
+from cpverify.versions import MIN_CUDA, MIN_DRIVER, MIN_NCCL
 
 # From the hand procedure's troubleshooting list (seed 001, section 4) plus the obvious ones.
 FIX_COLLECT = "collect more detail: rerun with NCCL_DEBUG=INFO TORCH_DISTRIBUTED_DEBUG=DETAIL"
@@ -21,8 +22,8 @@ FIX_TRANSPORT = ("look for 'via NET/Socket' in NCCL_DEBUG=INFO output (TCP fallb
 FIX_SOCKETS_SEEN = ("NCCL took TCP sockets (`via NET/Socket`) between the GPUs: unset NCCL_P2P_DISABLE, "
                     "NCCL_SHM_DISABLE and NCCL_IB_DISABLE, pass /dev/infiniband into the container and set "
                     "--ipc=host --shm-size=16g, then rerun: over sockets the ratio measures the transport as much as CP")
-FIX_OLD_STACK = ("use driver >= 550, CUDA >= 12.1 and NCCL >= 2.18 with the same driver on every GPU "
-                 "(the pinned image has NCCL 2.28.9)")
+FIX_OLD_STACK = (f"use driver >= {MIN_DRIVER}, CUDA >= {MIN_CUDA} and NCCL >= {MIN_NCCL} with the same driver on every "
+                 "GPU (the pinned image has NCCL 2.28.9)")
 
 ERROR_FIXES: dict[str, str] = {
     "nccl_timeout": ("the NCCL watchdog fired (a collective hung for --distributed-timeout-minutes): "
@@ -184,7 +185,7 @@ def fix_slow_cp(workload: str, *, transports: tuple[str, ...] = (), slow_path: b
                 old_nccl: bool | None = None) -> str:
     """What to try when CP>1 costs too much, leaving out what the arms' logs already rule out:
     `transports` the NCCL transports both logs show, `slow_path` whether either took a slow one
-    (TCP sockets, shared memory only), `old_nccl` whether either NCCL is older than 2.18; None: the
+    (TCP sockets, shared memory only), `old_nccl` whether either NCCL is older than versions.MIN_NCCL; None: the
     logs do not say, so the advice covers it. A slow path a log shows is named, with what to change
     (not 'look for' what is already seen)."""
     sockets = any(t.startswith("NET/Socket") for t in transports)

@@ -253,3 +253,11 @@ def test_one_definition_of_a_terminal_escape_sequence():
                if isinstance(node, ast.Call) and ast.unparse(node.func) == "re.compile" and node.args
                and isinstance(node.args[0], ast.Constant) and matches_csi(str(node.args[0].value))]
     assert [where.split(":")[0] for where in defined] == ["cpverify/terminal.py"]
+
+
+def test_the_stacks_minimums_are_defined_once():
+    """The doctor checks the host, the verdict the logs and the fixes name the same minimums."""
+    minimums = {"MIN_COMPUTE_CAPABILITY", "MIN_DRIVER", "MIN_CUDA", "MIN_NCCL"}
+    defined = [_where(name, node) for name, tree in modules().items() for node in ast.walk(tree)
+               if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id in minimums for t in node.targets)]
+    assert {where.split(":")[0] for where in defined} == {"cpverify/versions.py"} and len(defined) == len(minimums)

@@ -12,17 +12,11 @@ from cpverify import config
 from cpverify.artifacts import atomic_write_json
 from cpverify.config import RUNNERS
 from cpverify.doctor import collect, exit_code, render
-from cpverify.doctor.checks import (
-    MIN_COMPUTE_CAPABILITY,
-    MIN_CUDA,
-    MIN_DRIVER,
-    MIN_GPU_MEMORY_BYTES,
-    MIN_NCCL,
-    MIN_SHM_BYTES,
-)
+from cpverify.doctor.checks import MIN_GPU_MEMORY_BYTES, MIN_SHM_BYTES
 from cpverify.errors import InputError
 from cpverify.redact import Redactor
 from cpverify.runners import runner_class
+from cpverify.versions import MIN_COMPUTE_CAPABILITY, MIN_CUDA, MIN_DRIVER, MIN_NCCL
 from cpverify.workload_python import requested_python, workload_python
 
 DESCRIPTION = f"""\

@@ -2,8 +2,8 @@
 
 Collects facts (GPUs, driver, CUDA, NCCL, topology, MIG, InfiniBand, /dev/shm, disk, Docker,
 relevant environment variables) and checks them against the requirements of the CP verification
-procedure (seed 001: SM80+, driver >= 550, CUDA >= 12.1, NCCL >= 2.18, one driver on all GPUs,
-24 GB per GPU). Every probe is isolated: a missing tool becomes "could not collect: <reason>".
+procedure (seed 001: the stack's minimums in cpverify.versions, one driver on all GPUs, 24 GB per
+GPU). Every probe is isolated: a missing tool becomes "could not collect: <reason>".
 
 Exit code: 0 when no required check fails; 4 (BLOCKED) when one does.
 `collect()` returns the same report as a dict, for the orchestrator's env.json.

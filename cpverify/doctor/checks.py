@@ -13,17 +13,13 @@ from packaging.version import Version
 from cpverify.doctor import probes
 from cpverify.doctor.probes import Fact, Host, gather_facts
 from cpverify.errors import EXIT_BLOCKED, EXIT_OK, InputError
-from cpverify.versions import parse_version
+from cpverify.versions import MIN_COMPUTE_CAPABILITY, MIN_CUDA, MIN_DRIVER, MIN_NCCL, parse_version
 
 if TYPE_CHECKING:
     from cpverify.workload_python import WorkloadPython
 
 SCHEMA_VERSION = 1
 
-MIN_COMPUTE_CAPABILITY = "8.0"  # Ampere: bf16 and the flash-attention kernels slime uses
-MIN_DRIVER = "550"
-MIN_CUDA = "12.1"  # FA3 needs CUDA >= 12.1 (seed 001)
-MIN_NCCL = "2.18"
 MIN_GPU_MEMORY_BYTES = 24e9  # "24 GB per GPU is enough for the smoke test" (seed 001); decimal GB
 MIN_SHM_BYTES = 1 << 30
 MIN_DOCKER_FREE_BYTES = 60e9  # the slime image unpacks to tens of GB
@@ -75,7 +71,7 @@ def check_compute_capability(facts, cp) -> HostCheck:
     if not gpus or any(c is None for c in caps):
         return _unknown("compute_capability", need, facts["gpus"], True)
     low = [f"GPU{g['index']} {g['compute_capability']}" for g in gpus
-           if (parse_version(g["compute_capability"]) or Version("0")) < Version(MIN_COMPUTE_CAPABILITY)]
+           if (parse_version(g["compute_capability"]) or Version("0")) < MIN_COMPUTE_CAPABILITY]
     return HostCheck("compute_capability", "fail" if low else "pass", ", ".join(low) or ", ".join(sorted({str(c) for c in caps})),
                  need, fix, True)
 
@@ -98,7 +94,7 @@ def check_driver(facts, cp) -> HostCheck:
     if not gpus:
         return _unknown("driver_version", need, facts["gpus"])
     versions = sorted({g["driver_version"] for g in gpus})
-    low = [v for v in versions if (parse_version(v) or Version("0")) < Version(MIN_DRIVER)]
+    low = [v for v in versions if (parse_version(v) or Version("0")) < MIN_DRIVER]
     return HostCheck("driver_version", "warn" if low else "pass", ", ".join(versions), need, fix)
 
 
@@ -122,7 +118,7 @@ def check_cuda(facts, cp) -> HostCheck:
         value, source = gpus.value["cuda_driver_version"], "driver"
     else:
         return _unknown("cuda_version", need, torch if torch.error else gpus)
-    ok = (parse_version(value) or Version("0")) >= Version(MIN_CUDA)
+    ok = (parse_version(value) or Version("0")) >= MIN_CUDA
     return HostCheck("cuda_version", "pass" if ok else "warn", f"{value} ({source})", need, fix)
 
 
@@ -133,7 +129,7 @@ def check_nccl(facts, cp) -> HostCheck:
     found = [(v, s) for v, s in ((log.value, "log"), ((torch.value or {}).get("nccl"), "torch")) if v]
     if not found:
         return _unknown("nccl_version", need, torch)
-    low = [f"{v} ({s})" for v, s in found if (parse_version(v) or Version("0")) < Version(MIN_NCCL)]
+    low = [f"{v} ({s})" for v, s in found if (parse_version(v) or Version("0")) < MIN_NCCL]
     return HostCheck("nccl_version", "warn" if low else "pass", ", ".join(low or [f"{v} ({s})" for v, s in found]),
                  need, fix)
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from cpverify.redact import is_secret_name, scrub_credentials
 from cpverify.terminal import strip_csi
+from cpverify.versions import nccl_version
 
 COMMAND_TIMEOUT_S = 20.0
 TORCH_TIMEOUT_S = 90.0  # importing torch cold on a network filesystem can take a minute
@@ -205,21 +206,13 @@ def link_class(cell: str) -> str:
             "NODE": "cpu-interconnect", "SYS": "cpu-interconnect"}.get(cell, "unknown")
 
 
-_NCCL_VERSION = re.compile(r"NCCL INFO NCCL version (\d+\.\d+\.\d+)(\S*)")
-
-
-def parse_nccl_version_line(line: str) -> str | None:
-    """'... NCCL INFO NCCL version 2.28.9+cuda13.0' -> '2.28.9+cuda13.0'."""
-    match = _NCCL_VERSION.search(line)
-    return match.group(1) + match.group(2) if match else None
-
-
 def nccl_version_from_log(path: Path) -> str | None:
+    """The first NCCL version a log states, as NCCL prints it: `2.28.9+cuda13.0`."""
     with open(path, encoding="utf-8", errors="replace") as log:  # streamed: logs can be huge
         for line in log:
-            version = parse_nccl_version_line(line)
-            if version:
-                return version
+            if "NCCL INFO" in line and (stated := nccl_version(line)):
+                version, cuda = stated
+                return f"{version}+cuda{cuda}" if cuda else version
     return None
 
 

@@ -19,9 +19,9 @@ import re
 
 from cpverify.parse.records import NcclFacts
 from cpverify.terminal import strip_csi
+from cpverify.versions import nccl_version
 
 _VIA_CACHE_WORDS = 64  # transport words a block scan skips; a rarer word is read each time it is printed
-_NCCL_VERSION = re.compile(r"NCCL version[: ]+\(?(\d+)[.,] ?(\d+)[.,] ?(\d+)\)?(?:\+cuda([\d.]+))?")
 _VIA = re.compile(r"\bvia (\S+(?: pointer)?)")
 # "via X" without its leading space: a pattern starting with the rare "v" scans faster; a match
 # not preceded by a space is no channel line (NcclLines.info_line checks).
@@ -76,11 +76,11 @@ class NcclLines:
                 if transport not in nccl.transports:
                     nccl.transports.append(transport)
         elif "NCCL version" in msg:
-            m = _NCCL_VERSION.search(msg)
-            if m:
-                version = ".".join(m.group(1, 2, 3))
+            stated = nccl_version(msg)
+            if stated:
+                version, cuda = stated
                 if nccl.version is None:
-                    nccl.version, nccl.cuda = version, m.group(4)
+                    nccl.version, nccl.cuda = version, cuda
                 if version not in nccl.versions:
                     nccl.versions.append(version)
         elif "Using network" in msg:

@@ -7,8 +7,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from packaging.version import Version
-
 from cpverify.fixes import (
     FIX_CONFLICTING_LOG,
     FIX_DAMAGED_TIMINGS,
@@ -46,9 +44,8 @@ from cpverify.verdict.model import (
     Check,
     Thresholds,
 )
-from cpverify.versions import parse_version
+from cpverify.versions import MIN_NCCL, parse_version
 
-MIN_NCCL = Version("2.18")
 # How a detail names where the log stated its layout (cpverify.parse.records.Layout.source).
 LAYOUT_SOURCES = {"cpverify-layout": "", "megatron-arguments": ", from Megatron's argument dump"}
 

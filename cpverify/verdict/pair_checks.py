@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 from cpverify.fixes import NO_LAYOUT, NO_PERF, fix_more_steps, fix_slow_cp, for_error
 from cpverify.verdict import stats
-from cpverify.verdict.arm_checks import MIN_NCCL
 from cpverify.verdict.evidence import FAR_BEYOND_NOISE, LEADING_TAGS, WORK, excerpt, first_step_numerics
 from cpverify.verdict.model import (
     FAIL,
@@ -26,7 +25,7 @@ from cpverify.verdict.model import (
     short_metric,
     timing_metrics,
 )
-from cpverify.versions import parse_version
+from cpverify.versions import MIN_NCCL, parse_version
 
 # Work per step that differs by more than this between the arms is other work, not the same job at
 # another CP. Identical rollouts agree exactly (the real train-only pairs of tests/data/real-logs/
