@@ -24,6 +24,7 @@ from typing import Any
 
 from cpverify import argv
 from cpverify.errors import InputError
+from cpverify.lengths import length_label
 from cpverify.model import WORKLOADS, Limits, Workload
 from cpverify.prompts import packaged_dataset_path
 
@@ -465,7 +466,7 @@ PROFILES: dict[str, Profile] = {
 
 def _tokens(lengths) -> str:
     """(1024, 8192) -> '1K, 8K': lengths as the CLI's --seq-len takes them."""
-    return ", ".join("?" if n is None else f"{n // 1024}K" if n % 1024 == 0 else str(n) for n in lengths)
+    return ", ".join("?" if n is None else length_label(n) for n in lengths)
 
 
 def get_profile(name: str) -> Profile:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from cpverify.argv import options
 from cpverify.artifacts import check_run_id
 from cpverify.errors import InputError
+from cpverify.lengths import length_label
 from cpverify.model import Arm
 from cpverify.plan.flags import GRAD_NORM_LOAD, GRAD_NORM_SAVE, PROBE_CP_FLAG, ROLLOUT_DATA_FLAG, SLIME_CP_FLAG
 from cpverify.plan.pairs import arm_diff, check_pair
@@ -131,7 +132,7 @@ def build_plan(
                          for cp in profile.cp_sizes)
             allowed = {PROBE_CP_FLAG}
         comparisons = tuple(
-            (_arm_name(profile.baseline_cp, s), _arm_name(cp, s)) for s in profile.seq_lens for cp in profile.candidate_cps
+            (arm_name(profile.baseline_cp, s), arm_name(cp, s)) for s in profile.seq_lens for cp in profile.candidate_cps
         )
     plan = Plan(run_id, profile, arms, comparisons, gpus, model_dir, data_path, slime_dir, work_dir)
     for baseline, candidate in comparisons:
@@ -184,7 +185,7 @@ def _train_only_arm(profile: Profile, cp: int, seq_len: int, model_dir: str, sli
         handoff, f"{data}/grad-norm-{revision}{{role}}-{{rollout_id}}-{{step_id}}.pt",
         SLIME_CP_FLAG, str(cp),
     )
-    return Arm(_arm_name(cp, seq_len), cp, argv, profile.env, slime_dir, seq_len=seq_len, slime_ref=slime_ref)
+    return Arm(arm_name(cp, seq_len), cp, argv, profile.env, slime_dir, seq_len=seq_len, slime_ref=slime_ref)
 
 
 def _probe_arm(profile: Profile, cp: int, seq_len: int, python: str) -> Arm:
@@ -195,14 +196,15 @@ def _probe_arm(profile: Profile, cp: int, seq_len: int, python: str) -> Arm:
         "--steps", str(profile.steps), "--warmup", str(profile.warmup_steps),
         *profile.probe_args,
     )
-    return Arm(_arm_name(cp, seq_len), cp, argv, profile.env, ".", seq_len=seq_len)
+    return Arm(arm_name(cp, seq_len), cp, argv, profile.env, ".", seq_len=seq_len)
 
 
 def _size(seq_len: int) -> str:
-    return f"{seq_len // 1024}k" if seq_len % 1024 == 0 else str(seq_len)
+    return length_label(seq_len).lower()
 
 
-def _arm_name(cp: int, seq_len: int) -> str:
+def arm_name(cp: int, seq_len: int) -> str:
+    """'cp2-s16k' for cp=2, seq_len=16384: an arm of a profile with sequence lengths."""
     return f"cp{cp}-s{_size(seq_len)}"
 
 

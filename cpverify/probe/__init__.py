@@ -15,15 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from cpverify.errors import InputError
+from cpverify.plan.build import arm_name
 from cpverify.probe import rules
 
 __all__ = ["arm_commands", "arm_name", "bandwidth_argv", "run_arm", "summarize", "workload_argv"]
-
-
-def arm_name(cp: int, seq_len: int) -> str:
-    """'cp2-s16k' for cp=2, seq_len=16384 (the probe profile's arm names)."""
-    length = f"{seq_len // 1024}k" if seq_len % 1024 == 0 else str(seq_len)
-    return f"cp{cp}-s{length}"
 
 
 def _torchrun(nproc: int, python: str) -> list[str]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cpverify import __version__
+from cpverify.lengths import length_label
 from cpverify.report import story
 from cpverify.report.data import finite
 from cpverify.report.gfm import code, details, fenced, prose, table
@@ -183,7 +184,7 @@ class _Renderer:
         body = []
         for seq_len, row in rows.items():
             base = next(a for a in self.v.arms if a.name == row["base"])
-            body.append([story._tokens(seq_len) if seq_len else "–", _median(base, t.primary_metric),
+            body.append([length_label(seq_len) if seq_len else "–", _median(base, t.primary_metric),
                          *[row.get(cp, "–") for cp in cps]])
         metric = short_metric(t.primary_metric)
         return ("**Sweep:** " + f"{metric} at CP={base_cp} and each CP's ratio to it ({t.confidence:.0%} CI; "

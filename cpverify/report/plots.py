@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cpverify.lengths import length_label
 from cpverify.verdict import Verdict, short_metric
 
 PHASES = ("perf/log_probs_time", "perf/ref_log_probs_time", "perf/actor_train_time")
@@ -235,10 +236,6 @@ def _series(verdict: Verdict, infos: dict[str, ArmInfo], key) -> dict[Any, list[
     return {g: sorted(points) for g, points in groups.items()}
 
 
-def _size(n: int) -> str:
-    return f"{n // 1024}K" if n % 1024 == 0 else str(n)
-
-
 def time_vs_cp(verdict: Verdict, infos: dict[str, ArmInfo]):
     """Median time against CP, one line per (revision, sequence length), with the ideal 1/CP line."""
     groups = _series(verdict, infos, lambda i: ((i.revision, i.seq_len), i.cp))
@@ -250,7 +247,7 @@ def time_vs_cp(verdict: Verdict, infos: dict[str, ArmInfo]):
     metric = _short(verdict.thresholds.primary_metric)
     fig, (ax,) = _new_figure(8.0, 4.2)
     for (revision, seq_len), points in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1] or 0)):
-        name = " ".join(part for part in (revision, f"seq {_size(seq_len)}" if seq_len else None) if part) or metric
+        name = " ".join(part for part in (revision, f"seq {length_label(seq_len)}" if seq_len else None) if part) or metric
         xs = [cp for cp, _, _ in points]
         (line,) = ax.plot(xs, [t for _, t, _ in points], marker="o", label=name)
         first_cp, first_t = xs[0], points[0][1]
@@ -281,7 +278,7 @@ def time_vs_seq_len(verdict: Verdict, infos: dict[str, ArmInfo]):
             xs = [x for x, _, _ in points if x in base]
             ax.plot(xs, [base[x] * base_cp / cp for x in xs], linestyle="--", linewidth=1, color=line.get_color(),
                     alpha=0.7, label=f"ideal {name}: t(CP={base_cp})·{base_cp}/{cp}")
-    return _finish_scaling(fig, ax, seq_lens, [_size(int(s)) for s in seq_lens], "sequence length [tokens]", metric,
+    return _finish_scaling(fig, ax, seq_lens, [length_label(int(s)) for s in seq_lens], "sequence length [tokens]", metric,
                            f"{metric} vs sequence length (dashed: ideal 1/CP)")
 
 

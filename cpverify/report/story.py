@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from cpverify import __version__
+from cpverify.lengths import length_label
 from cpverify.verdict import SECONDARY_GATED, ArmSummary, Check, Comparison, Verdict, short_metric, timing_metrics
 from cpverify.verdict.model import WRAPPER_ERRORS
 from cpverify.verdict.stats import MEDIAN, Estimate, RatioEstimate
@@ -253,7 +254,7 @@ def setup_line(verdict: Verdict, env: dict | None) -> str:
         parts.append(f"profile {profile['name']}")
     lengths = profile.get("seq_lens") or []
     if lengths:
-        parts.append("response " + ", ".join(_tokens(n) for n in lengths))
+        parts.append("response " + ", ".join(length_label(n) for n in lengths))
     parts.append(_steps(verdict))
     parts.append(f"cpverify {__version__}")
     return " · ".join(parts) + (f" · not recorded: {', '.join(unknown)}" if unknown else "")
@@ -275,7 +276,7 @@ def _from_logs(verdict: Verdict, env: dict) -> str:
         parts.append(" vs ".join(str(w) for w in worlds) + " ranks")
     lengths = dict.fromkeys(v for s in state.values() if (v := s.get("response_length")))
     if lengths:
-        parts.append("response " + " vs ".join(_tokens(int(n)) if str(n).isdigit() else str(n) for n in lengths))
+        parts.append("response " + " vs ".join(length_label(int(n)) if str(n).isdigit() else str(n) for n in lengths))
     parts.append(_steps(verdict))
     parts.append(f"cpverify {__version__}")
     return ("From the logs: " + " · ".join(parts) + " · not in the logs: GPUs, driver, torch, TE, slime and "
@@ -293,5 +294,3 @@ def _steps(verdict: Verdict) -> str:
     return f"{counted} counted steps per arm (warm-up {verdict.thresholds.warmup})"
 
 
-def _tokens(n: int) -> str:
-    return f"{n // 1024}K" if n >= 1024 and n % 1024 == 0 else str(n)
