@@ -261,3 +261,36 @@ def test_the_stacks_minimums_are_defined_once():
     defined = [_where(name, node) for name, tree in modules().items() for node in ast.walk(tree)
                if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id in minimums for t in node.targets)]
     assert {where.split(":")[0] for where in defined} == {"cpverify/versions.py"} and len(defined) == len(minimums)
+
+
+def _chain(depends_on: dict[str, list[str]], last: str) -> list[str]:
+    """The steps that end in `last`, each depending on the one before it alone."""
+    chain = [last]
+    while depends_on.get(chain[0]):
+        (before,) = depends_on[chain[0]]
+        chain.insert(0, before)
+    return chain
+
+
+def test_the_steps_are_one_chain_in_the_pipeline_in_nox_and_in_compose():
+    """`cpverify run`, `nox -s verify_cp` and `docker compose up verdict` run the same steps in the
+    same order (pipeline.STEPS): a step added to one and not the others would be skipped there."""
+    import yaml
+
+    from cpverify.pipeline import STEPS
+
+    root = PACKAGE.parent
+    sessions: dict[str, list[str]] = {}
+    for node in ast.parse((root / "noxfile.py").read_text(encoding="utf-8")).body:
+        calls = [d for d in getattr(node, "decorator_list", ()) if isinstance(d, ast.Call) and ast.unparse(d.func) == "nox.session"]
+        if calls:
+            requires = next((k.value for k in calls[0].keywords if k.arg == "requires"), None)
+            sessions[node.name] = [] if requires is None else ast.literal_eval(requires)
+            steps = [c.args[1].value for c in ast.walk(node) if isinstance(c, ast.Call) and ast.unparse(c.func) == "_step"]
+            assert steps in ([], [node.name]), f"session {node.name} runs step {steps}"
+    assert _chain(sessions, "verdict") == list(STEPS)
+    assert sessions["verify_cp"] == ["verdict"]
+
+    services = yaml.safe_load((root / "compose.yaml").read_text(encoding="utf-8"))["services"]
+    assert {name: service["command"] for name, service in services.items()} == {step: [step] for step in STEPS}
+    assert _chain({name: list(service.get("depends_on", {})) for name, service in services.items()}, "verdict") == list(STEPS)
