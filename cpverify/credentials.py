@@ -290,13 +290,13 @@ VALUE_KINDS: tuple[ValueKind, ...] = (
     ValueKind("wandb", re.compile(r"\blocal-[A-Za-z0-9]{40}\b|\bwandb_v1_[A-Za-z0-9_]{40,}"), _whole(TOKEN)),
     # webhook URLs are the credential themselves: keep the service, drop the path
     ValueKind("slack-webhook", re.compile(r"(?i)(https://hooks\.slack\.com/)(?P<secret>(?:services|workflows|triggers)/[\w/-]+)"),
-         keep_group("secret", TOKEN)),
+              keep_group("secret", TOKEN)),
     ValueKind("discord-webhook", re.compile(r"(?i)(https://(?:\w+\.)?discord(?:app)?\.com/api/webhooks/)(?P<secret>[\w/-]+)"),
-         keep_group("secret", TOKEN)),
+              keep_group("secret", TOKEN)),
     # scheme://user:password@host (a password may hold an @ itself: up to the last one before the
     # host), scheme://TOKEN@host (a long user with a digit: not `git@`)
     ValueKind("url-userinfo", re.compile(r"(?i)\b[a-z][a-z0-9+.-]{0,31}://(?P<secret>[^\s/?#@:'\"<>]{0,2048}:[^\s/'\"<>]{0,2048}|"
-                                    r"(?=[A-Za-z_-]*\d)[A-Za-z0-9_-]{16,})@"), keep_group("secret", SECRET)),
+                                          r"(?=[A-Za-z_-]*\d)[A-Za-z0-9_-]{16,})@"), keep_group("secret", SECRET)),
     # ?token=, &sig=, X-Amz-Signature=, X-Amz-Credential=, X-Goog-Signature=, access_token= ... (presigned URLs)
     ValueKind("url-query", re.compile(r"(?<=[?&])(?P<name>[A-Za-z][\w.-]*)=(?P<value>[^&#\s\"'<>]+)"), _secret_query_value),
     # Authorization: Bearer|Basic|Token|... <credential>, as a header, a JSON field or an escaped one
@@ -306,9 +306,9 @@ VALUE_KINDS: tuple[ValueKind, ...] = (
         keep_group("secret", TOKEN)),
     # a bare `Bearer X` / `Basic X` (curl -H, requests' repr): X must look random, so prose survives
     ValueKind("bearer", re.compile(r"\b(?:[Bb]earer|BEARER|[Bb]asic|BASIC)\s+(?P<secret>(?=[\w.~+/-]*(?:\d|[+/=]|[a-z][A-Z]))"
-                              r"[A-Za-z0-9._~+/=-]{8,})"), keep_group("secret", TOKEN)),
+                                   r"[A-Za-z0-9._~+/=-]{8,})"), keep_group("secret", TOKEN)),
     ValueKind("command-password", _COMMAND_LINE, _command_passwords,
-         lambda match: [match.string[start:end] for start, end in _command_password_spans(match)]),
+              lambda match: [match.string[start:end] for start, end in _command_password_spans(match)]),
 )
 
 # PEM private keys span lines: BEGIN opens a block that the next lines continue until END.

@@ -797,6 +797,24 @@ def test_two_runs_concatenated():
     assert {(e.cls, e.line) for e in parsed.errors} == {("layout_mismatch", 5), ("run_restarted", 6)}
 
 
+@given(st.integers(1, 40), st.data())
+@settings(max_examples=60, deadline=None)
+def test_steps_that_go_back_at_all_are_a_restarted_run(last, data):
+    """A run resumed from a checkpoint prints steps it printed already: back by one (the usual
+    resume) as much as back to the start."""
+    back = data.draw(st.integers(1, last), label="steps back")
+    steps = [*range(last + 1), last - back]
+    parsed = parse_lines([ACTOR + STEP3.replace("step 3:", f"step {n}:") for n in steps])
+    (restart,) = [e for e in parsed.errors if e.cls == "run_restarted"]
+    assert restart.line == len(steps)
+    assert (restart.detail["step"], restart.detail["after_step"]) == (last - back, last)
+
+
+def test_steps_that_only_go_forward_are_one_run():
+    parsed = parse_lines([ACTOR + STEP3.replace("step 3:", f"step {n}:") for n in (0, 1, 2, 4, 9)])
+    assert parsed.errors == []
+
+
 def test_ansi_carriage_returns_and_repeated_suffix_on_one_physical_line():
     line = (
         ACTOR

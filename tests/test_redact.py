@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from cpverify import redact, report
 from cpverify import verdict as v
 from cpverify.artifacts import RunDir
-from cpverify.credentials import SECRET
+from cpverify.credentials import SECRET, TOKEN, Credentials
 from cpverify.model import ArmResult
 from cpverify.parse import ErrorRecord
 from cpverify.redact import (
@@ -643,3 +643,14 @@ def test_a_metric_whose_name_reads_as_a_credentials_keeps_its_number(name, numbe
 @given(st.sampled_from(["DB_PASS", "wandb_key", "x/api_key", "eval/token"]), st.text(min_size=1).filter(str.strip))
 def test_a_credential_named_text_value_is_still_removed(name, text):
     assert Redactor().json({name: text})[name] == SECRET
+
+
+@pytest.mark.parametrize("header", ["Authorization: Bearer abcdefghijklmnop", "authorization: bearer abcdefghijklmnop",
+                                    '"Authorization": "Bearer abcdefghijklmnop"', "Proxy-Authorization: Basic abcdefghijklmnop"])
+def test_an_authorization_header_is_a_credential_by_its_shape_alone(header):
+    """The header's own rule finds its token, whatever the token looks like: neither the name rule
+    (which the value rules do not consult) nor the bare `Bearer X` rule (which wants a token that
+    looks generated, so prose survives) is needed for it."""
+    assert secret_fragments(header) == ["abcdefghijklmnop"]  # the value rules alone
+    if not header.startswith('"'):  # a JSON field's value is then the name rule's too
+        assert Credentials(()).text(header) == header.replace("abcdefghijklmnop", TOKEN)
