@@ -370,7 +370,7 @@ def test_render_lists_facts_checks_and_verdict(tmp_path):
     assert "BLOCKED" in text
 
 
-# What docker-py says on a host without an engine (issue 14: this text sat in two cells, 290 columns wide).
+# What docker-py says on a host without an engine (290 columns: the table must cite it, not repeat it).
 DOCKER_DOWN = ("docker-py: Error while fetching server API version: ('Connection aborted.', "
                "FileNotFoundError(2, 'No such file or directory')); docker: command not found")
 

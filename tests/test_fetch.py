@@ -132,8 +132,8 @@ def test_fetch_cli_offline_prints_the_snapshot(offline, tmp_path, capsys):
 
 def test_fetch_and_run_use_the_same_cache_by_default(offline, tmp_path, monkeypatch, capsys):
     """With neither --cache nor CPVERIFY_CACHE, `cpverify fetch` must find (and stage into) the
-    cache `cpverify run` reads: ~/.cache/cpverify, the model under hf/, the data under data/.
-    (It used to read huggingface_hub's own cache, so a model it fetched was one the run never saw.)"""
+    cache `cpverify run` reads: ~/.cache/cpverify, the model under hf/, the data under data/ (not
+    huggingface_hub's own cache, whose model the run would never see)."""
     from cpverify.cli import main
 
     home = tmp_path / "home"

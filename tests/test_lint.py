@@ -517,7 +517,7 @@ def test_a_utf8_file_with_a_bom_is_read(tmp_path, capsys):
                                                ("\u2212", "minus sign (U+2212)"), ("-", "a single '-'")])
 def test_a_flag_with_the_wrong_dash_is_an_error_not_a_value(dash, spelled):
     """`—context-parallel-size 2` (a chat app's em dash) or `-context-parallel-size 2`: slime runs CP=1.
-    Before, the word passed for a second value of the flag before it and lint said nothing."""
+    The word is an error of its own, never a second value of the flag before it."""
     argv = [*good_args(context_parallel_size=None), f"{dash}context-parallel-size", "2"]
     assert argv[2:4] == ["--train-backend", "megatron"]
     argv = argv[:4] + argv[-2:] + argv[4:-2]  # behind the value of the first flag

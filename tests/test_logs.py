@@ -1154,7 +1154,7 @@ def test_lines_printed_by_the_cpverify_probe_parse():
     ]
 
 
-# ---------------------------------------------------------------------------- issue 15: causes, wraps, formats
+# ---------------------------------------------------------------------------- causes, wrapped lines, formats
 
 
 def test_ray_worker_death_detail_and_cause_through_a_ray_prefix():

@@ -362,7 +362,7 @@ def test_34_old_total_train_time_fragment_via_cli():
     assert doc["steps"] == [] and doc["iterations"] == [] and doc["errors"] == []
 
 
-# ---------------------------------------------------------------------------- issue 15: what real logs said
+# ---------------------------------------------------------------------------- what real logs said
 
 
 SIGKILL_OOM = "killed by SIGKILL, likely the host OOM killer"

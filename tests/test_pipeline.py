@@ -122,7 +122,7 @@ def test_arms_that_exit_0_inside_a_step_are_not_clean(workspace):
 
 
 def test_a_baseline_that_is_not_the_smallest_cp_is_refused_before_anything_runs(workspace):
-    """`--set baseline_cp=2` once PASSed a 2x slowdown as `CP=1 actor_train 0.50x CP=2`."""
+    """`--set baseline_cp=2` would judge CP=1 against CP=2 (a 2x slowdown read as `0.50x`): bad input, exit 2."""
     proc, run_dir = run_cpverify(workspace, *STEPS, "--set", "baseline_cp=2", fake={"FAKE_SLIME_CP_FACTOR": "2.0"})
     assert proc.returncode == 2
     assert "baseline_cp 2 must be the smallest of cp_sizes (1, 2)" in proc.stderr
@@ -202,7 +202,7 @@ def test_a_new_attempt_rechecks_what_blocked_the_last_one(workspace):
     assert verdict_of(run_dir)["status"] == "PASS"
 
 
-# -- one run, one plan, its own logs (issue 10, items 4 and 5) --------------------------------
+# -- one run, one plan, its own logs -----------------------------------------------------------
 
 def test_a_later_step_that_would_change_the_plan_is_refused(workspace):
     """cp1 ran without NCCL_P2P_DISABLE: cp2 may not get it, or the arms would differ in more than

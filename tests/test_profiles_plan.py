@@ -124,7 +124,8 @@ def test_an_override_is_read_as_the_type_the_field_declares(profile, field, give
 @pytest.mark.parametrize("field, given", [("train_only", "ture"), ("deterministic", "maybe"), ("kind", "slim"),
                                           ("gpus", 2.5), ("cp_sizes", "1,two")])
 def test_an_override_that_does_not_fit_its_field_is_refused_not_guessed(field, given):
-    """A misspelt yes once read as no: `--set train_only=ture` planned an ordinary slime run."""
+    """A value the field cannot hold is bad input naming the field: `--set train_only=ture` is no
+    "no" (which would plan an ordinary slime run)."""
     with pytest.raises(InputError, match=f"override {field}=") as err:
         with_overrides(get_profile("smoke"), **{field: given})
     assert field in err.value.fix

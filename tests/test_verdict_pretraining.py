@@ -1,4 +1,4 @@
-"""The verdict on logs users attach (issue 15): Megatron-LM pretraining logs compared by their
+"""The verdict on logs users attach: Megatron-LM pretraining logs compared by their
 iteration times, gzip-compressed logs, and a launcher's root cause in the verdict's words.
 
 The pretraining logs are written here in Megatron-LM's `training_log` format (megatron/training/
