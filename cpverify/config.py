@@ -28,6 +28,7 @@ TOOL_EXTRAS_ENV = "CPVERIFY_TOOL_EXTRAS"  # noxfile: the extras installed there
 PROGRESS_S_ENV = "CPVERIFY_PROGRESS_S"  # off a terminal: seconds between an arm's progress lines
 RAY_ADDRESS_ENV = "RAY_ADDRESS"  # Ray's own variable: default of `run --ray-address`
 HF_OFFLINE_ENV = "HF_HUB_OFFLINE"  # huggingface_hub's own variable: the fetch step uses the cache only
+DOCKER_HOST_ENV = "DOCKER_HOST"  # Docker's own variable: the engine docker-py talks to, named when none answers
 # Set by cpverify itself, on every process of a local workload (<pid>:<start time> of its
 # cpverify), so that a later run can find the workload of one that was killed outright.
 WORKLOAD_OWNER_ENV = "CPVERIFY_WORKLOAD_OWNER"
@@ -38,6 +39,7 @@ DEFAULT_ARTIFACTS = "artifacts"
 DEFAULT_CACHE = "~/.cache/cpverify"
 DEFAULT_LOCK_DIR = "/tmp"  # not $TMPDIR: two users with different TMPDIRs share the same GPUs
 DEFAULT_TOOL_EXTRAS = "ray,plot"
+DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"  # where docker-py looks without DOCKER_HOST
 DEFAULT_PROGRESS_S = 30.0
 
 # What huggingface_hub takes for "on" in its boolean variables (constants._is_true).
@@ -97,6 +99,10 @@ def progress_s() -> float:
 
 def ray_address() -> str | None:
     return _get(RAY_ADDRESS_ENV)
+
+
+def docker_host() -> str:
+    return _get(DOCKER_HOST_ENV) or DEFAULT_DOCKER_HOST
 
 
 def hf_offline() -> bool:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
+from cpverify.config import DEFAULT_DOCKER_HOST
 from cpverify.doctor import probes
 from cpverify.doctor.probes import Fact, Host, gather_facts
 from cpverify.errors import EXIT_BLOCKED, EXIT_OK, InputError
@@ -187,7 +188,7 @@ def check_docker_gpu(facts, cp, *, required: bool = True) -> HostCheck:
 
 
 def _docker_host(facts) -> str:
-    return (facts["docker"].value or {}).get("docker_host") or probes.DEFAULT_DOCKER_HOST
+    return (facts["docker"].value or {}).get("docker_host") or DEFAULT_DOCKER_HOST
 
 
 def check_disk(facts, cp) -> HostCheck:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cpverify.config import DEFAULT_DOCKER_HOST, DOCKER_HOST_ENV
 from cpverify.redact import is_secret_name, scrub_credentials
 from cpverify.terminal import strip_csi
 from cpverify.versions import nccl_version
@@ -341,7 +342,6 @@ DOCKER_FIXES = {
                     "`bash .ci/docker-up.sh`), or set DOCKER_HOST to the engine's address"),
     "no_answer": "check `docker info`; start dockerd or set DOCKER_HOST to a running engine",
 }
-DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
 _DOCKER_NOT_RUNNING = ("Cannot connect to the Docker daemon", "No such file", "Connection refused", "FileNotFoundError",
                        "ConnectionRefused")
 
@@ -385,7 +385,7 @@ def collect_docker(host: Host) -> Fact:
     result = host.run(["docker", "info", "--format", "{{json .}}"])
     if not result.ok:
         fact = missing(f"{sdk_reason}; {result.reason()}", absent=result.not_found)
-        fact.value = {"docker_host": host.env.get("DOCKER_HOST") or DEFAULT_DOCKER_HOST}  # where no engine answered
+        fact.value = {"docker_host": host.env.get(DOCKER_HOST_ENV) or DEFAULT_DOCKER_HOST}  # where no engine answered
         return fact
     return Fact(_docker_summary(json.loads(result.stdout)), source="docker info")
 

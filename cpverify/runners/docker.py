@@ -20,8 +20,9 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
+from cpverify import config
 from cpverify.artifacts import check_run_id
-from cpverify.doctor.probes import DEFAULT_DOCKER_HOST, docker_engine_problem
+from cpverify.doctor.probes import docker_engine_problem
 from cpverify.errors import EnvironmentBlocked, InputError
 from cpverify.model import Arm, ArmResult, Limits, Mount, Outcome
 from cpverify.runners.base import BaseRunner, RunSetup
@@ -80,7 +81,7 @@ def connect(client=None, *, timeout: float = 60):
 
 def _blocked_engine(exc: BaseException) -> EnvironmentBlocked:
     """The doctor's reading of an engine that does not answer (cpverify.doctor.probes), as this runner's error."""
-    _cause, problem, fix = docker_engine_problem(f"{type(exc).__name__}: {exc}", host=os.environ.get("DOCKER_HOST", DEFAULT_DOCKER_HOST))
+    _cause, problem, fix = docker_engine_problem(f"{type(exc).__name__}: {exc}", host=config.docker_host())
     return EnvironmentBlocked(problem, fix=fix)
 
 
