@@ -6,17 +6,7 @@ CONTRACT (shared with the verdict, the runners and outside checks -- keep it com
   ParsedLog.to_json() gives the JSON object of `cpverify parse --json` (a dict: steps, perf,
   timers, iterations, errors, nccl, layout -- plus extra keys).
 
-One job per module:
-  records     the records and ParsedLog (to_json: the JSON contract)
-  signatures  what is an error: signatures, fine and coarse classes, the gate words
-  dicts       slime's printed metric dicts (JSON where it reads them as Python would)
-  parser      LogParser: one line at a time -- what each line says, handed to the modules below
-  line_text   a line's colour codes and Ray actor prefix taken off; an error's excerpt of it
-  metrics     slime's metric records (step, perf, memory), which side a perf record is, fragments
-  nccl        NCCL's facts: version, transports, network
-  tracebacks  Python tracebacks and torch.distributed.elastic's failure tables
-  scan        the block scan: which lines of a block the parser must read (Hyperscan or bytes.find)
-  stream      files and streams: gzip and UTF-16 read transparently, blocks, parse_file
+Its modules, one job each, are listed in ARCHITECTURE.md ("The folders").
 """
 
 from __future__ import annotations

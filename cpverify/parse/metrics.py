@@ -1,16 +1,6 @@
-"""slime's metric records as the parser finds them.
-
-  * slime's metric dicts (`step N: {...}`, `critic-step N: {...}`, `perf N: {...}`) are Python
-    reprs, read as cpverify.parse.dicts says; `rollout N:` and `eval N:` dicts are recognised, not
-    kept. Headerless fragments that hold `'perf/...': number` pairs (a dict copied by hand)
-    become perf records with rollout -1 (unknown), split by side.
-  * A `perf N:` record's side: "train" when any key is a train-side timer (perf/train_time,
-    perf/actor_train_time, perf/step_time, perf/total_train_time, *_tflops, ...), else "rollout"
-    when any key is rollout-side (perf/rollout_time, rollout/*, *tokens_per_gpu*), else by actor
-    prefix (RolloutManager/SGLang -> rollout, Megatron/Train -> train), else "rollout": nothing
-    passes as a train step without evidence.
-  * `perf/total_train_time` is slime's old name of `perf/step_time` (PR #629): both are kept.
-"""
+"""slime's metric records as the parser finds them: `step N: {...}`, `critic-step N: {...}`,
+`perf N: {...}` (Python reprs, read by cpverify.parse.dicts; `rollout N:` and `eval N:` dicts are
+recognised, not kept), Memory-Usage lines, and fragments of a perf dict copied by hand."""
 
 from __future__ import annotations
 
@@ -35,7 +25,10 @@ _ROLLOUT_PERF_KEY = re.compile(r"^rollout/|^perf/rollout_time$|tokens_per_gpu_pe
 
 
 def perf_side(metrics: dict[str, float], actor: str | None) -> str:
-    """"train" or "rollout": the side of a perf record (see the module doc)."""
+    """"train" when a key is a train-side timer (perf/actor_train_time, perf/step_time, *_tflops, ...),
+    else "rollout" when a key is rollout-side (perf/rollout_time, rollout/*, *tokens_per_gpu*), else
+    by the actor (Megatron/Train -> train), else "rollout": nothing passes as a train step without
+    evidence."""
     side = _side_of_keys(tuple(metrics))
     if side is not None:
         return side
@@ -55,6 +48,7 @@ def _side_of_keys(keys: tuple[str, ...]) -> str | None:
 
 
 def normalise_perf(metrics: dict[str, float]) -> dict[str, float]:
+    """perf/total_train_time is slime's old name of perf/step_time (slime PR #629): both are kept."""
     if "perf/total_train_time" in metrics and "perf/step_time" not in metrics:
         metrics["perf/step_time"] = metrics["perf/total_train_time"]
     return metrics

@@ -1,58 +1,12 @@
 """LogParser: one physical line at a time, what a slime / Megatron / SGLang / NCCL / Ray log says.
 
-What a line may look like, and what the parser does about it
-  * Ray actor prefixes, colour codes and `[repeated Nx across cluster]`: taken off
-    (cpverify.parse.line_text).
-  * tqdm bars share physical lines through `\\r`: a line is split on `\\r`, every piece keeps
-    the physical line number. Of a line longer than MAX_LINE_BYTES only the head is read.
-  * slime's metric dicts (`step N: {...}`, `perf N: {...}`, hand-copied fragments of one):
-    cpverify.parse.metrics.
-
-NCCL (nccl.*): cpverify.parse.nccl.
-
-Error classes: each finding has a fine class and a coarse class (coarse_class()); the contract's
-vocabulary is the coarse one (nccl_timeout, nccl_error, cuda_oom, cuda_illegal_memory_access,
-collective_shape_mismatch, ray_actor_died, ray_job_failed, sglang_startup_failure,
-argparse_error, assertion_error, hang). When a fine class differs from its coarse class BOTH
-are emitted, on the same line, so a reader of either vocabulary finds its class. E.g.
-  nccl_cuda_failure, nccl_unhandled_system_error, torch_distributed_error -> nccl_error
-  nccl_heartbeat_stuck -> hang        (kept apart from nccl_timeout: both can occur)
-  sglang_server_startup_failure -> sglang_startup_failure; sglang_http_500 -> sglang_error
-  argparse_unrecognized_arguments, argparse_ambiguous_option -> argparse_error
-  megatron_cuda_device_max_connections, slime_num_rollouts_lt_global_batch -> assertion_error
-  ray_host_oom -> ray_actor_died; nccl_warn stays nccl_warn (many NCCL warnings are benign);
-  ray_actor_unavailable stays itself (Ray may retry the call)
-The full table is COARSE_CLASS and SIGNATURES in cpverify/parse/signatures.py. Only the first
-occurrence of each class is recorded, and a physical line is never reported twice for one
-class. The parser's own classes: cp_correctness (a failing cpverify-check), layout_mismatch
-(ranks report different layouts), run_restarted (step numbers go backwards: two runs in one
-log), python_traceback (a traceback header; the frames are in `tracebacks`). A traceback whose
-frames are SGLang startup code (initialize_model_parallel, _wait_and_warmup, ...) also gives
-sglang_server_startup_failure on its exception line (cpverify.parse.tracebacks).
-
-Extra JSON keys (beyond the contract's): lines (physical lines read), checks, bandwidth (below),
-memory (slime's `[Rank r] Memory-Usage <label>: {dict}`), tracebacks (header line, frames with
-their source line, the exception line when printed), timers_open (`Timer X start` never
-ended, e.g. a phase that hung), nccl.cuda/versions/ib_link/tcp_fallback, per-error coarse and
-detail (numbers such as OpType/SeqNum/Timeout(ms) of a watchdog timeout, or the allocation of
-an OOM), per-record salvaged, per-iteration total.
-
-cpverify's own lines (print them anywhere in a line; a Ray prefix or logger header is fine):
-  cpverify-layout rank=0 world=2 tp=1 pp=1 cp=2 dp=1
-      -> `layout` {cp, dp, tp, pp, world, ranks, source: "cpverify-layout"}; the first layout
-         wins, a rank that reports a different (cp, dp, tp, pp) adds error class layout_mismatch.
-  Without a cpverify-layout line, `layout` comes from Megatron-LM's argument dump, which rank 0
-  prints at start-up (`_print_args`: `  context_parallel_size ........................... 2`,
-  dots to column 50; data_parallel_size, tensor_model_parallel_size, pipeline_model_parallel_size,
-  world_size alike), with source "megatron-arguments" and ranks [0]; the first dump counts.
-  Where the log states a fact twice, differently, and one value is kept, `conflicts` says so
-  (ConflictRecord): a later dump printing another value for an argument, or a hook line whose
-  layout is not the dump's. The hook's layout is still the one reported; the verdict trusts neither.
-  cpverify-check name=<name> status=pass|fail|warn value=<float> bound=<float> detail="<text>"
-      -> `checks`; status=fail also adds error class cp_correctness. value/bound may be nan,
-         inf or absent; detail is double-quoted, with backslash escapes.
-  cpverify-busbw op=all_reduce bytes=<int> busbw_gbps=<float> algbw_gbps=<float> [k=v ...]
-      -> `bandwidth`; other k=v pairs are kept as strings under "extra".
+A line is split on `\r` (tqdm bars share physical lines; every piece keeps the physical line's
+number), of a line longer than MAX_LINE_BYTES only the head is read, and each piece, its colour
+codes and Ray prefix taken off (line_text), goes to what reads its kind: tracebacks and elastic
+tables (tracebacks), slime's records (metrics), cpverify's own lines, timers, Megatron's
+iterations and argument dump (here), NCCL's lines (nccl), progress bars (bars), and last the error
+signatures (signatures). What each kind looks like and what the parse reports of it is
+ARCHITECTURE.md's "What the parse reads".
 """
 
 from __future__ import annotations
