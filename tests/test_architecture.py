@@ -294,3 +294,30 @@ def test_the_steps_are_one_chain_in_the_pipeline_in_nox_and_in_compose():
     services = yaml.safe_load((root / "compose.yaml").read_text(encoding="utf-8"))["services"]
     assert {name: service["command"] for name, service in services.items()} == {step: [step] for step in STEPS}
     assert _chain({name: list(service.get("depends_on", {})) for name, service in services.items()}, "verdict") == list(STEPS)
+
+
+# A verdict's status and a check row's status are model.Status and model.CheckStatus, spelled by
+# their members (str enums: verdict.json is unchanged). Modules not yet moved to them, and why.
+STATUS_WORDS = {"PASS", "FAIL", "INCONCLUSIVE", "BLOCKED", "pass", "fail", "warn", "skip"}
+STATUS_USERS = ("cpverify.verdict", "cpverify.report", "cpverify.fixes", "cpverify.pipeline", "cpverify.cli.verdict")
+BARE_STATUS_LEFT = {
+    # being rewritten by other work in progress (the statistics, the rounds, the run specification):
+    # moved to the members once it has landed
+    "cpverify.verdict.pair_checks", "cpverify.verdict.decide", "cpverify.pipeline", "cpverify.cli.verdict",
+}
+
+
+def test_one_status_vocabulary():
+    offenders = {}
+    for name, tree in modules().items():
+        if not _within(name, STATUS_USERS) or name in BARE_STATUS_LEFT:
+            continue
+        exports = [node for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                   and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)]
+        names = {id(inner) for export in exports for inner in ast.walk(export)}  # __all__ lists names, not statuses
+        bare = [node.lineno for node in ast.walk(tree)
+                if isinstance(node, ast.Constant) and node.value in STATUS_WORDS and id(node) not in names]
+        if bare:
+            offenders[name] = bare
+    assert offenders == {}
+    assert all(_within(name, STATUS_USERS) for name in BARE_STATUS_LEFT)

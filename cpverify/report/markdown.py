@@ -23,6 +23,7 @@ from pathlib import Path
 
 from cpverify import __version__
 from cpverify.lengths import length_label
+from cpverify.model import CheckStatus
 from cpverify.report import story
 from cpverify.report.data import finite
 from cpverify.report.gfm import code, details, fenced, prose, table
@@ -247,12 +248,12 @@ class _Renderer:
                       "verdict.json in {pointer}._")]
 
     def passed(self) -> list[Block]:
-        rest = story.grouped([c for c in self.v.checks if c.status in ("pass", "skip")])
+        rest = story.grouped([c for c in self.v.checks if c.status in (CheckStatus.PASS, CheckStatus.SKIP)])
         if not rest:
             return []
         rows = [[f"{story.MARK[s.check.meaning]} {code(s.name)}", self.p(s.where()), self.p(s.check.detail, 300)]
                 for s in rest]
-        passed = sum(1 for s in rest if s.check.status == "pass")
+        passed = sum(1 for s in rest if s.check.status == CheckStatus.PASS)
         return [Block(details(f"{passed} checks passed, {len(rest) - passed} not judged", table(rows, ["check", "arm",
                                                                                                     "detail"])), 2,
                       "_The passed checks are left out to keep this comment under GitHub's limit: see verdict.json "

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cpverify.lengths import length_label
-from cpverify.verdict import Verdict, short_metric
+from cpverify.verdict import Verdict, short_metric, worst
 
 PHASES = ("perf/log_probs_time", "perf/ref_log_probs_time", "perf/actor_train_time")
 STEP_TIME = "perf/step_time"
@@ -175,8 +175,7 @@ def phase_ratios(verdict: Verdict):
     from cpverify.report import story
 
     t = verdict.thresholds
-    status = max((c.status for c in verdict.comparisons), key=lambda s: ("PASS", "INCONCLUSIVE", "BLOCKED",
-                                                                          "FAIL").index(s))
+    status = worst(c.status for c in verdict.comparisons)
     deciding = next(c for c in verdict.comparisons if c.status == status)
     labels = verdict.labels
     rows: list[tuple[str, Any, str]] = []  # (label, estimate with a ratio, note)

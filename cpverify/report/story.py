@@ -13,7 +13,19 @@ from dataclasses import dataclass, field
 
 from cpverify import __version__
 from cpverify.lengths import length_label
-from cpverify.verdict import SECONDARY_GATED, ArmSummary, Check, Comparison, Verdict, short_metric, timing_metrics
+from cpverify.model import CheckStatus
+from cpverify.verdict import (
+    BLOCKED,
+    FAIL,
+    INCONCLUSIVE,
+    SECONDARY_GATED,
+    ArmSummary,
+    Check,
+    Comparison,
+    Verdict,
+    short_metric,
+    timing_metrics,
+)
 from cpverify.verdict.model import WRAPPER_ERRORS
 from cpverify.verdict.stats import MEDIAN, Estimate, RatioEstimate
 
@@ -201,15 +213,16 @@ def grouped(checks: Sequence[Check]) -> list[Said]:
     return list(out.values())
 
 
-ORDER = {"FAIL": 0, "BLOCKED": 1, "INCONCLUSIVE": 2, "warning": 3, "pass": 4, "not judged": 5}
-MARK = {"FAIL": "❌", "INCONCLUSIVE": "❔", "BLOCKED": "⛔", "warning": "⚠️", "pass": "✅", "not judged": "➖"}
+# A row's meaning (Check.meaning: the status it forces, or what it says without forcing one), in order.
+ORDER = {FAIL: 0, BLOCKED: 1, INCONCLUSIVE: 2, "warning": 3, CheckStatus.PASS: 4, "not judged": 5}
+MARK = {FAIL: "❌", INCONCLUSIVE: "❔", BLOCKED: "⛔", "warning": "⚠️", CheckStatus.PASS: "✅", "not judged": "➖"}
 
 
 def problems(verdict: Verdict) -> tuple[list[Said], list[str]]:
     """The checks that force a status or warn, what decided first, each said once; and the error
     classes left out because they restate a root cause told on its own (root_causes()): its own
     row, and the wrappers (Ray's RayTaskError, a Python traceback) that report it."""
-    shown = sorted((c for c in verdict.checks if c.status in ("fail", "warn")), key=lambda c: ORDER[c.meaning])
+    shown = sorted((c for c in verdict.checks if c.status in (CheckStatus.FAIL, CheckStatus.WARN)), key=lambda c: ORDER[c.meaning])
     said = grouped(shown)
     told = {cause.cls for cause in root_causes(verdict) if cause.cls}
     if not told:

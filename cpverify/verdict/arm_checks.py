@@ -20,6 +20,7 @@ from cpverify.fixes import (
     for_error,
     for_outcome,
 )
+from cpverify.model import CheckStatus
 from cpverify.parse.signatures import integer
 from cpverify.verdict import stats
 from cpverify.verdict.evidence import (
@@ -54,7 +55,7 @@ def runner(arm: ArmFacts) -> Iterator[Check]:
     """Did the runner get the arm going at all, and did it end cleanly?"""
     ev = arm.ev
     if ev.result is None:
-        yield Check("runner", "skip", "no runner result: verdict from existing logs", arm=ev.name)
+        yield Check("runner", CheckStatus.SKIP, "no runner result: verdict from existing logs", arm=ev.name)
         return
     outcome = ev.result.outcome
     effect = OUTCOME_EFFECTS.get(outcome, INCONCLUSIVE)
@@ -67,7 +68,7 @@ def runner(arm: ArmFacts) -> Iterator[Check]:
         detail += " (unknown outcome)"
     # the watcher's fix (cpverify.fixes, as here) or a blocked workload's own
     fix = ev.result.fix or for_outcome(outcome, ev.result.error_class, coarse_class(arm.parsed, ev.result.error_class))
-    yield Check("runner", "pass" if effect is None else "fail", detail, "" if effect is None else fix, ev.name, effect)
+    yield Check("runner", CheckStatus.PASS if effect is None else CheckStatus.FAIL, detail, "" if effect is None else fix, ev.name, effect)
 
 
 def errors(arm: ArmFacts) -> Iterator[Check]:
@@ -87,10 +88,10 @@ def errors(arm: ArmFacts) -> Iterator[Check]:
         brief = f"{cls} in arm {name} at line {first.line}: {excerpt(LEADING_TAGS.sub('', first.text), 120)}"
         if cause:
             brief += f" — {cause}"
-        yield Check(f"error:{cls}", "warn" if effect is None else "fail", detail, for_error(cls, coarse), name,
+        yield Check(f"error:{cls}", CheckStatus.WARN if effect is None else CheckStatus.FAIL, detail, for_error(cls, coarse), name,
                     effect, brief)
     if not parsed.errors:
-        yield Check("errors", "pass", f"no error signatures in {parsed.lines} lines", arm=name)
+        yield Check("errors", CheckStatus.PASS, f"no error signatures in {parsed.lines} lines", arm=name)
 
 
 def cp_effective(arm: ArmFacts) -> Iterator[Check]:
@@ -98,20 +99,20 @@ def cp_effective(arm: ArmFacts) -> Iterator[Check]:
     ev, layout = arm.ev, arm.parsed.layout
     if layout is None:
         if ev.cp_requested > 1:
-            yield Check("cp_effective", "fail", f"could not confirm CP={ev.cp_requested}: the log has no "
+            yield Check("cp_effective", CheckStatus.FAIL, f"could not confirm CP={ev.cp_requested}: the log has no "
                         "cpverify-layout line and no Megatron argument dump", NO_LAYOUT[arm.workload], ev.name,
                         INCONCLUSIVE)
         else:
-            yield Check("cp_effective", "warn", "CP=1 unconfirmed (no cpverify-layout line or Megatron argument "
+            yield Check("cp_effective", CheckStatus.WARN, "CP=1 unconfirmed (no cpverify-layout line or Megatron argument "
                         "dump; 1 is the default)", NO_LAYOUT[arm.workload], ev.name)
     elif layout.cp != ev.cp_requested:
-        yield Check("cp_effective", "fail",
+        yield Check("cp_effective", CheckStatus.FAIL,
                     f"CP did not take effect: requested CP={ev.cp_requested}, the run reports cp={layout.cp} "
                     f"(tp={layout.tp} pp={layout.pp} dp={layout.dp}{LAYOUT_SOURCES[layout.source]})",
                     "check the spelling of --context-parallel-size in the train args (slime silently "
                     "ignores unknown flags); run `cpverify lint`", ev.name, FAIL)
     else:
-        yield Check("cp_effective", "pass", f"cp={layout.cp} tp={layout.tp} pp={layout.pp} dp={layout.dp}"
+        yield Check("cp_effective", CheckStatus.PASS, f"cp={layout.cp} tp={layout.tp} pp={layout.pp} dp={layout.dp}"
                     f"{LAYOUT_SOURCES[layout.source]}", arm=ev.name)
 
 
@@ -124,12 +125,12 @@ def timings(arm: ArmFacts) -> Iterator[Check]:
         said = {m: f"{m} at rollout(s) {ranges([r for r, _ in bad])} (" + ", ".join(f"{v:.4g}" for _, v in bad[:3])
                 + (", …)" if len(bad) > 3 else ")") for m, bad in damaged.items()}
         first = said.get(t.primary_metric) or next(iter(said.values()))
-        yield Check("timings", "fail", "timings that are not durations (zero, negative, NaN or infinite are "
+        yield Check("timings", CheckStatus.FAIL, "timings that are not durations (zero, negative, NaN or infinite are "
                     "not measurements, so they are left out): " + "; ".join(said.values()),
                     FIX_DAMAGED_TIMINGS, name, INCONCLUSIVE,
                     brief=f"arm {name} has timings that are not durations: {first}")
     elif arm.per_rollout:
-        yield Check("timings", "pass", "every counted timing is a positive duration", arm=name)
+        yield Check("timings", CheckStatus.PASS, "every counted timing is a positive duration", arm=name)
 
 
 def counted_steps(arm: ArmFacts) -> Iterator[Check]:
@@ -140,7 +141,7 @@ def counted_steps(arm: ArmFacts) -> Iterator[Check]:
     detail = (f"{n} counted {t.primary_metric} values (rollouts >= {t.warmup}; {skipped} warm-up record(s) "
               f"excluded)")
     if n >= t.min_counted_steps:
-        yield Check("counted_steps", "pass", detail, arm=ev.name)
+        yield Check("counted_steps", CheckStatus.PASS, detail, arm=ev.name)
         return
     if not parsed.perf and parsed.steps:
         detail += "; the log has step lines but no train-side perf lines"
@@ -150,7 +151,7 @@ def counted_steps(arm: ArmFacts) -> Iterator[Check]:
         detail += f"; the arm printed no training step at all{ended}"
     needed = (f"run at least {t.warmup + t.min_counted_steps} rollouts (--num-rollout)" if arm.workload == "slime"
               else f"run at least {t.min_counted_steps} measured steps (--set steps=N)")
-    yield Check("counted_steps", "fail", f"{detail}; need >= {t.min_counted_steps}",
+    yield Check("counted_steps", CheckStatus.FAIL, f"{detail}; need >= {t.min_counted_steps}",
                 f"{needed}; {fix_more_steps(arm.workload)}", ev.name, INCONCLUSIVE)
 
 
@@ -180,12 +181,12 @@ def complete(arm: ArmFacts) -> Iterator[Check]:
                               f"{_count(missing)} rollout(s) have no train-side perf record (rollouts "
                               f"{spans_text(missing)})")
     if unfinished:
-        yield Check("complete", "fail", "; ".join(unfinished), FIX_INCOMPLETE, ev.name, INCONCLUSIVE,
+        yield Check("complete", CheckStatus.FAIL, "; ".join(unfinished), FIX_INCOMPLETE, ev.name, INCONCLUSIVE,
                     brief=f"arm {ev.name} did not finish: {'; '.join(unfinished)}")
     else:
         detail = "no step left unfinished" + (f"; all {ev.expected_rollouts} planned rollouts have a perf record"
                                               if ev.expected_rollouts is not None else " (no planned rollout count)")
-        yield Check("complete", "pass", detail, arm=ev.name)
+        yield Check("complete", CheckStatus.PASS, detail, arm=ev.name)
 
 
 def consistent(arm: ArmFacts) -> Iterator[Check]:
@@ -198,7 +199,7 @@ def consistent(arm: ArmFacts) -> Iterator[Check]:
     said = [f"{c.what}: {c.first}" + (f" (line {c.first_line})" if c.first_line else "") + f" and {c.then} "
             f"(line {c.line})" for c in arm.conflicts[:4]]
     more = f"; and {len(arm.conflicts) - 4} more" if len(arm.conflicts) > 4 else ""
-    yield Check("consistent", "fail", "the log contradicts itself: " + "; ".join(said) + more, FIX_CONFLICTING_LOG,
+    yield Check("consistent", CheckStatus.FAIL, "the log contradicts itself: " + "; ".join(said) + more, FIX_CONFLICTING_LOG,
                 name, INCONCLUSIVE, brief=f"arm {name}'s log contradicts itself: {said[0]}")
 
 
@@ -209,10 +210,10 @@ def numerics_finite(arm: ArmFacts) -> Iterator[Check]:
     if found:
         shown = ", ".join(f"{what} at {record} (line {line})" for record, line, what in found[:3])
         more = f" and {len(found) - 3} more" if len(found) > 3 else ""
-        yield Check("numerics_finite", "fail", f"losses or grad norms that are not finite: {shown}{more}",
+        yield Check("numerics_finite", CheckStatus.FAIL, f"losses or grad norms that are not finite: {shown}{more}",
                     FIX_NONFINITE, name, FAIL, brief=f"arm {name} computed a non-finite loss or grad norm: {shown}")
     elif arm.parsed.steps or arm.parsed.iterations:
-        yield Check("numerics_finite", "pass", "every loss and grad norm printed is finite", arm=name)
+        yield Check("numerics_finite", CheckStatus.PASS, "every loss and grad norm printed is finite", arm=name)
 
 
 def _count(spans: list[tuple[int, int]]) -> int:
@@ -226,18 +227,18 @@ def nccl(arm: ArmFacts) -> Iterator[Check]:
     slow_path = parsed.nccl_transport_warning()
     if slow_path:
         fix = FIX_SOCKETS_SEEN if parsed.tcp_fallback else FIX_P2P_OFF
-        yield Check("nccl_transport", "warn", f"{slow_path} (transports: {', '.join(transports)})", fix, name)
+        yield Check("nccl_transport", CheckStatus.WARN, f"{slow_path} (transports: {', '.join(transports)})", fix, name)
     elif transports:
-        yield Check("nccl_transport", "pass", ", ".join(transports), arm=name)
+        yield Check("nccl_transport", CheckStatus.PASS, ", ".join(transports), arm=name)
     else:
-        yield Check("nccl_transport", "skip", "the log shows no NCCL channel lines",
+        yield Check("nccl_transport", CheckStatus.SKIP, "the log shows no NCCL channel lines",
                     "rerun with NCCL_DEBUG=INFO to record the transport", name)
     if len(set(parsed.nccl.versions)) > 1:
-        yield Check("nccl_version", "warn", f"several NCCL versions in one run: {', '.join(parsed.nccl.versions)}",
+        yield Check("nccl_version", CheckStatus.WARN, f"several NCCL versions in one run: {', '.join(parsed.nccl.versions)}",
                     "use one image for every process", name)
     version = parse_version(parsed.nccl.version)
     if version is not None and version < MIN_NCCL:
-        yield Check("nccl_version", "warn", f"NCCL {parsed.nccl.version} is older than {MIN_NCCL}", FIX_OLD_STACK,
+        yield Check("nccl_version", CheckStatus.WARN, f"NCCL {parsed.nccl.version} is older than {MIN_NCCL}", FIX_OLD_STACK,
                     name)
 
 

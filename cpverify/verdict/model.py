@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cpverify.errors import EXIT_BLOCKED, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK, InputError
-from cpverify.model import ArmResult
+from cpverify.model import ArmResult, CheckStatus, Outcome, Status
 from cpverify.parse import ParsedLog
 from cpverify.verdict import stats
 
@@ -19,9 +19,10 @@ if TYPE_CHECKING:
 
 SCHEMA_VERSION = 1
 
-PASS, FAIL, INCONCLUSIVE, BLOCKED = "PASS", "FAIL", "INCONCLUSIVE", "BLOCKED"
-SEVERITY = {PASS: 0, INCONCLUSIVE: 1, BLOCKED: 2, FAIL: 3}
-EXIT_CODES = {PASS: EXIT_OK, FAIL: EXIT_FAIL, INCONCLUSIVE: EXIT_INCONCLUSIVE, BLOCKED: EXIT_BLOCKED}
+# The statuses (model.Status) by the names the verdict's rules use.
+PASS, FAIL, INCONCLUSIVE, BLOCKED = Status.PASS, Status.FAIL, Status.INCONCLUSIVE, Status.BLOCKED
+SEVERITY: dict[str, int] = {PASS: 0, INCONCLUSIVE: 1, BLOCKED: 2, FAIL: 3}
+EXIT_CODES: dict[str, int] = {PASS: EXIT_OK, FAIL: EXIT_FAIL, INCONCLUSIVE: EXIT_INCONCLUSIVE, BLOCKED: EXIT_BLOCKED}
 
 PRIMARY_METRIC = "perf/actor_train_time"
 # Train-side timings slime prints per rollout. actor_train, log_probs and ref_log_probs are
@@ -53,8 +54,9 @@ WRAPPER_ERRORS = frozenset({"ray_task_error", "ray_actor_died", "ray_actor_unava
                             "python_traceback", "python_fatal_error"})
 
 # Runner outcomes (cpverify.runners.base) and the verdict status each forces.
-OUTCOME_EFFECTS = {"ok": None, "blocked": BLOCKED, "interrupted": INCONCLUSIVE, "failed": FAIL, "fatal": FAIL,
-                   "hang": FAIL, "stalled": FAIL, "deadline": FAIL}
+OUTCOME_EFFECTS: dict[str, Status | None] = {
+    Outcome.OK: None, Outcome.BLOCKED: BLOCKED, Outcome.INTERRUPTED: INCONCLUSIVE, Outcome.FAILED: FAIL,
+    Outcome.FATAL: FAIL, Outcome.HANG: FAIL, Outcome.STALLED: FAIL, Outcome.DEADLINE: FAIL}
 
 
 @dataclass(frozen=True)
@@ -128,10 +130,14 @@ class ArmEvidence:
     log_path: Path | None = None  # the file `parsed` came from (for the failure evidence in verdict.md)
 
 
+# What a row that forces no status means for the verdict (Check.meaning).
+_MEANINGS: dict[str, str] = {CheckStatus.PASS: CheckStatus.PASS, CheckStatus.WARN: "warning", CheckStatus.SKIP: "not judged"}
+
+
 @dataclass
 class Check:
     name: str
-    status: str  # pass | fail | warn | skip
+    status: str  # a CheckStatus
     detail: str
     fix: str = ""
     arm: str | None = None
@@ -141,13 +147,13 @@ class Check:
     def __post_init__(self) -> None:
         # A row that says "fail" must force a status, and only a failed row may: otherwise the
         # table and the status it explains contradict each other.
-        if (self.status == "fail") != (self.effect is not None):
+        if (self.status == CheckStatus.FAIL) != (self.effect is not None):
             raise ValueError(f"check {self.name}: status {self.status!r} with effect {self.effect!r}")
 
     @property
     def meaning(self) -> str:
         """What this row means for the verdict: the status it forces, or that it decides nothing."""
-        return self.effect or {"pass": "pass", "warn": "warning", "skip": "not judged"}[self.status]
+        return self.effect or _MEANINGS[self.status]
 
     def to_json(self) -> dict:
         return {"name": self.name, "status": self.status, "detail": self.detail, "fix": self.fix,
