@@ -19,7 +19,7 @@ from cpverify.cli import plan as plan_cli
 from cpverify.errors import InputError
 from cpverify.model import Arm
 from cpverify.overrides import load_overrides, resolve_profile, with_overrides
-from cpverify.plan import arm_diff, build_plan, check_pair, render
+from cpverify.plan import arm_diff, build_plan, cp_only_diff, render
 from cpverify.profiles import PROFILES, QWEN25_05B_MODEL_ARGS, get_profile
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -202,10 +202,10 @@ def test_pair_that_differs_in_more_than_cp_is_refused():
     diff = arm_diff(base, other)
     assert diff == ["--context-parallel-size: 1 -> 2", "--lr: 1e-6 -> 2e-6", "env A: 1 -> 2"]
     with pytest.raises(InputError) as err:
-        check_pair(base, other, allowed={"--context-parallel-size"})
+        cp_only_diff(base, other, allowed={"--context-parallel-size"})
     assert "--lr: 1e-6 -> 2e-6" in str(err.value) and "env A" in str(err.value)
     with pytest.raises(InputError, match="do not differ in the CP size"):
-        check_pair(base, base, allowed={"--context-parallel-size"})
+        cp_only_diff(base, base, allowed={"--context-parallel-size"})
     moved = Arm("cp2", 2, ("python3", "train.py", "--context-parallel-size=2", "--lr", "1e-6"), (("A", "1"),), "/t")
     assert arm_diff(base, moved) == ["--context-parallel-size: 1 -> 2", "workdir: /s -> /t"]
 

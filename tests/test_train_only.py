@@ -35,7 +35,7 @@ from cpverify.plan import (
     SLIME_CP_FLAG,
     TRAIN_ONLY_PROMPT_LEN,
     build_plan,
-    check_pair,
+    cp_only_diff,
 )
 from cpverify.profiles import SMOKE_TRAIN_ARGS, TRAIN_ONLY_TRAIN_ARGS, get_profile
 from cpverify.runners.workload_env import workload_env
@@ -115,7 +115,7 @@ def _pair(save_a=None, load_a=None, save_b=None, load_b=None, extra_b=()):
 
 
 def test_the_grad_norm_handoff_is_the_one_extra_difference_a_pair_may_have():
-    assert len(check_pair(*_pair(save_a="/p", load_b="/p"), allowed={SLIME_CP_FLAG})) == 3
+    assert len(cp_only_diff(*_pair(save_a="/p", load_b="/p"), allowed={SLIME_CP_FLAG})) == 3
     for wrong in ({"save_a": "/p", "load_b": "/q"},  # loads another file
                   {"save_a": "/p", "save_b": "/p"},  # both save
                   {"load_a": "/p", "load_b": "/p"},  # the baseline loads
@@ -124,7 +124,7 @@ def test_the_grad_norm_handoff_is_the_one_extra_difference_a_pair_may_have():
                   {"save_a": "/p", "load_b": "/p", "save_b": "/p"},  # the candidate saves too
                   {"save_a": "/p", "load_b": "/p", "extra_b": ("--lr", "1e-5")}):  # and something else changes
         with pytest.raises(InputError, match="differ in more than the CP size|grad-norm check wrongly"):
-            check_pair(*_pair(**wrong), allowed={SLIME_CP_FLAG})
+            cp_only_diff(*_pair(**wrong), allowed={SLIME_CP_FLAG})
 
 
 @settings(max_examples=60, deadline=None)
@@ -132,10 +132,10 @@ def test_the_grad_norm_handoff_is_the_one_extra_difference_a_pair_may_have():
 def test_only_save_then_load_of_one_path_passes(wiring):
     exact = wiring.keys() == {"save_a", "load_b"} and wiring["save_a"] == wiring["load_b"]
     if exact or not wiring:
-        assert check_pair(*_pair(**wiring), allowed={SLIME_CP_FLAG})
+        assert cp_only_diff(*_pair(**wiring), allowed={SLIME_CP_FLAG})
     else:
         with pytest.raises(InputError):
-            check_pair(*_pair(**wiring), allowed={SLIME_CP_FLAG})
+            cp_only_diff(*_pair(**wiring), allowed={SLIME_CP_FLAG})
 
 
 def test_a_local_slime_environment_keeps_its_pythonpath_first():

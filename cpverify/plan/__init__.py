@@ -31,12 +31,12 @@ from cpverify.plan.build import (
     rollout_dir,
 )
 from cpverify.plan.flags import GRAD_NORM_LOAD, GRAD_NORM_SAVE, PROBE_CP_FLAG, ROLLOUT_DATA_FLAG, SLIME_CP_FLAG
-from cpverify.plan.pairs import arm_diff, check_pair, grad_norm_handoff
+from cpverify.plan.pairs import arm_diff, cp_only_diff, grad_norm_handoff
 from cpverify.plan.render import arm_json, commands_sh
 
 __all__ = [
     "DEFAULT_MODEL_DIR", "DEFAULT_SLIME_DIR", "DEFAULT_WORK_DIR", "GRAD_NORM_LOAD", "GRAD_NORM_SAVE", "PROBE_CP_FLAG",
     "ROLLOUT_DATA_FLAG", "ROLLOUT_SEED", "SLIME_CP_FLAG", "TRAIN_ONLY_PROMPT_LEN", "Design", "Plan", "arm_diff",
-    "arm_json", "build_ab_plan", "build_plan", "check_pair", "commands_sh", "design", "grad_norm_handoff",
+    "arm_json", "build_ab_plan", "build_plan", "commands_sh", "cp_only_diff", "design", "grad_norm_handoff",
     "parse_gpus", "rollout_dir",
 ]

@@ -11,7 +11,7 @@ from cpverify.errors import InputError
 from cpverify.lengths import length_label
 from cpverify.model import Arm
 from cpverify.plan.flags import GRAD_NORM_LOAD, GRAD_NORM_SAVE, PROBE_CP_FLAG, ROLLOUT_DATA_FLAG, SLIME_CP_FLAG
-from cpverify.plan.pairs import arm_diff, check_pair
+from cpverify.plan.pairs import arm_diff, cp_only_diff
 from cpverify.plan.render import arm_json, commands_sh
 from cpverify.profiles import MAX_GPUS, Profile
 
@@ -136,7 +136,7 @@ def build_plan(
         )
     plan = Plan(run_id, profile, arms, comparisons, gpus, model_dir, data_path, slime_dir, work_dir)
     for baseline, candidate in comparisons:
-        check_pair(plan.arm(baseline), plan.arm(candidate), allowed=allowed)
+        cp_only_diff(plan.arm(baseline), plan.arm(candidate), allowed=allowed)
     return plan
 
 

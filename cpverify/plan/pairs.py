@@ -45,7 +45,7 @@ def grad_norm_handoff(a: Arm, b: Arm) -> set[str]:
     return set()
 
 
-def check_pair(a: Arm, b: Arm, *, allowed: set[str]) -> list[str]:
+def cp_only_diff(a: Arm, b: Arm, *, allowed: set[str]) -> list[str]:
     """The diff of a compared pair; raises InputError unless it is exactly a change of CP (plus,
     for train-only arms, the grad-norm handoff from a to b)."""
     diff = arm_diff(a, b)

@@ -51,7 +51,7 @@ from cpverify.versions import MIN_NCCL, parse_version
 LAYOUT_SOURCES = {"cpverify-layout": "", "megatron-arguments": ", from Megatron's argument dump"}
 
 
-def runner(arm: ArmFacts) -> Iterator[Check]:
+def check_runner(arm: ArmFacts) -> Iterator[Check]:
     """Did the runner get the arm going at all, and did it end cleanly?"""
     ev = arm.ev
     if ev.result is None:
@@ -71,7 +71,7 @@ def runner(arm: ArmFacts) -> Iterator[Check]:
     yield Check("runner", CheckStatus.PASS if effect is None else CheckStatus.FAIL, detail, "" if effect is None else fix, ev.name, effect)
 
 
-def errors(arm: ArmFacts) -> Iterator[Check]:
+def check_errors(arm: ArmFacts) -> Iterator[Check]:
     """The error signatures: one row per class, naming its first occurrence."""
     parsed, name = arm.parsed, arm.ev.name
     # The root cause first (the headline tells the first failed row): a wrapper after what it wraps.
@@ -94,7 +94,7 @@ def errors(arm: ArmFacts) -> Iterator[Check]:
         yield Check("errors", CheckStatus.PASS, f"no error signatures in {parsed.lines} lines", arm=name)
 
 
-def cp_effective(arm: ArmFacts) -> Iterator[Check]:
+def check_cp_effective(arm: ArmFacts) -> Iterator[Check]:
     """Did the requested CP take effect? slime ignores misspelled flags, so only the run can say."""
     ev, layout = arm.ev, arm.parsed.layout
     if layout is None:
@@ -116,7 +116,7 @@ def cp_effective(arm: ArmFacts) -> Iterator[Check]:
                     f"{LAYOUT_SOURCES[layout.source]}", arm=ev.name)
 
 
-def timings(arm: ArmFacts) -> Iterator[Check]:
+def check_timings(arm: ArmFacts) -> Iterator[Check]:
     """Are the timings measurements? A zero, negative, NaN or infinite duration is not one (a broken
     timer, or an edited log); it is left out, and the arm cannot pass with it."""
     name, t = arm.ev.name, arm.t
@@ -133,7 +133,7 @@ def timings(arm: ArmFacts) -> Iterator[Check]:
         yield Check("timings", CheckStatus.PASS, "every counted timing is a positive duration", arm=name)
 
 
-def counted_steps(arm: ArmFacts) -> Iterator[Check]:
+def check_counted_steps(arm: ArmFacts) -> Iterator[Check]:
     """Enough counted steps for an interval?"""
     ev, parsed, t = arm.ev, arm.parsed, arm.t
     n = len(arm.samples[t.primary_metric])
@@ -155,7 +155,7 @@ def counted_steps(arm: ArmFacts) -> Iterator[Check]:
                 f"{needed}; {fix_more_steps(arm.workload)}", ev.name, INCONCLUSIVE)
 
 
-def complete(arm: ArmFacts) -> Iterator[Check]:
+def check_complete(arm: ArmFacts) -> Iterator[Check]:
     """Did the arm finish? A log that ends inside a step (a timer started, never ended) was cut or its
     arm died there; an arm with fewer rollouts than its plan asked for stopped early."""
     ev, parsed, t = arm.ev, arm.parsed, arm.t
@@ -189,7 +189,7 @@ def complete(arm: ArmFacts) -> Iterator[Check]:
         yield Check("complete", CheckStatus.PASS, detail, arm=ev.name)
 
 
-def consistent(arm: ArmFacts) -> Iterator[Check]:
+def check_consistent(arm: ArmFacts) -> Iterator[Check]:
     """Does the log state each fact once? Two values for one fact (a layout line against the argument
     dump, two perf records of one rollout with other timings) leave it unsaid which is the arm's:
     never one silently."""
@@ -203,7 +203,7 @@ def consistent(arm: ArmFacts) -> Iterator[Check]:
                 name, INCONCLUSIVE, brief=f"arm {name}'s log contradicts itself: {said[0]}")
 
 
-def numerics_finite(arm: ArmFacts) -> Iterator[Check]:
+def check_numerics_finite(arm: ArmFacts) -> Iterator[Check]:
     """Are the losses and grad norms numbers? A NaN or inf in either arm is a broken computation:
     a FAIL whatever the speed, deterministic runs or not."""
     name, found = arm.ev.name, arm.nonfinite
@@ -220,7 +220,7 @@ def _count(spans: list[tuple[int, int]]) -> int:
     return sum(last - first + 1 for first, last in spans)
 
 
-def nccl(arm: ArmFacts) -> Iterator[Check]:
+def check_nccl(arm: ArmFacts) -> Iterator[Check]:
     """NCCL's transport and version: warnings, which explain a slow CP and do not decide it."""
     parsed, name = arm.parsed, arm.ev.name
     transports = list(parsed.nccl.transports)
@@ -244,7 +244,8 @@ def nccl(arm: ArmFacts) -> Iterator[Check]:
 
 # In the order of the table; a blocked arm gets the runner's row alone (nothing ran: the log's rows
 # would only restate that).
-ARM_CHECKS = (runner, errors, cp_effective, consistent, numerics_finite, timings, counted_steps, complete, nccl)
+ARM_CHECKS = (check_runner, check_errors, check_cp_effective, check_consistent, check_numerics_finite, check_timings,
+              check_counted_steps, check_complete, check_nccl)
 
 
 def check_arm(ev: ArmEvidence, t: Thresholds, workload: str) -> tuple[ArmSummary, list[Check]]:
