@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from cpverify.fixes import NO_LAYOUT, NO_PERF, fix_more_steps, fix_slow_cp, for_error
+from cpverify.model import CheckStatus, Outcome
 from cpverify.verdict import stats
 from cpverify.verdict.evidence import FAR_BEYOND_NOISE, LEADING_TAGS, WORK, excerpt, first_step_numerics
 from cpverify.verdict.model import (
@@ -138,8 +139,8 @@ class PairFacts:
     def unestablished(self, name: str, detail: str, fix: str) -> Check:
         """A sameness the logs cannot show: never a PASS; no row of its own where the arms' checks decide."""
         if self.arms_decide:
-            return Check(name, "skip", detail + "; the arms' own checks decide")
-        return Check(name, "fail", detail, fix, effect=INCONCLUSIVE, brief=detail)
+            return Check(name, CheckStatus.SKIP, detail + "; the arms' own checks decide")
+        return Check(name, CheckStatus.FAIL, detail, fix, effect=INCONCLUSIVE, brief=detail)
 
 
 FIX_SAME_JOB = ("compare two runs that differ only in --context-parallel-size (DP absorbs it on the same GPUs): "
@@ -157,21 +158,21 @@ def same_gpus(pair: PairFacts) -> Iterator[Check]:
     if worlds is not None:
         b_world, c_world = worlds
         if b_world != c_world:
-            yield Check(name, "fail", f"the arms ran on different world sizes ({b_world} vs {c_world}): the ratio "
+            yield Check(name, CheckStatus.FAIL, f"the arms ran on different world sizes ({b_world} vs {c_world}): the ratio "
                         "compares different jobs", "run both arms on the same GPUs; only the CP flag may differ (DP "
                         "absorbs it)", effect=INCONCLUSIVE,
                         brief=f"the arms ran on different numbers of GPUs ({b_world} vs {c_world})")
         else:
-            yield Check(name, "pass", f"both arms ran on {b_world} GPUs (their layouts)")
+            yield Check(name, CheckStatus.PASS, f"both arms ran on {b_world} GPUs (their layouts)")
         return
     unstated = " and ".join(arm.name for arm in (pair.b_arm, pair.c_arm) if not arm.layout)
     whole, per_gpu = pair.work("tokens", "samples"), pair.work("tflop_per_gpu")
     if whole is not None and per_gpu is not None and whole.agrees:
         if per_gpu.agrees:
-            yield Check(name, "pass", f"{unstated}'s log states no layout; the arms did the same work ({whole}) and "
+            yield Check(name, CheckStatus.PASS, f"{unstated}'s log states no layout; the arms did the same work ({whole}) and "
                         f"the same work per GPU ({per_gpu}), which differs on another number of GPUs")
         else:
-            yield Check(name, "fail", f"the arms did the same work ({whole}) but not the same work per GPU "
+            yield Check(name, CheckStatus.FAIL, f"the arms did the same work ({whole}) but not the same work per GPU "
                         f"({per_gpu}): they ran on different numbers of GPUs ({unstated}'s log states no layout)",
                         "run both arms on the same GPUs; only the CP flag may differ (DP absorbs it)",
                         effect=INCONCLUSIVE, brief=f"the arms ran on different numbers of GPUs ({per_gpu})")
@@ -224,7 +225,7 @@ def same_workload(pair: PairFacts) -> Iterator[Check]:
     other = [str(work) for work in (whole, per_gpu) if work is not None and not work.agrees]
     if real or other:
         said = ([f"{listed(real)} (Megatron's argument dumps)"] if real else []) + other
-        yield Check(name, "fail", "the arms ran different jobs, not only a different CP: " + "; ".join(said),
+        yield Check(name, CheckStatus.FAIL, "the arms ran different jobs, not only a different CP: " + "; ".join(said),
                     FIX_SAME_JOB, effect=INCONCLUSIVE, brief="the arms ran different jobs, not only a different CP: "
                     + (listed(real[:2]) if real else other[0]))
         return
@@ -240,11 +241,11 @@ def same_workload(pair: PairFacts) -> Iterator[Check]:
         yield pair.unestablished(name, f"could not establish that the arms ran the same job: {why}, and the logs "
                                  "show no work per step (tokens, samples, TFLOP per GPU) to compare", FIX_WHOLE_LOGS)
     elif paths and b_args and c_args:
-        yield Check(name, "warn", f"the arms' arguments match but for CP and these, which do not change a step's "
+        yield Check(name, CheckStatus.WARN, f"the arms' arguments match but for CP and these, which do not change a step's "
                     f"work (if the paths hold the same data and model): {listed(paths)}; " + "; ".join(agreeing),
                     "give both arms the same data, checkpoint and settings; only the CP flag may differ")
     else:
-        yield Check(name, "pass", "; ".join(agreeing))
+        yield Check(name, CheckStatus.PASS, "; ".join(agreeing))
 
 
 # CP=c runs on the GPUs where CP=1 ran c data-parallel ranks per CP group. At best it spreads over
@@ -278,7 +279,7 @@ def speed(pair: PairFacts) -> Iterator[Check]:
     floor = ratio_floor(pair.base.cp_requested, pair.cand.cp_requested)
     chosen = decisive(primary, t)
     if primary is not None and primary.ratio is not None and primary.ratio < floor:
-        yield Check(name, "fail", f"{what}: {primary.ratio:.2g}×, below the {floor:.2f}× that CP={pair.cand.cp_requested} "
+        yield Check(name, CheckStatus.FAIL, f"{what}: {primary.ratio:.2g}×, below the {floor:.2f}× that CP={pair.cand.cp_requested} "
                     f"can give at best against CP={pair.base.cp_requested} on the same GPUs: the comparison is broken, "
                     "not CP fast", "check that both logs' timings are in seconds (slime prints seconds) and that the "
                     "arms ran the same job; judge each arm's own, unedited log", effect=INCONCLUSIVE,
@@ -291,9 +292,9 @@ def speed(pair: PairFacts) -> Iterator[Check]:
         else:
             detail, fix = f"{what}: {primary.ratio:.2f}×, {primary.note}", fix_more_steps(workload)
         if pair.arms_decide:
-            yield Check(name, "skip", detail + "; the arms' own checks decide")
+            yield Check(name, CheckStatus.SKIP, detail + "; the arms' own checks decide")
         else:
-            yield Check(name, "fail", detail, fix, effect=INCONCLUSIVE,
+            yield Check(name, CheckStatus.FAIL, detail, fix, effect=INCONCLUSIVE,
                         brief=f" — {primary.note}" if primary and primary.ratio is not None else "")
         return
     status = judged(chosen, t)
@@ -304,12 +305,12 @@ def speed(pair: PairFacts) -> Iterator[Check]:
     why = (f" (the {chosen.statistic}'s; the {other.statistic}'s alone: {judged(other, t)}, as when a minority of "
            "steps is far from the rest)" if other and judged(other, t) != status else "")
     if status == PASS:
-        yield Check(name, "pass", shown)
+        yield Check(name, CheckStatus.PASS, shown)
     elif status == FAIL:
-        yield Check(name, "fail", f"{shown}; the whole interval is above the threshold{why}", pair.slow_cp_fix(),
+        yield Check(name, CheckStatus.FAIL, f"{shown}; the whole interval is above the threshold{why}", pair.slow_cp_fix(),
                     effect=FAIL, brief=f" — the whole interval is above the threshold{why}")
     else:
-        yield Check(name, "fail", f"{shown}; the interval straddles the threshold{why}", fix_more_steps(workload),
+        yield Check(name, CheckStatus.FAIL, f"{shown}; the interval straddles the threshold{why}", fix_more_steps(workload),
                     effect=INCONCLUSIVE, brief=f" — the interval straddles the threshold{why}")
 
 
@@ -324,18 +325,18 @@ def secondary_speed(pair: PairFacts) -> Iterator[Check]:
             continue
         name, shown = f"speed:{short_metric(metric)}:{pair.name}", f"{pair.what(metric)}: {_format_ratio(est, pair.t, worse)}"
         if judged(worse, pair.t) == FAIL:
-            yield Check(name, "warn", shown, f"as for {short_metric(pair.t.primary_metric)} (its speed row)"
+            yield Check(name, CheckStatus.WARN, shown, f"as for {short_metric(pair.t.primary_metric)} (its speed row)"
                         if primary_slow else pair.slow_cp_fix())
         elif judged(worse, pair.t) == INCONCLUSIVE:  # straddles: neither within the threshold nor above it
-            yield Check(name, "skip", f"{shown}; undecided: the interval straddles the threshold")
+            yield Check(name, CheckStatus.SKIP, f"{shown}; undecided: the interval straddles the threshold")
         else:
-            yield Check(name, "pass", shown)
+            yield Check(name, CheckStatus.PASS, shown)
 
 
 def nccl_same_version(pair: PairFacts) -> Iterator[Check]:
     b_version, c_version = pair.b_arm.nccl["version"], pair.c_arm.nccl["version"]
     if b_version and c_version and b_version != c_version:
-        yield Check(f"nccl_same_version:{pair.name}", "warn", f"NCCL differs between arms ({b_version} vs {c_version})",
+        yield Check(f"nccl_same_version:{pair.name}", CheckStatus.WARN, f"NCCL differs between arms ({b_version} vs {c_version})",
                     "run both arms in the same image; only the CP flag may differ")
 
 
@@ -351,7 +352,7 @@ def numerics(pair: PairFacts) -> Iterator[Check]:
 def _first_step(pair: PairFacts) -> Check | None:
     t, name, rows = pair.t, f"numerics:{pair.name}", pair.numerics
     if not rows:
-        return (Check(name, "fail", "no common train step to compare", "make sure both logs hold slime's `step N:` "
+        return (Check(name, CheckStatus.FAIL, "no common train step to compare", "make sure both logs hold slime's `step N:` "
                       "lines", effect=INCONCLUSIVE) if t.deterministic else None)
     step = rows[0]["step"]
 
@@ -361,20 +362,20 @@ def _first_step(pair: PairFacts) -> Check | None:
     off = [row for row in rows if not row["within_tolerance"]]
     far = [row for row in rows if row["beyond_noise"]]
     if t.deterministic and off:
-        return Check(name, "fail", f"step {step} differs beyond rel/abs {t.numerics_tolerance:g}: {said(off)}",
+        return Check(name, CheckStatus.FAIL, f"step {step} differs beyond rel/abs {t.numerics_tolerance:g}: {said(off)}",
                      "compare on the same rollout data (--load-debug-rollout-data) with dropout 0 and "
                      "--attention-backend flash; report the CP path if it persists", effect=FAIL)
     if far:
-        return Check(name, "fail", f"step {step} differs far beyond run-to-run noise (more than "
+        return Check(name, CheckStatus.FAIL, f"step {step} differs far beyond run-to-run noise (more than "
                      f"{FAR_BEYOND_NOISE:g}× apart, where identical inputs differ by rounding): {said(far)}",
                      "compare CP=1 and CP=2 on the same rollouts (--profile train-only runs slime's grad-norm check "
                      "at every step); a CP that changes the first step this much computes something else: report it "
                      "upstream with this bundle", effect=INCONCLUSIVE,
                      brief=f"first-step numerics far apart: {said(far[:1])}")
     if t.deterministic:
-        return Check(name, "pass", f"step {step}: all within rel/abs {t.numerics_tolerance:g}")
+        return Check(name, CheckStatus.PASS, f"step {step}: all within rel/abs {t.numerics_tolerance:g}")
     finite = [row["rel_diff"] for row in rows if row["rel_diff"] is not None and math.isfinite(row["rel_diff"])]
-    return Check(name, "skip", f"step {step}: largest relative difference {max(finite, default=0.0):.3g} (reported "
+    return Check(name, CheckStatus.SKIP, f"step {step}: largest relative difference {max(finite, default=0.0):.3g} (reported "
                  "only: runs are not deterministic)", "enable deterministic mode to gate numerics")
 
 
@@ -403,14 +404,14 @@ def _grad_norm_gate(pair: PairFacts) -> Check | None:
             return None
         why = ("has no Megatron argument dump" if not args else f"shows ci_load_grad_norm {loaded or 'None'}"
                + (f" and ci_save_grad_norm {saves_too}" if saves_too else ""))
-        return Check(name, "fail", f"the plan asked slime to check this arm's grad norm against the baseline's at every "
+        return Check(name, CheckStatus.FAIL, f"the plan asked slime to check this arm's grad norm against the baseline's at every "
                      f"step, but its log {why}: the check did not run", FIX_GRAD_NORM_CHECK, cand.name, INCONCLUSIVE,
                      brief=f"slime's grad-norm check did not run in arm {cand.name} (its log {why})")
     saved = _handoff(base.parsed.arguments.get("ci_save_grad_norm"))
     if saved != loaded:
         whose = (f"its ci_save_grad_norm is {saved}" if saved else "its log shows no ci_save_grad_norm"
                  if base.parsed.arguments else "its log has no Megatron argument dump")
-        return Check(name, "fail", f"slime checked this arm's grad norm against {loaded}, which the baseline's log does "
+        return Check(name, CheckStatus.FAIL, f"slime checked this arm's grad norm against {loaded}, which the baseline's log does "
                      f"not show it saved ({whose}): a comparison with some other run", FIX_GRAD_NORM_CHECK, cand.name,
                      INCONCLUSIVE, brief=f"slime's grad-norm check in arm {cand.name} compared with a file the "
                      "baseline did not write")
@@ -421,15 +422,15 @@ def _grad_norm_gate(pair: PairFacts) -> Check | None:
     same_data = (f" on the same rollout files ({rollouts})"
                  if rollouts and rollouts == _handoff(base.parsed.arguments.get("load_debug_rollout_data")) else "")
     if mismatch is not None:
-        return Check(name, "fail", f"slime's grad-norm check failed at line {mismatch.line}: "
+        return Check(name, CheckStatus.FAIL, f"slime's grad-norm check failed at line {mismatch.line}: "
                      f"{excerpt(LEADING_TAGS.sub('', mismatch.text), 160)} (against the baseline's{same_data}, "
                      "rel/abs 0.01)", for_error("slime_grad_norm_mismatch"), cand.name, FAIL,
                      brief=f"slime's grad-norm check failed in arm {cand.name} at line {mismatch.line}")
-    if steps and outcome in (None, "ok"):
-        return Check(name, "pass", f"slime checked the grad norm of all {steps} steps against the baseline's"
+    if steps and outcome in (None, Outcome.OK):
+        return Check(name, CheckStatus.PASS, f"slime checked the grad norm of all {steps} steps against the baseline's"
                      f"{same_data} (the argument dumps: this arm's ci_load_grad_norm is the baseline's "
                      "ci_save_grad_norm; rel/abs 0.01): every one matched", arm=cand.name)
-    return Check(name, "fail", f"slime's grad-norm check did not run to the end ({steps} step(s) checked, runner "
+    return Check(name, CheckStatus.FAIL, f"slime's grad-norm check did not run to the end ({steps} step(s) checked, runner "
                  f"outcome {outcome!r})", "see this arm's other checks for what stopped it", cand.name, INCONCLUSIVE)
 
 
@@ -442,7 +443,7 @@ def check_pair(pair: PairFacts) -> list[Check]:
     """A comparison's own rows of the table."""
     checks = [row for check in JOB_CHECKS for row in check(pair)]
     if any(c.effect for c in checks):  # two different jobs: their ratio says nothing about CP, high or low
-        return [*checks, Check(f"speed:{pair.name}", "skip",
+        return [*checks, Check(f"speed:{pair.name}", CheckStatus.SKIP,
                                f"{pair.what(pair.t.primary_metric)}: not judged, the arms did not run the same job")]
     return checks + [row for check in MEASURE_CHECKS for row in check(pair)]
 
