@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from test_verdict_claims import PROPERTY, forced, judge, pair, parsed
 
 from cpverify import verdict as v
-from cpverify.artifacts import BUNDLED_LINE_MAX_BYTES
 from cpverify.errors import EXIT_USAGE, InputError
-from cpverify.profiles import resolve_profile
+from cpverify.given_logs import BUNDLED_LINE_MAX_BYTES
+from cpverify.overrides import resolve_profile
 from cpverify.redact import Redactor
 
 # -- numerics: a loss printed as not finite, in any spelling a printer uses ------------------------
