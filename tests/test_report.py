@@ -449,6 +449,7 @@ _LOGLIKE = st.lists(st.text(alphabet=st.characters(codec="utf-8", exclude_catego
 @example("see @alice and #1062 at https://evil.example/x.png ![img](https://e.x/a.png) <b>bold</b>")
 @example("a stray ` backtick and <0> inside `code <0>`")
 @example("FAIL\b\b\b\bPASS \x1b]52;c;ZWNobw==\x07 \r")
+@example("rank_www.host.0 and x_www.y")  # GFM links www. after an underscore
 def test_log_text_in_prose_renders_inert_and_as_it_was(text):
     from cpverify.report.gfm import prose
     from cpverify.terminal import inert

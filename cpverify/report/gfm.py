@@ -30,8 +30,9 @@ from cpverify.terminal import inert
 _BACKTICKS = re.compile(r"`+")
 # Words GitHub acts on in rendered text (outside code): @mentions and e-mails, issue and pull
 # references (#12, GH-12, owner/repo#12), URLs and bare www. links, commit SHAs (7+ hex digits with a
-# letter and a digit), emoji names (:tada:).
-_LIVE_WORD = re.compile(r"@|#\d|\bGH-\d|://|\bwww\.|:[\w+-]+:|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,}\b",
+# letter and a digit), emoji names (:tada:). GFM links www. after any character but a letter or a
+# digit (`_www.x` is a link: the underscore is a word character, so no \b there).
+_LIVE_WORD = re.compile(r"@|#\d|\bGH-\d|://|(?<![^\W_])www\.|:[\w+-]+:|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,}\b",
                         re.IGNORECASE)
 # Punctuation markdown (and GitHub's math) would read as syntax; `|` is the table's to escape. An
 # underscore between two letters or digits opens no emphasis in GFM, so actor_train stays as it is.
