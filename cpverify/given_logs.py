@@ -19,6 +19,7 @@ from cpverify.artifacts import DEFAULT_BASE, HashingReader, atomic_writer, fix_f
 from cpverify.errors import ArtifactWriteError, InputError
 from cpverify.inputs import shown_name
 from cpverify.parse import ParsedLog, open_text, parse_stream
+from cpverify.redact_lines import BlockRedactor
 
 if TYPE_CHECKING:
     from cpverify.redact import Redactor
@@ -68,14 +69,15 @@ def _without_cut_word(head: bytes, reach: int = 4096) -> bytes:
 
 
 class _BundledCopy(io.RawIOBase):
-    """A log's text as the bundle keeps it, read as a stream: each line redacted by `line`, a
-    line longer than `line_bytes` cut to its head (saying how much was left out), and the first
-    `max_bytes` written to `out` as they pass. Whoever reads it (the parser) reads every line;
-    the copy stops at a line's end once full (`complete` False). Memory: a block and a line."""
+    """A log's text as the bundle keeps it, read as a stream: its lines redacted a block at a time
+    by `redact` (cpverify.redact_lines.BlockRedactor), a line longer than `line_bytes` cut to its
+    head (saying how much was left out), and the first `max_bytes` written to `out` as they pass.
+    Whoever reads it (the parser) reads every line; the copy stops at a line's end once full
+    (`complete` False). Memory: a block and a line."""
 
-    def __init__(self, text: IO[bytes], out: IO[bytes], line: Callable[[str], str], *,
+    def __init__(self, text: IO[bytes], out: IO[bytes], redact: Callable[[list[bytes]], list[bytes]], *,
                  max_bytes: int, line_bytes: int) -> None:
-        self._text, self._out, self._line = text, out, line
+        self._text, self._out, self._redact = text, out, redact
         self._max_bytes, self._line_bytes = max_bytes, line_bytes
         self._held = b""  # the head of the line being read
         self._dropped = 0  # bytes of that line past line_bytes
@@ -101,44 +103,49 @@ class _BundledCopy(io.RawIOBase):
         """The next block's lines, redacted (the copy takes those that fit)."""
         block = self._text.read(_BLOCK)
         lines: list[bytes] = []
+        cut: dict[int, int] = {}  # line -> bytes of it past line_bytes
         if not block:
             self._eof = True
             if self._held or self._dropped:  # a last line without its newline
-                lines.append(self._emit(b""))
+                self._take(lines, cut, b"")
         start = 0
         while start < len(block):
             nl = block.find(b"\n", start)
             stop = len(block) if nl == -1 else nl
             if not self._held and not self._dropped and stop - start <= self._line_bytes and nl != -1:
-                self._held = block[start:stop]  # the common case: a whole line in this block
-            else:
-                room = max(self._line_bytes - len(self._held), 0)
-                self._held += block[start : start + min(room, stop - start)]
-                self._dropped += max(stop - start - room, 0)
+                lines.append(block[start : nl + 1])  # the common case: a whole line in this block
+                start = nl + 1
+                continue
+            room = max(self._line_bytes - len(self._held), 0)
+            self._held += block[start : start + min(room, stop - start)]
+            self._dropped += max(stop - start - room, 0)
             if nl == -1:
                 break
-            lines.append(self._emit(b"\n"))
+            self._take(lines, cut, b"\n")
             start = nl + 1
+        self.lines += sum(line.endswith(b"\n") for line in lines)
+        if not all(map(bytes.isascii, lines)):  # the copy is UTF-8 text: bytes that are not UTF-8 read as U+FFFD
+            lines = [line if line.isascii() else line.decode("utf-8", "replace").encode() for line in lines]
+        raw, lines = lines, self._redact(lines)
+        for i, dropped in cut.items():  # a cut line says so, after its redacted head
+            newline = b"\n" if raw[i].endswith(b"\n") else b""
+            lines[i] = (lines[i][: len(lines[i]) - len(newline)]
+                        + f" [cpverify: line cut here, {dropped} more bytes not copied]".encode() + newline)
+        self.text_bytes += sum(map(len, lines))
         if self.complete and lines:
             self._copy(lines)
         return b"".join(lines)
 
-    def _emit(self, newline: bytes) -> bytes:
-        """The held line, redacted (and cut, when it ran past line_bytes), with its newline."""
+    def _take(self, lines: list[bytes], cut: dict[int, int], newline: bytes) -> None:
+        """The held line, with its newline, into `lines` (cut to a whole word when it ran past line_bytes)."""
         head, dropped = self._held, self._dropped
         self._held, self._dropped = b"", 0
-        self.lines += bool(newline)
         if dropped:
             kept = _without_cut_word(head)
-            dropped += len(head) - len(kept)
+            cut[len(lines)] = dropped + len(head) - len(kept)
             self.lines_cut += 1
-            text = self._line(kept.decode("utf-8", "replace") + newline.decode())
-            text = f"{text[: len(text) - len(newline)]} [cpverify: line cut here, {dropped} more bytes not copied]"
-            data = (text + newline.decode()).encode()
-        else:
-            data = self._line(head.decode("utf-8", "replace") + newline.decode()).encode()
-        self.text_bytes += len(data)
-        return data
+            head = kept
+        lines.append(head + newline)
 
     def _copy(self, lines: list[bytes]) -> None:
         """Into the copy, the lines that fit; the first that does not ends it."""
@@ -182,12 +189,13 @@ def bundle_log(source: Path, bundled: Path, scrub: Redactor, *, max_bytes: int =
     how: dict[str, Any] = {}
     with _snapshot(source, bundled.parent) as (snapshot, record):
         with atomic_writer(bundled, binary=True) as out:
-            copy = _BundledCopy(open_text(snapshot, how), out, scrub.lines(), max_bytes=max_bytes,
+            copy = _BundledCopy(open_text(snapshot, how), out, BlockRedactor(scrub), max_bytes=max_bytes,
                                 line_bytes=line_bytes)
             parsed = parse_stream(copy)  # type: ignore[arg-type]
             copy.close_note(record)
     parsed.source = how  # how the log was stored, not the copy's (plain UTF-8 text)
     record.update(stored=how, bundled=f"logs/{bundled.name}", bundled_sha256=copy.sha256.hexdigest())
+    scrub.vouch(copy.sha256.hexdigest())  # the archive takes the copy as it is (cpverify.report.write)
     if not copy.complete or copy.lines_cut:
         record["copy"] = {"complete": copy.complete, "lines": copy.copied_lines, "of_lines": copy.lines,
                           "bytes": copy.copied, "of_bytes": copy.text_bytes, "lines_cut": copy.lines_cut,

@@ -102,9 +102,11 @@ _URL_HOST = re.compile(r"(?i)\b[a-z][a-z0-9+.-]{0,31}://(?:[^\s/@]{0,4096}@)?(?P
 # Fully qualified names: any depth under internal suffixes, three labels or more under public ones
 # (two-label names are too often files: socket.cc, model.pt). Python's dotted names end in no TLD.
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-_FQDN = re.compile(rf"(?i)(?<![\w./-])(?:(?:{_LABEL}\.)+(?:internal|local|lan|corp|intranet|localdomain|home\.arpa)"
-                   rf"|(?:{_LABEL}\.){{2,}}(?:com|net|org|io|ai|edu|gov|cloud|cn|uk|de|jp|kr|fr|ca|au|sg|ch|nl|tw|hk|eu|us))"
-                   r"(?![\w-]|\.\w)")
+_INTERNAL_SUFFIXES = ("internal", "local", "lan", "corp", "intranet", "localdomain", "arpa")
+_PUBLIC_TLDS = ("com", "net", "org", "io", "ai", "edu", "gov", "cloud", "cn", "uk", "de", "jp", "kr", "fr", "ca", "au",
+                "sg", "ch", "nl", "tw", "hk", "eu", "us")
+_FQDN = re.compile(rf"(?i)(?<![\w./-])(?:(?:{_LABEL}\.)+(?:{'|'.join(_INTERNAL_SUFFIXES[:-1])}|home\.arpa)"
+                   rf"|(?:{_LABEL}\.){{2,}}(?:{'|'.join(_PUBLIC_TLDS)}))(?![\w-]|\.\w)")
 # A peer as torch's c10d, TCPStore and Gloo name it: `connect to [h100-node-017]:29500`.
 _BRACKET_HOST = re.compile(r"\[(?P<host>[A-Za-z][A-Za-z0-9._-]*)\]:\d+")
 # Fields that hold a host name: torchrun's failure table (`host      : yotta-B200-232`), the
@@ -116,10 +118,14 @@ _HOST_FIELD = re.compile(r"(?i)(?<![\w-])(?:(?:host(?:_?name)?|master_addr(?:ess
 _NOT_A_HOST = {"none", "null", "nil", "unknown", "unset", "true", "false", "auto", "any", "localhost"}
 # Where a rule can match at all (see Redactor.identity_of).
 _NCCL_TAIL = re.compile(r":\d+:\d+ \[\d+\]")
-_TLD = re.compile(r"(?i)\.(?:internal|local|lan|corp|intranet|localdomain|arpa|com|net|org|io|ai|edu|gov|cloud|cn|uk|"
-                  r"de|jp|kr|fr|ca|au|sg|ch|nl|tw|hk|eu|us)(?![\w-])")
+_TLD = re.compile(rf"(?i)\.(?:{'|'.join(_INTERNAL_SUFFIXES + _PUBLIC_TLDS)})(?![\w-])")
 _IPV4_HINT = re.compile(r"\d\.\d{1,3}\.\d{1,3}\.\d")
 _IPV6_HINT = re.compile(r"[0-9A-Fa-f]:[0-9A-Fa-f]{0,4}:[0-9A-Fa-f]{0,4}:")
+# What those tests look for, for a gate over many lines at once (cpverify.redact_lines): words in
+# any case, and patterns; this machine's names and the hosts learned are added by Redactor.gate_terms.
+_IDENTITY_WORDS = ("home", "users", "://", "]:", "::", "host", "master", "rdzv", "ip-", "ec2-",
+                   *(f".{suffix}" for suffix in _INTERNAL_SUFFIXES + _PUBLIC_TLDS))
+_IDENTITY_HINTS = (_NCCL_TAIL, _IPV4_HINT, _IPV6_HINT)
 # Cloud host names that spell an address: ip-172-31-5-10, ec2-54-1-2-3.
 _ADDRESS_HOST = re.compile(r"(?i)\b(?:ip|ec2)-\d{1,3}-\d{1,3}-\d{1,3}-\d{1,3}\b")
 # Public services identify nobody, and a verdict pointing at them must stay readable.
@@ -244,6 +250,15 @@ class Redactor:
         self._home_path, self._user_name = home, user
         self._home = re.compile(rf"{re.escape(home)}(?![\w.-])") if home else None
         self._user = re.compile(rf"(?<![\w-]){re.escape(user)}(?![\w-])") if user else None
+        self._vouched: dict[str, tuple[int, int]] = {}  # digest -> (secrets, hosts) known when it was written
+
+    def vouch(self, digest: str) -> None:
+        """The text of sha256 `digest` was written by this redactor, redacted (the bundle's copy of a log)."""
+        self._vouched[digest] = (len(self.literals), len(self.pseudonyms.known_hosts()[0]))
+
+    def vouched(self, digest: str) -> bool:
+        """Is the text of sha256 `digest` redacted as this redactor would redact it now (nothing learned since)?"""
+        return self._vouched.get(digest) == (len(self.literals), len(self.pseudonyms.known_hosts()[0]))
 
     def add_secrets(self, values: Iterable[str]) -> None:
         """More literal values to remove (the plan's, once it is known)."""
@@ -256,8 +271,19 @@ class Redactor:
 
     def lines(self) -> Callable[[str], str]:
         """A stateful per-line redactor (a PEM block may span the lines it is fed)."""
-        rules = Credentials(self.literals)
-        return lambda line: self.identity_of(rules.lines([line])[0])
+        return functools.partial(self.line_of, Credentials(self.literals))
+
+    def line_of(self, rules: Credentials, line: str) -> str:
+        """One line of many: `rules` hold whether a PEM block is open (cpverify.redact_lines feeds a block)."""
+        return self.identity_of(rules.lines([line])[0])
+
+    def gate_terms(self) -> tuple[list[str], list[str], tuple[re.Pattern[str], ...]]:
+        """What identity_of's cheap tests look for, as it stands now (a host learned adds its name):
+        (words in any case, words in this case, patterns). A line holding none comes back unchanged."""
+        if not self.identity:
+            return [], [], ()
+        return ([*_IDENTITY_WORDS, *(name for name, _ in self._machine_hosts), *self.pseudonyms.known_hosts()[0]],
+                [word for word in (self._home_path, self._user_name) if word], _IDENTITY_HINTS)
 
     def identity_of(self, text: str, *, keep_versions: bool = False) -> str:
         # Each rule runs only where a cheap test says it can match: most log lines hold no

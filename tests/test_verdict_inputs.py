@@ -148,11 +148,11 @@ def test_out_that_is_a_file_is_bad_input(tmp_path):
 
 # -- the bundle's copy: capped, and saying so ----------------------------------------------------
 
-class Unredacted:
+class Unredacted(Redactor):
     """A scrub that changes nothing: the copy's lines can then be compared with the log's."""
 
-    def lines(self):
-        return lambda line: line
+    def line_of(self, rules, line):
+        return line
 
 
 def _bundle(tmp: Path, data: bytes, **caps):
@@ -388,3 +388,11 @@ def test_a_closed_pipe_on_stdout_keeps_the_verdicts_exit_code(tmp_path, json_out
     assert written["status"] == "FAIL"
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_line_across_blocks_that_is_not_utf8_is_copied_as_utf8(tmp_path):
+    """A line read in two blocks, its bytes that are not UTF-8 in the first: the copy is UTF-8 text."""
+    data = b"ok\n" + b"\xff" + b"x" * ((1 << 20) - 8) + b" tail\nlast\n"  # the line ends in the second block
+    record, parsed, copy = _bundle(tmp_path, data)
+    copy.decode("utf-8")  # raises where a byte is not UTF-8
+    assert copy.startswith(b"ok\n\xef\xbf\xbdx") and copy.endswith(b" tail\nlast\n") and parsed.lines == 3

@@ -4,11 +4,14 @@ attach to an issue, each atomically and redacted (the only part of the report th
 from __future__ import annotations
 
 import os
+import re
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import IO
 
 from cpverify.artifacts import (
+    HashingReader,
     RunDir,
     atomic_write_bytes,
     atomic_write_json,
@@ -16,7 +19,9 @@ from cpverify.artifacts import (
     atomic_writer,
     open_in_place,
 )
+from cpverify.errors import ArtifactWriteError
 from cpverify.redact import Redactor
+from cpverify.redact_lines import BlockRedactor
 from cpverify.report import plots as plotting
 from cpverify.report.data import finite, render_json
 from cpverify.report.markdown import failure_lines, render_markdown
@@ -26,6 +31,7 @@ ARCHIVE_LOG_BYTES = 64 << 20  # a log's copy in the archive stops here (and says
 # Never in the archive: which placeholder is which host (logs/placeholders.json), the run's own
 # bookkeeping (state.json, .lock), the workload's scratch (work/), temporaries.
 _NOT_SHARED = ("placeholders.json",)
+_LINE = re.compile(rb"[^\n]*\n|[^\n]+\Z")  # a log's lines end at "\n" only (a progress bar's \r is inside one)
 
 
 def archive_name(run_dir: RunDir) -> str:
@@ -87,13 +93,37 @@ def write_archive(run_dir: RunDir, written: dict[str, Path], scrub: Redactor) ->
                 continue
             arcname = str(file.relative_to(run_dir.root))
             with zf.open(arcname, "w", force_zip64=True) as out, src:
-                line, sent = scrub.lines(), 0
-                for raw in src:
-                    if sent + len(raw) > ARCHIVE_LOG_BYTES:
-                        out.write(f"[cpverify: the copy stops after {ARCHIVE_LOG_BYTES >> 20} MiB; the whole log is "
-                                  "on the machine that ran it]\n".encode())
-                        break
-                    text = line(raw.decode("utf-8", "replace").rstrip("\n"))
-                    out.write((text + "\n").encode())
-                    sent += len(raw)
+                _archive_log(src, out, scrub, arcname)
     return path
+
+
+def _archive_log(src: IO[bytes], out: IO[bytes], scrub: Redactor, name: str) -> None:
+    """`src`'s lines into `out`, redacted by `scrub`, as many whole lines as ARCHIVE_LOG_BYTES holds.
+    A text `scrub` wrote itself and vouches for (its sha256: the bundle's copy of a log given to
+    `cpverify verdict`, redacted as it was written) goes as it is; every other text through the rules
+    (cpverify.redact_lines). What goes as it is is hashed again as it goes: changed meanwhile, it fails."""
+    digest = HashingReader(src).drain().sha256.hexdigest()
+    vouched = scrub.vouched(digest)
+    src.seek(0)
+    read, blocks = HashingReader(src), BlockRedactor(scrub)
+
+    def redact(data: bytes) -> bytes:
+        return data if vouched else b"".join(blocks(_LINE.findall(data)))
+
+    sent, rest = 0, b""
+    while True:
+        block = read.read(1 << 20)
+        data = rest + block
+        if sent + len(data) > ARCHIVE_LOG_BYTES:  # the whole lines that fit, then a line saying so
+            out.write(redact(data[: data.rfind(b"\n", 0, ARCHIVE_LOG_BYTES - sent) + 1]))
+            out.write(f"[cpverify: the copy stops after {ARCHIVE_LOG_BYTES >> 20} MiB; the whole log is "
+                      "on the machine that ran it]\n".encode())
+            break
+        end = data.rfind(b"\n") + 1 if block else len(data)  # at the end, a last line without its newline too
+        out.write(redact(data[:end]))
+        sent, rest = sent + end, data[end:]
+        if not block:
+            break
+    if vouched and read.drain().sha256.hexdigest() != digest:
+        raise ArtifactWriteError(f"{name} changed while it was put in the archive",
+                                 "run the command again, with nothing else writing into its --out directory")

@@ -1,0 +1,157 @@
+"""A log's lines redacted a block at a time: line for line what Redactor.lines() makes of them, found
+cheaply (the bundle's copy of a given log, the logs in the archive: tens of MiB).
+
+Every rule of cpverify.credentials and Redactor.identity_of runs on a line only where a cheap test
+says it can match: a gate word, a literal secret, a name, a pattern such as `\\d.\\d+.\\d+.\\d`. Per
+line, those tests cost more than the rest of a verdict. Here one scan of a block finds the lines
+that hold any of them (Hyperscan, every term at once; where it is not installed, one bytes.find
+pass per word and one regex pass per pattern), and only those lines, and every line while a PEM
+block is open, go through Redactor.lines(); the others are the line redactor's answer already,
+the bytes as they came. A line that is not ASCII always goes through: there `str.lower()` and
+`\\d` read more than bytes do. A host learned on a line (Redactor.gate_terms grows) is looked for
+in the rest of the block too. tests/test_redact_lines.py checks the equality on any input;
+benchmarks/verdict_throughput.md measures it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from cpverify.credentials import GATE_WORDS, Credentials
+from cpverify.parse.scan import hyperscan
+
+if TYPE_CHECKING:
+    from cpverify.redact import Redactor
+
+_NOT_ASCII = re.compile(rb"[\x80-\xff]")
+
+
+def _ascii(words: Iterable[str]) -> list[bytes]:
+    """The words that can occur in an ASCII line, as bytes (the others only in lines that go through anyway)."""
+    return sorted({word.encode() for word in words if word and word.isascii()})
+
+
+class _Terms:
+    """What a scan looks for: words in any case, words in their case, patterns (bytes)."""
+
+    def __init__(self, anycase: list[bytes], cased: list[bytes], patterns: list[bytes], engine: str) -> None:
+        self.anycase, self.cased = anycase, cased
+        self.patterns = [re.compile(pattern) for pattern in patterns]
+        self._database: Any = None
+        if engine == "hyperscan":
+            self._database = _compiled(tuple(anycase), tuple(cased), tuple(patterns))
+
+    def lines(self, block: bytes, starts: list[int], first: int = 0) -> set[int]:
+        """Indices of the lines of `block` (they begin at `starts`) from line `first` on that hold a term."""
+        hot: set[int] = set()
+        begin = starts[first]
+        if self._database is not None:
+            line_end = -1
+
+            def on_match(_id: int, _start: int, end: int, _flags: int, _context: Any) -> None:
+                nonlocal line_end
+                if begin + end > line_end:  # matches come in the order they end: one report a line
+                    index = bisect.bisect_right(starts, begin + end - 1) - 1
+                    hot.add(index)
+                    line_end = starts[index + 1] if index + 1 < len(starts) else len(block)
+
+            if self.anycase or self.cased or self.patterns:
+                self._database.scan(memoryview(block)[begin:], match_event_handler=on_match)
+            return hot
+        lowered = block.lower()  # bytes.lower(): ASCII letters only, the offsets are the block's
+        for text, words in ((lowered, self.anycase), (block, self.cased)):
+            for word in words:
+                _hits(hot, starts, lambda at, w=word, t=text: t.find(w, at), begin)
+        for pattern in self.patterns:
+            _hits(hot, starts, lambda at, p=pattern: (m.start() if (m := p.search(block, at)) else -1), begin)
+        return hot
+
+
+def _hits(hot: set[int], starts: list[int], find: Any, at: int) -> None:
+    """Add to `hot` each line where `find(at)` finds its term; after a hit, it goes on at the next line."""
+    found = find(at)
+    while found != -1:
+        index = bisect.bisect_right(starts, found) - 1
+        hot.add(index)
+        if index + 1 == len(starts):
+            return
+        found = find(starts[index + 1])
+
+
+def _expression(word: bytes) -> bytes:
+    """A literal as a Hyperscan expression: letters and digits as they are (CASELESS reads them), the rest \\xHH."""
+    return b"".join(bytes([c]) if chr(c).isalnum() else b"\\x%02x" % c for c in word)
+
+
+@functools.lru_cache(maxsize=8)
+def _compiled(anycase: tuple[bytes, ...], cased: tuple[bytes, ...], patterns: tuple[bytes, ...]) -> Any:
+    """One Hyperscan database for every term: milliseconds to compile, so once per set of terms."""
+    expressions = [*map(_expression, anycase), *map(_expression, cased), *patterns]
+    if not expressions:
+        return None
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    database.compile(expressions=expressions, ids=list(range(len(expressions))),
+                     flags=[hyperscan.HS_FLAG_CASELESS] * len(anycase) + [0] * (len(cased) + len(patterns)))
+    return database
+
+
+class BlockRedactor:
+    """Redactor.lines() for a block of lines at once (bytes, each ending in "\\n" but perhaps the
+    last, decoded as UTF-8 with replacement where a rule reads them). Holds the line redactor's
+    state from block to block (an open PEM block), as it would."""
+
+    def __init__(self, redactor: Redactor, engine: str | None = None) -> None:
+        self._redactor = redactor
+        self._rules = Credentials(redactor.literals)
+        self._line = functools.partial(redactor.line_of, self._rules)  # Redactor.lines(), its state in reach
+        engine = engine or ("hyperscan" if hyperscan is not None else "find")
+        anycase, cased, patterns = redactor.gate_terms()
+        self._names = set(anycase)  # identity words known to the fixed scan; hosts learned later are scanned apart
+        self._fixed = _Terms(_ascii([*GATE_WORDS, *anycase]), _ascii([*self._rules.literals, *cased]),
+                             [pattern.pattern.encode() for pattern in patterns], engine)
+
+    def __call__(self, lines: list[bytes]) -> list[bytes]:
+        out = list(lines)
+        if not lines:
+            return out
+        block = b"".join(lines)
+        starts = [0]
+        for line in lines[:-1]:
+            starts.append(starts[-1] + len(line))
+        self._names.update(self._redactor.gate_terms()[0])  # hosts the run learned elsewhere meanwhile
+        hot = self._fixed.lines(block, starts) | self._learned(block, starts, 0)
+        if not block.isascii():
+            _hits(hot, starts, lambda at: (m.start() if (m := _NOT_ASCII.search(block, at)) else -1), 0)
+        order = sorted(hot)
+        h, i, n = 0, 0, len(lines)
+        while i < n:
+            if not self._rules.in_pem:  # else every line goes through until the block closes
+                while h < len(order) and order[h] < i:
+                    h += 1
+                if h == len(order):
+                    break
+                i = order[h]
+            known = len(self._names)
+            out[i] = self._line(lines[i].decode("utf-8", "replace")).encode()
+            i += 1
+            if i < n and self._learned_since(known):  # a host named on this line: its name, in the rest
+                more = self._learned(block, starts, i) - hot
+                if more:
+                    hot |= more
+                    order = sorted(hot)
+                    h = 0
+        return out
+
+    def _learned_since(self, known: int) -> bool:
+        self._names.update(self._redactor.gate_terms()[0])
+        return len(self._names) != known
+
+    def _learned(self, block: bytes, starts: list[int], first: int) -> set[int]:
+        """Lines from `first` on that hold a host name learned since the scan was compiled."""
+        fixed = set(self._fixed.anycase)
+        names = [name for name in _ascii(self._names) if name not in fixed]
+        return _Terms(names, [], [], "find").lines(block, starts, first) if names else set()
