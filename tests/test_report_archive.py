@@ -1,0 +1,105 @@
+"""The archive to attach (cpverify.report.write): every log in it is redacted. The bundle's copy of a
+given log, which the run's Redactor wrote and vouches for, goes as it is; any other text, or that
+copy once changed or once the redactor has learned a host or a secret since, goes through the rules."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+import zipfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cpverify.artifacts import RunDir
+from cpverify.errors import ArtifactWriteError
+from cpverify.given_logs import bundle_log
+from cpverify.redact import Pseudonyms, Redactor
+from cpverify.report import write
+
+TOKEN = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345"
+LOG = (f"step 1: {{'train/loss': 0.5}}\nHF_TOKEN={TOKEN}\nconnect to [gpu-node-17]:29500 from 10.1.2.3\n"
+       "progress\r50%\rdone\nlast line without newline")
+
+
+def _archived(run_dir: RunDir, scrub: Redactor, name: str = "logs/cp1.log") -> bytes:
+    path = write.write_archive(run_dir, {}, scrub)
+    with zipfile.ZipFile(path) as zf:
+        return zf.read(name)
+
+
+def _given(tmp_path: Path, scrub: Redactor, text: str = LOG) -> RunDir:
+    run_dir = RunDir.create(tmp_path / "run")
+    (tmp_path / "given.log").write_text(text)
+    bundle_log(tmp_path / "given.log", run_dir.log_path("cp1"), scrub)
+    return run_dir
+
+
+def test_the_bundles_copy_goes_into_the_archive_as_it_was_written(tmp_path, monkeypatch):
+    scrub = Redactor(pseudonyms=Pseudonyms())
+    run_dir = _given(tmp_path, scrub)
+    copy = run_dir.log_path("cp1").read_bytes()
+    assert TOKEN.encode() not in copy and b"gpu-node-17" not in copy and b"10.1.2.3" not in copy
+    monkeypatch.setattr(scrub, "line_of", lambda rules, line: pytest.fail(f"redacted again: {line!r}"))
+    assert _archived(run_dir, scrub) == copy
+
+
+def test_a_copy_changed_after_it_was_written_is_redacted_again(tmp_path):
+    scrub = Redactor(pseudonyms=Pseudonyms())
+    run_dir = _given(tmp_path, scrub)
+    with run_dir.log_path("cp1").open("a") as log:
+        log.write(f"\nWANDB_API_KEY=Zx9Qw8Er7Ty6Ui5Op4As3Df2 on 10.9.8.7\n")
+    archived = _archived(run_dir, scrub)
+    assert b"Zx9Qw8Er7Ty6Ui5Op4As3Df2" not in archived and b"10.9.8.7" not in archived
+
+
+def test_a_host_learned_after_the_copy_was_written_is_replaced_in_the_archive(tmp_path):
+    scrub = Redactor(pseudonyms=Pseudonyms())
+    run_dir = _given(tmp_path, scrub, "rank 3 on trainbox-42 is slow\n")
+    assert b"trainbox-42" in run_dir.log_path("cp1").read_bytes()  # nothing said it was a host, yet
+    scrub("master_addr=trainbox-42")  # env.json, say: now it is one
+    assert b"trainbox-42" not in _archived(run_dir, scrub)
+
+
+def test_another_redactors_copy_is_redacted_by_this_one(tmp_path):
+    run_dir = _given(tmp_path, Redactor(identity=False, pseudonyms=Pseudonyms()))
+    assert b"10.1.2.3" in run_dir.log_path("cp1").read_bytes()  # --no-redact's copy keeps addresses
+    assert b"10.1.2.3" not in _archived(run_dir, Redactor(pseudonyms=Pseudonyms()))
+
+
+def test_a_log_that_changes_while_it_is_archived_fails_the_archive():
+    scrub = Redactor(pseudonyms=Pseudonyms())
+    text = b"vouched text\n"
+    scrub.vouch(hashlib.sha256(text).hexdigest())
+
+    class Changing(io.BytesIO):
+        def seek(self, *args):  # after it was hashed, before it is copied
+            self.write(b"HF_TOKEN=" + TOKEN.encode() + b"\n")
+            return super().seek(*args)
+
+    with pytest.raises(ArtifactWriteError):
+        write._archive_log(Changing(text), io.BytesIO(), scrub, "logs/cp1.log")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(st.sampled_from(["ok", f"HF_TOKEN={TOKEN}", "gpu-node-17:12:34 [0] NCCL INFO", "10.1.2.3",
+                                       "a\rb", "-----BEGIN RSA PRIVATE KEY-----", "MIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQ",
+                                       "-----END RSA PRIVATE KEY-----", "caf\u00e9 \udcff"]), max_size=30),
+       newline_at_end=st.booleans(), cap=st.integers(1, 400))
+def test_a_raw_log_is_archived_as_the_line_redactor_makes_it_up_to_its_cap(tmp_path_factory, monkeypatch, lines,
+                                                                           newline_at_end, cap):
+    monkeypatch.setattr(write, "ARCHIVE_LOG_BYTES", cap)
+    raw = ("\n".join(lines) + ("\n" if newline_at_end and lines else "")).encode("utf-8", "surrogateescape")
+    out = io.BytesIO()
+    write._archive_log(io.BytesIO(raw), out, Redactor(pseudonyms=Pseudonyms()), "logs/cp1.log")
+    line, expected, sent = Redactor(pseudonyms=Pseudonyms()).lines(), b"", 0
+    for piece in re.findall(rb"[^\n]*\n|[^\n]+$", raw):
+        if sent + len(piece) > cap:
+            expected += b"[cpverify: the copy stops after 0 MiB; the whole log is on the machine that ran it]\n"
+            break
+        expected += line(piece.decode("utf-8", "replace")).encode()
+        sent += len(piece)
+    assert out.getvalue() == expected
