@@ -29,8 +29,10 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from cpverify.pair_names import NAME_STEMS as _NAME_STEMS
+from cpverify.pair_names import names
 from cpverify.terminal import CONTROL as _TERMINAL_CONTROL  # what inert() escapes, one definition
-from cpverify.terminal import CSI
+from cpverify.terminal import as_shown
 
 TOKEN = "<redacted:token>"
 SECRET = "<redacted:secret>"
@@ -136,14 +138,16 @@ class ValueKind:
     name: str
     pattern: re.Pattern[str]
     replace: Callable[[re.Match[str]], str]
+    needs: tuple[str, ...]  # in lower case, the words one of which each match holds (see may_match)
     # the secret parts of a match (secret_fragments); by default its `secret` or `value` group, or all
     parts: Callable[[re.Match[str]], list[str]] | None = None
 
+    def may_match(self, low: str | None) -> bool:  # low: the line in lower case; None: not ASCII ((?i) reads ſ as s)
+        return low is None or any(word in low for word in self.needs)
+
     def fragments(self, match: re.Match[str]) -> list[str]:
-        if self.parts is not None:
-            return self.parts(match)
         groups = match.groupdict()
-        return [groups.get("secret") or groups.get("value") or match.group(0)]
+        return self.parts(match) if self.parts else [groups.get("secret") or groups.get("value") or match.group(0)]
 
 
 def _whole(placeholder: str) -> Callable[[re.Match[str]], str]:
@@ -153,9 +157,7 @@ def _whole(placeholder: str) -> Callable[[re.Match[str]], str]:
 def keep_group(group: str, placeholder: str) -> Callable[[re.Match[str]], str]:
     """Replace only the named group: the scheme, header or host around it stays readable."""
     def replace(match: re.Match[str]) -> str:
-        start, end = match.span(group)
-        whole = match.group(0)
-        offset = match.start()
+        (start, end), offset, whole = match.span(group), match.start(), match.group(0)
         return whole[: start - offset] + placeholder + whole[end - offset:]
     return replace
 
@@ -198,6 +200,7 @@ _COMMAND_LINE = re.compile(r"(?<![\w.-])(?P<command>" + "|".join(map(re.escape, 
 # secret is a plain lowercase word) or the next option (`--password -p`).
 _NOT_A_VALUE = re.compile(r"[a-z]+(?:[-_][a-z]+)*|--?[A-Za-z].*")
 _NO_VALUE = {"none", "null", "nil", "true", "false"}  # what a dump or a repr prints for an unset credential
+_EMPTY = (None, "", True, False)  # an argv word or a JSON value that holds no credential
 
 
 def _reads_as_value(word: str) -> bool:
@@ -267,47 +270,47 @@ def _command_passwords(match: re.Match[str]) -> str:
 
 VALUE_KINDS: tuple[ValueKind, ...] = (
     # provider prefixes
-    ValueKind("huggingface", re.compile(r"\bhf_[A-Za-z0-9]{20,}\b"), _whole(TOKEN)),
-    ValueKind("github", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"), _whole(TOKEN)),
-    ValueKind("github-fine-grained", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"), _whole(TOKEN)),
-    ValueKind("gitlab", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), _whole(TOKEN)),
-    ValueKind("aws-access-key-id", re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), _whole(TOKEN)),
-    ValueKind("openai-anthropic", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"), _whole(TOKEN)),
-    ValueKind("stripe", re.compile(r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"), _whole(TOKEN)),
-    ValueKind("slack-token", re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}|\bxapp-\d-[A-Za-z0-9-]{10,}"), _whole(TOKEN)),
-    ValueKind("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), _whole(TOKEN)),
-    ValueKind("pypi", re.compile(r"\bpypi-AgE[A-Za-z0-9_-]{20,}"), _whole(TOKEN)),
-    ValueKind("npm", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), _whole(TOKEN)),
-    ValueKind("sendgrid", re.compile(r"\bSG\.[\w-]{16,}\.[\w-]{16,}"), _whole(TOKEN)),
-    ValueKind("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"), _whole(TOKEN)),
+    ValueKind("huggingface", re.compile(r"\bhf_[A-Za-z0-9]{20,}\b"), _whole(TOKEN), ("hf_",)),
+    ValueKind("github", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"), _whole(TOKEN), ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    ValueKind("github-fine-grained", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"), _whole(TOKEN), ("github_pat_",)),
+    ValueKind("gitlab", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), _whole(TOKEN), ("glpat-",)),
+    ValueKind("aws-access-key-id", re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), _whole(TOKEN), ("akia", "asia")),
+    ValueKind("openai-anthropic", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"), _whole(TOKEN), ("sk-",)),
+    ValueKind("stripe", re.compile(r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"), _whole(TOKEN), ("k_live_", "k_test_")),
+    ValueKind("slack-token", re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}|\bxapp-\d-[A-Za-z0-9-]{10,}"), _whole(TOKEN), ("xox", "xapp-")),
+    ValueKind("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), _whole(TOKEN), ("aiza",)),
+    ValueKind("pypi", re.compile(r"\bpypi-AgE[A-Za-z0-9_-]{20,}"), _whole(TOKEN), ("pypi-age",)),
+    ValueKind("npm", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), _whole(TOKEN), ("npm_",)),
+    ValueKind("sendgrid", re.compile(r"\bSG\.[\w-]{16,}\.[\w-]{16,}"), _whole(TOKEN), ("sg.",)),
+    ValueKind("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"), _whole(TOKEN), ("eyj",)),
     # NVIDIA (NGC, build.nvidia.com): nvapi- and 64 characters; NGC's older keys have no prefix (by name only)
-    ValueKind("nvidia", re.compile(r"\bnvapi-[A-Za-z0-9_-]{40,}"), _whole(TOKEN)),
-    ValueKind("google-oauth", re.compile(r"\bya29\.[A-Za-z0-9_.-]{20,}"), _whole(TOKEN)),  # access tokens
-    ValueKind("groq", re.compile(r"\bgsk_[A-Za-z0-9]{40,}\b"), _whole(TOKEN)),  # gsk_ and 52 characters
-    ValueKind("databricks", re.compile(r"\bdapi[0-9a-h]{32}(?:-\d+)?\b"), _whole(TOKEN)),
+    ValueKind("nvidia", re.compile(r"\bnvapi-[A-Za-z0-9_-]{40,}"), _whole(TOKEN), ("nvapi-",)),
+    ValueKind("google-oauth", re.compile(r"\bya29\.[A-Za-z0-9_.-]{20,}"), _whole(TOKEN), ("ya29.",)),  # access tokens
+    ValueKind("groq", re.compile(r"\bgsk_[A-Za-z0-9]{40,}\b"), _whole(TOKEN), ("gsk_",)),  # gsk_ and 52 characters
+    ValueKind("databricks", re.compile(r"\bdapi[0-9a-h]{32}(?:-\d+)?\b"), _whole(TOKEN), ("dapi",)),
     # W&B: a server's keys (local-, or another prefix, and the 40 characters of a cloud key) and the newer
     # wandb_v1_ keys; a plain cloud key is 40 hex digits, a git commit's shape: by name or literally
-    ValueKind("wandb", re.compile(r"\blocal-[A-Za-z0-9]{40}\b|\bwandb_v1_[A-Za-z0-9_]{40,}"), _whole(TOKEN)),
+    ValueKind("wandb", re.compile(r"\blocal-[A-Za-z0-9]{40}\b|\bwandb_v1_[A-Za-z0-9_]{40,}"), _whole(TOKEN), ("local-", "wandb_v1_")),
     # webhook URLs are the credential themselves: keep the service, drop the path
     ValueKind("slack-webhook", re.compile(r"(?i)(https://hooks\.slack\.com/)(?P<secret>(?:services|workflows|triggers)/[\w/-]+)"),
-              keep_group("secret", TOKEN)),
+              keep_group("secret", TOKEN), ("hooks.slack.com/",)),
     ValueKind("discord-webhook", re.compile(r"(?i)(https://(?:\w+\.)?discord(?:app)?\.com/api/webhooks/)(?P<secret>[\w/-]+)"),
-              keep_group("secret", TOKEN)),
+              keep_group("secret", TOKEN), ("discord",)),
     # scheme://user:password@host (a password may hold an @ itself: up to the last one before the
     # host), scheme://TOKEN@host (a long user with a digit: not `git@`)
     ValueKind("url-userinfo", re.compile(r"(?i)\b[a-z][a-z0-9+.-]{0,31}://(?P<secret>[^\s/?#@:'\"<>]{0,2048}:[^\s/'\"<>]{0,2048}|"
-                                          r"(?=[A-Za-z_-]*\d)[A-Za-z0-9_-]{16,})@"), keep_group("secret", SECRET)),
+                                          r"(?=[A-Za-z_-]*\d)[A-Za-z0-9_-]{16,})@"), keep_group("secret", SECRET), ("://",)),
     # ?token=, &sig=, X-Amz-Signature=, X-Amz-Credential=, X-Goog-Signature=, access_token= ... (presigned URLs)
-    ValueKind("url-query", re.compile(r"(?<=[?&])(?P<name>[A-Za-z][\w.-]*)=(?P<value>[^&#\s\"'<>]+)"), _secret_query_value),
+    ValueKind("url-query", re.compile(r"(?<=[?&])(?P<name>[A-Za-z][\w.-]*)=(?P<value>[^&#\s\"'<>]+)"), _secret_query_value, ("?", "&")),
     # Authorization: Bearer|Basic|Token|... <credential>, as a header, a JSON field or an escaped one
     ValueKind("authorization-header", re.compile(
         r"(?i)\b(?:proxy-)?authorization\\?[\"']?\s*[:=]\s*\\?[\"']?"
         r"(?:(?:bearer|basic|token|digest|negotiate|ntlm|apikey|key)\s+)?(?P<secret>[^\s\"',;\\]+)"),
-        keep_group("secret", TOKEN)),
+        keep_group("secret", TOKEN), ("authorization",)),
     # a bare `Bearer X` / `Basic X` (curl -H, requests' repr): X must look random, so prose survives
     ValueKind("bearer", re.compile(r"\b(?:[Bb]earer|BEARER|[Bb]asic|BASIC)\s+(?P<secret>(?=[\w.~+/-]*(?:\d|[+/=]|[a-z][A-Z]))"
-                                   r"[A-Za-z0-9._~+/=-]{8,})"), keep_group("secret", TOKEN)),
-    ValueKind("command-password", _COMMAND_LINE, _command_passwords,
+                                   r"[A-Za-z0-9._~+/=-]{8,})"), keep_group("secret", TOKEN), ("bearer", "basic")),
+    ValueKind("command-password", _COMMAND_LINE, _command_passwords, tuple(_COMMAND_PASSWORDS),
               lambda match: [match.string[start:end] for start, end in _command_password_spans(match)]),
 )
 
@@ -319,31 +322,10 @@ _PEM_ONE_LINE = re.compile(_PEM_BEGIN.pattern + r".*?" + _PEM_END.pattern)  # "\
 # colour), then key material (base64) or a header (Proc-Type: 4,ENCRYPTED); or a blank line.
 _PEM_BODY = re.compile(r"(?P<prefix>(?:[^\n]*[\s)])?)(?P<body>[A-Za-z0-9+/]+={0,2}|[A-Za-z-]+: [^\n]*)\s*")
 _PEM_BLANK = re.compile(r"\s*(?:\([^()\n]*\))?\s*")  # escape sequences are spaces by then (Credentials.line)
-# An OSC (a hyperlink's `ESC]8;;URL BEL`): its text is not shown where it stands.
-_OSC = re.compile(r"\x1b\](?P<text>[^\x07\x1b\n]*)(?:\x07|\x1b\\)?")
-
-
-def _as_shown(line: str) -> str:
-    """`line` as the rules read it when it holds control characters: as terminal.inert() shows it
-    (colour and cursor sequences gone, other control characters parting their neighbours, here as
-    spaces), and the text of its OSCs (a link's URL may hold a password) after it."""
-    hidden = [m.group("text") for m in _OSC.finditer(line)]
-    line = _OSC.sub("", line)
-    if hidden:
-        body = line.rstrip("\r\n")
-        line = " ".join([body, *hidden]) + line[len(body):]
-    return _TERMINAL_CONTROL.sub(" ", CSI.sub("", line.replace("\r\n", "\n")))
 
 # NAME=value pairs. Names are found first and only secret-looking ones consume their value, so a
 # harmless name can never swallow the secret pair that follows it ("export A=1 HF_TOKEN=...").
-# A name right after `$` or `${` is a shell reference (commands.sh's ": "${HF_TOKEN:?...}""), not a pair.
-# The lookahead keeps the scan cheap: only names holding a secret-ish word are considered at all; a name starts
-# at a dotted run's head (`args.wandb_key`) and looks 128 characters ahead: time linear in a long dotted run.
-_NAME_STEMS = ("token", "secret", "pass", "pwd", "pat", "cred", "key", "dsn", "auth", "cookie", "sig", "jwt", "bearer",
-               "header", "session", "url", "string", "webhook")
-# A name's dots join words (spring.datasource.password), never end it: `wandb_key .....` is a name and padding.
-_NAME = re.compile(r"""(?<![\w$-])(?<!\w\.)(?<!\$\{)(?P<quote>\\?["']?)(?P<name>(?:--)?(?=[\w.-]{0,128}?(?i:"""
-                   + "|".join(_NAME_STEMS) + r"""))[A-Za-z_](?:[\w-]|\.(?=[\w-]))*)(?P=quote)""")
+# Where a name can stand: cpverify.pair_names.
 # The separator: `=` or `:`; the dots of an argument dump (Megatron's `_print_args`, as slime prints
 # it: `  wandb_key ....... VALUE`, as many dots as the name is short), whose value is the rest of
 # the line; or, for a --flag only, a space or a comma between quoted words (an argv list's repr).
@@ -418,7 +400,7 @@ def _gated(lines: list, literals: re.Pattern | None) -> list[int]:
 def _redact_pairs(text: str) -> str:
     out: list[str] = []
     pos = 0
-    for match in _NAME.finditer(text):
+    for match in names(text):
         if match.start() < pos or not is_secret_name(match.group("name")):
             continue
         found = _VALUE.match(text, match.end())
@@ -474,7 +456,7 @@ class Credentials:
         spaces: a name or a value in colour (`\\x1b[32mHF_TOKEN\\x1b[0m=...`) is still one; a line
         they held a secret in comes back without them, the others as they were."""
         if _TERMINAL_CONTROL.search(line):
-            plain = _as_shown(line)
+            plain = as_shown(line)  # as the rules read it
             out = self._rules(plain)
             return line if out == plain else out
         return self._rules(line)
@@ -494,8 +476,10 @@ class Credentials:
                 end = len(line.rstrip("\r\n"))
                 line = line[: opened.start()] + PRIVATE_KEY + line[end:]
                 self.in_pem = True
+        low = line.lower() if line.isascii() else None  # a pattern runs only where it may match: most never do
         for kind in VALUE_KINDS:
-            line = kind.pattern.sub(kind.replace, line)
+            if kind.may_match(low) and (done := kind.pattern.sub(kind.replace, line)) != line:
+                line, low = done, done.lower() if done.isascii() else None
         return _redact_pairs(line)
 
     def lines(self, lines: list, decode: bool = False) -> list:
@@ -586,9 +570,6 @@ def secret_arguments(argv: Iterable[str]) -> dict[int, str]:
         elif follows_secret_flag(words, i) or contains_secret(word):
             found[i] = word
     return found
-
-
-_EMPTY = (None, "", True, False)
 
 
 def follows_secret_flag(words: Sequence, i: int) -> bool:

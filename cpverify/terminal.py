@@ -47,6 +47,22 @@ def inert(text: str) -> str:
     return CONTROL.sub(_visible, CSI.sub("", text))
 
 
+# An OSC (a hyperlink's `ESC]8;;URL BEL`): its text is not shown where it stands.
+_OSC = re.compile(r"\x1b\](?P<text>[^\x07\x1b\n]*)(?:\x07|\x1b\\)?")
+
+
+def as_shown(line: str) -> str:
+    """`line` as the credential rules read one that holds control characters: as inert() shows it
+    (colour and cursor sequences gone, other control characters parting their neighbours, here as
+    spaces), and the text of its OSCs (a link's URL may hold a password) after it."""
+    hidden = [m.group("text") for m in _OSC.finditer(line)]
+    line = _OSC.sub("", line)
+    if hidden:
+        body = line.rstrip("\r\n")
+        line = " ".join([body, *hidden]) + line[len(body):]
+    return CONTROL.sub(" ", CSI.sub("", line.replace("\r\n", "\n")))
+
+
 def width(default: int = 100) -> int:
     """The terminal's columns (COLUMNS wins, as rich and shutil read it); `default` off a terminal."""
     return max(40, shutil.get_terminal_size((default, 24)).columns)

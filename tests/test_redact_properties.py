@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from cpverify.cli import main
 from cpverify.lint import Finding, format_findings, lint_argv
-from cpverify.redact import LineScrubber, Redactor, redact_text, scrub_credentials
+from cpverify.redact import VALUE_KINDS, LineScrubber, Redactor, redact_text, scrub_credentials
 
 TESTS = Path(__file__).resolve().parent
 FAST = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -286,3 +286,27 @@ def test_a_host_torch_names_becomes_a_placeholder_in_every_line_after(host, line
                                   "    def connect(host: str, port: int) -> None:", "    Server(host=args.host, port=port)"])
 def test_what_torch_prints_about_no_particular_host_stays(line):
     assert Redactor()(line) == line
+
+
+@pytest.mark.parametrize("kind", VALUE_KINDS, ids=lambda kind: kind.name)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(data=st.data())
+def test_a_value_rule_is_skipped_only_where_it_cannot_match(kind, data):
+    """A rule whose words (ValueKind.needs) an ASCII line lacks is not run on it: it could not match there."""
+    text = data.draw(st.from_regex(kind.pattern, alphabet=st.characters(max_codepoint=127)))
+    assume(kind.pattern.search(text))
+    assert kind.may_match(text.lower())
+
+
+_NAME_PIECES = st.sampled_from(["HF_TOKEN", "token", "api_key", "--wandb-key", "x" * 130, "y" * 120, "z" * 9, "a.b",
+                                ".", "-", "--", "$", "${", "'", '"', '\\"', "\\", "=", ": ", " ", "_", "Secret", "PASS", "sig", "tokenkey",
+                                "ſecret", "\u212aey", "9", "é"])
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=st.lists(st.one_of(_NAME_PIECES, st.text(max_size=4)), max_size=24).map("".join))
+def test_pair_names_are_found_as_the_pattern_finds_them(text):
+    """The names of NAME=value pairs, found only around their stems, are every match of the pattern, in order."""
+    from cpverify.pair_names import NAME, names
+
+    assert [m.span() for m in names(text)] == [m.span() for m in NAME.finditer(text)]

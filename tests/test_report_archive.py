@@ -51,7 +51,7 @@ def test_a_copy_changed_after_it_was_written_is_redacted_again(tmp_path):
     scrub = Redactor(pseudonyms=Pseudonyms())
     run_dir = _given(tmp_path, scrub)
     with run_dir.log_path("cp1").open("a") as log:
-        log.write(f"\nWANDB_API_KEY=Zx9Qw8Er7Ty6Ui5Op4As3Df2 on 10.9.8.7\n")
+        log.write("\nWANDB_API_KEY=Zx9Qw8Er7Ty6Ui5Op4As3Df2 on 10.9.8.7\n")
     archived = _archived(run_dir, scrub)
     assert b"Zx9Qw8Er7Ty6Ui5Op4As3Df2" not in archived and b"10.9.8.7" not in archived
 
