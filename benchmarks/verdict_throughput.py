@@ -9,8 +9,8 @@ perf dicts, ~34 lines, ~3 KB), then runs `python -m cpverify verdict --baseline 
 DIR` --reps times per N, the sizes interleaved (the machine's load falls on all of them alike), and
 reports the medians of wall time, CPU time (user + system of that process, from wait4) and peak RSS.
 Then, in this process, where the time goes (CPU seconds, medians): the bundle's redacted copy of the
-logs, parsed as it is written (artifacts.bundle_log), the decision (cpverify.verdict.decide: the
-statistics) and the report (verdict.md, verdict.json, the plots, the bundle's archive).
+logs, parsed as it is written (given_logs.bundle_log), the decision (cpverify.verdict.decide: the
+statistics), the plots, and the rest of the report (verdict.md, verdict.json, the bundle's archive).
 
 --tree DIR runs the same command against another checkout's package (PYTHONPATH=DIR, e.g. a `git
 archive` of an older commit) at --tree-rollouts, for a before/after. The logs are deleted afterwards.
@@ -61,8 +61,10 @@ def whole_process(base: Path, cand: Path, out: Path, pythonpath: Path) -> dict:
 def stages(base: Path, cand: Path, out: Path) -> dict:
     """CPU seconds of each stage of `cpverify verdict`, in this process."""
     from cpverify import report
-    from cpverify.artifacts import RunDir, bundle_log
+    from cpverify.artifacts import RunDir
+    from cpverify.given_logs import bundle_log
     from cpverify.redact import Redactor
+    from cpverify.report import plots
     from cpverify.verdict import ArmEvidence, decide
 
     shutil.rmtree(out, ignore_errors=True)
@@ -78,8 +80,10 @@ def stages(base: Path, cand: Path, out: Path) -> dict:
     verdict = decide([ArmEvidence("cp1", 1, parsed[0]), ArmEvidence("cp2", 2, parsed[1])],
                      comparisons=[("cp1", "cp2")])
     lap("decide (statistics)")
-    report.write_report(run_dir, verdict, env={}, commands_sh="", redactor=scrub)
-    lap("report (md, json, plots, archive)")
+    plots.render(verdict, None, scrub=scrub)
+    lap("plots (rendered apart)")
+    report.write_report(run_dir, verdict, env={}, commands_sh="", redactor=scrub, plot=False)
+    lap("report (md, json, archive)")
     return seconds
 
 

@@ -314,6 +314,8 @@ VALUE_KINDS: tuple[ValueKind, ...] = (
               lambda match: [match.string[start:end] for start, end in _command_password_spans(match)]),
 )
 
+_NEEDS = tuple({word: None for kind in VALUE_KINDS for word in kind.needs})  # any of them: some rule may match
+
 # PEM private keys span lines: BEGIN opens a block that the next lines continue until END.
 _PEM_BEGIN = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
 _PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
@@ -477,7 +479,7 @@ class Credentials:
                 line = line[: opened.start()] + PRIVATE_KEY + line[end:]
                 self.in_pem = True
         low = line.lower() if line.isascii() else None  # a pattern runs only where it may match: most never do
-        for kind in VALUE_KINDS:
+        for kind in VALUE_KINDS if low is None or any(map(low.__contains__, _NEEDS)) else ():
             if kind.may_match(low) and (done := kind.pattern.sub(kind.replace, line)) != line:
                 line, low = done, done.lower() if done.isascii() else None
         return _redact_pairs(line)

@@ -58,6 +58,7 @@ BUNDLED_LOG_MAX_BYTES = 64 << 20
 BUNDLED_LINE_MAX_BYTES = 1 << 20
 _BLOCK = 1 << 20
 _UP_TO_LAST_SPACE = re.compile(rb"(?s).*\s")  # greedy: one pass back from the end
+_WHOLE_LINE = re.compile(rb"[^\n]*\n")
 
 
 def _without_cut_word(head: bytes, reach: int = 4096) -> bytes:
@@ -109,6 +110,9 @@ class _BundledCopy(io.RawIOBase):
             if self._held or self._dropped:  # a last line without its newline
                 self._take(lines, cut, b"")
         start = 0
+        if not self._held and not self._dropped and len(block) <= self._line_bytes:  # each line in it fits
+            start = block.rfind(b"\n") + 1
+            lines += _WHOLE_LINE.findall(block, 0, start)
         while start < len(block):
             nl = block.find(b"\n", start)
             stop = len(block) if nl == -1 else nl
@@ -123,7 +127,7 @@ class _BundledCopy(io.RawIOBase):
                 break
             self._take(lines, cut, b"\n")
             start = nl + 1
-        self.lines += sum(line.endswith(b"\n") for line in lines)
+        self.lines += len(lines) - (1 if self._eof and lines and not lines[-1].endswith(b"\n") else 0)
         if not all(map(bytes.isascii, lines)):  # the copy is UTF-8 text: bytes that are not UTF-8 read as U+FFFD
             lines = [line if line.isascii() else line.decode("utf-8", "replace").encode() for line in lines]
         raw, lines = lines, self._redact(lines)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -119,9 +120,7 @@ class BlockRedactor:
         if not lines:
             return out
         block = b"".join(lines)
-        starts = [0]
-        for line in lines[:-1]:
-            starts.append(starts[-1] + len(line))
+        starts = [0, *itertools.accumulate(map(len, lines[:-1]))]
         self._names.update(self._redactor.gate_terms()[0])  # hosts the run learned elsewhere meanwhile
         hot = self._fixed.lines(block, starts) | self._learned(block, starts, 0)
         if not block.isascii():
