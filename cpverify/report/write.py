@@ -77,9 +77,14 @@ def write_report(run_dir: RunDir | str | Path, verdict: Verdict, *, env: dict | 
 def write_archive(run_dir: RunDir, written: dict[str, Path], scrub: Redactor) -> Path:
     """`cpverify-<run-id>.zip`: the bundle's files as written (redacted already) and the run's logs
     and plan.json redacted like the bundle (host names, IPs, user names, home paths replaced; the
-    raw logs on disk keep them, as the evidence), each log capped at ARCHIVE_LOG_BYTES."""
+    raw logs on disk keep them, as the evidence), each log capped at ARCHIVE_LOG_BYTES. A log that
+    `scrub` wrote redacted itself (the bundle's copy of a log given to `cpverify verdict`) is taken
+    as it is: see _archive_log."""
     path = run_dir.root / archive_name(run_dir)
-    with atomic_writer(path, binary=True) as handle, zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED) as zf:
+    # Deflate level 3: a log compresses 2.4x faster than at the default 6, into a 20% larger archive
+    # (benchmarks/verdict_throughput.md).
+    with (atomic_writer(path, binary=True) as handle,
+          zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED, compresslevel=3) as zf):
         for name, file in written.items():
             zf.write(file, name)
         logs = sorted(run_dir.logs_dir.glob("*.log")) if run_dir.logs_dir.is_dir() else []
