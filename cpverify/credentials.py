@@ -314,8 +314,6 @@ VALUE_KINDS: tuple[ValueKind, ...] = (
               lambda match: [match.string[start:end] for start, end in _command_password_spans(match)]),
 )
 
-_NEEDS = tuple({word: None for kind in VALUE_KINDS for word in kind.needs})  # any of them: some rule may match
-
 # PEM private keys span lines: BEGIN opens a block that the next lines continue until END.
 _PEM_BEGIN = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
 _PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
@@ -368,6 +366,7 @@ def _trie(words: Iterable[str]) -> str:
 
 # One line: a single regex call (its fixed cost beats 40 `in` tests); a block: 40 finds over it.
 _GATE_LINE: dict[type, re.Pattern] = {str: re.compile(_trie(GATE_WORDS)), bytes: re.compile(_trie(GATE_WORDS).encode())}
+_NEEDS = re.compile(_trie(word for kind in VALUE_KINDS for word in kind.needs))  # found: some value rule may match
 
 
 def _gated(lines: list, literals: re.Pattern | None) -> list[int]:
@@ -479,7 +478,7 @@ class Credentials:
                 line = line[: opened.start()] + PRIVATE_KEY + line[end:]
                 self.in_pem = True
         low = line.lower() if line.isascii() else None  # a pattern runs only where it may match: most never do
-        for kind in VALUE_KINDS if low is None or any(map(low.__contains__, _NEEDS)) else ():
+        for kind in VALUE_KINDS if low is None or _NEEDS.search(low) else ():
             if kind.may_match(low) and (done := kind.pattern.sub(kind.replace, line)) != line:
                 line, low = done, done.lower() if done.isascii() else None
         return _redact_pairs(line)

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from cpverify import credentials
 from cpverify.cli import main
 from cpverify.lint import Finding, format_findings, lint_argv
 from cpverify.redact import VALUE_KINDS, LineScrubber, Redactor, redact_text, scrub_credentials
@@ -296,6 +297,7 @@ def test_a_value_rule_is_skipped_only_where_it_cannot_match(kind, data):
     text = data.draw(st.from_regex(kind.pattern, alphabet=st.characters(max_codepoint=127)))
     assume(kind.pattern.search(text))
     assert kind.may_match(text.lower())
+    assert credentials._NEEDS.search(text.lower())  # the test of all rules' words at once lets it through too
 
 
 _NAME_PIECES = st.sampled_from(["HF_TOKEN", "token", "api_key", "--wandb-key", "x" * 130, "y" * 120, "z" * 9, "a.b",
