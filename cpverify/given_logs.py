@@ -191,6 +191,7 @@ def bundle_log(source: Path, bundled: Path, scrub: Redactor, *, max_bytes: int =
     where it breaks off); "copy", when a line or the copy was cut, the counts (the copy's last line
     says so too)."""
     how: dict[str, Any] = {}
+    begun = scrub.learned()  # a host learned as the copy is written may stand bare in its earlier lines
     with _snapshot(source, bundled.parent) as (snapshot, record):
         with atomic_writer(bundled, binary=True) as out:
             copy = _BundledCopy(open_text(snapshot, how), out, BlockRedactor(scrub), max_bytes=max_bytes,
@@ -199,7 +200,7 @@ def bundle_log(source: Path, bundled: Path, scrub: Redactor, *, max_bytes: int =
             copy.close_note(record)
     parsed.source = how  # how the log was stored, not the copy's (plain UTF-8 text)
     record.update(stored=how, bundled=f"logs/{bundled.name}", bundled_sha256=copy.sha256.hexdigest())
-    scrub.vouch(copy.sha256.hexdigest())  # the archive takes the copy as it is (cpverify.report.write)
+    scrub.vouch(copy.sha256.hexdigest(), begun)  # the archive takes the copy as it is (cpverify.report.write)
     if not copy.complete or copy.lines_cut:
         record["copy"] = {"complete": copy.complete, "lines": copy.copied_lines, "of_lines": copy.lines,
                           "bytes": copy.copied, "of_bytes": copy.text_bytes, "lines_cut": copy.lines_cut,

@@ -121,8 +121,7 @@ _NCCL_TAIL = re.compile(r":\d+:\d+ \[\d+\]")
 _TLD = re.compile(rf"(?i)\.(?:{'|'.join(_INTERNAL_SUFFIXES + _PUBLIC_TLDS)})(?![\w-])")
 _IPV4_HINT = re.compile(r"\d\.\d{1,3}\.\d{1,3}\.\d")
 _IPV6_HINT = re.compile(r"[0-9A-Fa-f]:[0-9A-Fa-f]{0,4}:[0-9A-Fa-f]{0,4}:")
-# What those tests look for, for a gate over many lines at once (cpverify.redact_lines): words in
-# any case, and patterns; this machine's names and the hosts learned are added by Redactor.gate_terms.
+# What those tests look for, in a gate over many lines (cpverify.redact_lines; with Redactor.gate_terms).
 _IDENTITY_WORDS = ("home", "users", "://", "]:", "::", "host", "master", "rdzv", "ip-", "ec2-",
                    *(f".{suffix}" for suffix in _INTERNAL_SUFFIXES + _PUBLIC_TLDS))
 _IDENTITY_HINTS = (_NCCL_TAIL, _IPV4_HINT, _IPV6_HINT)
@@ -250,15 +249,18 @@ class Redactor:
         self._home_path, self._user_name = home, user
         self._home = re.compile(rf"{re.escape(home)}(?![\w.-])") if home else None
         self._user = re.compile(rf"(?<![\w-]){re.escape(user)}(?![\w-])") if user else None
-        self._vouched: dict[str, tuple[int, int]] = {}  # digest -> (secrets, hosts) known when it was written
+        self._vouched: dict[str, tuple[int, frozenset[str]]] = {}  # digest -> learned() when it began
 
-    def vouch(self, digest: str) -> None:
-        """The text of sha256 `digest` was written by this redactor, redacted (the bundle's copy of a log)."""
-        self._vouched[digest] = (len(self.literals), len(self.pseudonyms.known_hosts()[0]))
+    def learned(self) -> tuple[int, frozenset[str]]:  # how many secrets, which hosts: as a text begins (vouch)
+        return len(self.literals), frozenset(self.pseudonyms.known_hosts()[0])
 
-    def vouched(self, digest: str) -> bool:
-        """Is the text of sha256 `digest` redacted as this redactor would redact it now (nothing learned since)?"""
-        return self._vouched.get(digest) == (len(self.literals), len(self.pseudonyms.known_hosts()[0]))
+    def vouch(self, digest: str, begun: tuple[int, frozenset[str]]) -> None:
+        """The text of sha256 `digest` was written redacted by this redactor, which knew `begun` at its start."""
+        self._vouched[digest] = begun
+
+    def vouched(self, digest: str) -> frozenset[str] | None:
+        """The hosts learned since the text of sha256 `digest` began (None: not this redactor's, or a secret learned since)."""
+        return None if (then := self._vouched.get(digest)) is None or then[0] != len(self.literals) else self.learned()[1] - then[1]
 
     def add_secrets(self, values: Iterable[str]) -> None:
         """More literal values to remove (the plan's, once it is known)."""
@@ -278,8 +280,7 @@ class Redactor:
         return self.identity_of(rules.lines([line])[0])
 
     def gate_terms(self) -> tuple[list[str], list[str], tuple[re.Pattern[str], ...]]:
-        """What identity_of's cheap tests look for, as it stands now (a host learned adds its name):
-        (words in any case, words in this case, patterns). A line holding none comes back unchanged."""
+        """What identity_of's cheap tests look for now: (words in any case, words in this case, patterns)."""
         if not self.identity:
             return [], [], ()
         return ([*_IDENTITY_WORDS, *(name for name, _ in self._machine_hosts), *self.pseudonyms.known_hosts()[0]],

@@ -105,15 +105,18 @@ class BlockRedactor:
     last, decoded as UTF-8 with replacement where a rule reads them). Holds the line redactor's
     state from block to block (an open PEM block), as it would."""
 
-    def __init__(self, redactor: Redactor, engine: str | None = None) -> None:
+    def __init__(self, redactor: Redactor, engine: str | None = None, *, only: Iterable[str] | None = None) -> None:
+        """`only`: the text was redacted by `redactor` already, before it learned these host names: the
+        lines that hold one are all that may change."""
         self._redactor = redactor
         self._rules = Credentials(redactor.literals)
         self._line = functools.partial(redactor.line_of, self._rules)  # Redactor.lines(), its state in reach
         engine = engine or ("hyperscan" if hyperscan is not None else "find")
         anycase, cased, patterns = redactor.gate_terms()
-        self._names = set(anycase)  # identity words known to the fixed scan; hosts learned later are scanned apart
-        self._fixed = _Terms(_ascii([*GATE_WORDS, *anycase]), _ascii([*self._rules.literals, *cased]),
-                             [pattern.pattern.encode() for pattern in patterns], engine)
+        self._names, self._known = set(anycase), set(anycase)  # hosts learned after these are scanned apart
+        self._fixed = (_Terms(_ascii(only), [], [], engine) if only is not None else
+                       _Terms(_ascii([*GATE_WORDS, *anycase]), _ascii([*self._rules.literals, *cased]),
+                              [pattern.pattern.encode() for pattern in patterns], engine))
 
     def __call__(self, lines: list[bytes]) -> list[bytes]:
         out = list(lines)
@@ -151,6 +154,5 @@ class BlockRedactor:
 
     def _learned(self, block: bytes, starts: list[int], first: int) -> set[int]:
         """Lines from `first` on that hold a host name learned since the scan was compiled."""
-        fixed = set(self._fixed.anycase)
-        names = [name for name in _ascii(self._names) if name not in fixed]
+        names = _ascii(self._names - self._known)
         return _Terms(names, [], [], "find").lines(block, starts, first) if names else set()

@@ -64,6 +64,26 @@ def test_a_host_learned_after_the_copy_was_written_is_replaced_in_the_archive(tm
     assert b"trainbox-42" not in _archived(run_dir, scrub)
 
 
+def test_a_host_named_bare_before_a_line_shows_it_is_a_host_is_replaced_in_the_archive(tmp_path, monkeypatch):
+    """NCCL's prefix late in a log says `dgxh100-3` is a host; an early line named it bare. The copy
+    was written line by line and keeps it there; the archive's copy does not."""
+    scrub = Redactor(pseudonyms=Pseudonyms())
+    run_dir = _given(tmp_path, scrub, "#   Rank  1 Pid 2152176 on  dgxh100-3 device  0 [0xd1] NVIDIA H100\nok\n"
+                                      "dgxh100-3:2152176:2152176 [0] NCCL INFO Bootstrap\nok\n")
+    assert b"on  dgxh100-3 device" in run_dir.log_path("cp1").read_bytes()
+    monkeypatch.setattr(scrub, "line_of", _only_lines_naming(scrub.line_of, "dgxh100-3"))
+    archived = _archived(run_dir, scrub)
+    assert b"dgxh100-3" not in archived and archived.count(b"\nok\n") == 2
+
+
+def _only_lines_naming(line_of, name):
+    """line_of, failing a test that redacts a line that names no `name` (the rest is redacted already)."""
+    def redact(rules, line):
+        assert name in line.lower(), f"redacted again: {line!r}"
+        return line_of(rules, line)
+    return redact
+
+
 def test_another_redactors_copy_is_redacted_by_this_one(tmp_path):
     run_dir = _given(tmp_path, Redactor(identity=False, pseudonyms=Pseudonyms()))
     assert b"10.1.2.3" in run_dir.log_path("cp1").read_bytes()  # --no-redact's copy keeps addresses
@@ -73,7 +93,7 @@ def test_another_redactors_copy_is_redacted_by_this_one(tmp_path):
 def test_a_log_that_changes_while_it_is_archived_fails_the_archive():
     scrub = Redactor(pseudonyms=Pseudonyms())
     text = b"vouched text\n"
-    scrub.vouch(hashlib.sha256(text).hexdigest())
+    scrub.vouch(hashlib.sha256(text).hexdigest(), scrub.learned())
 
     class Changing(io.BytesIO):
         def seek(self, *args):  # after it was hashed, before it is copied

@@ -105,12 +105,15 @@ def write_archive(run_dir: RunDir, written: dict[str, Path], scrub: Redactor) ->
 def _archive_log(src: IO[bytes], out: IO[bytes], scrub: Redactor, name: str) -> None:
     """`src`'s lines into `out`, redacted by `scrub`, as many whole lines as ARCHIVE_LOG_BYTES holds.
     A text `scrub` wrote itself and vouches for (its sha256: the bundle's copy of a log given to
-    `cpverify verdict`, redacted as it was written) goes as it is; every other text through the rules
-    (cpverify.redact_lines). What goes as it is is hashed again as it goes: changed meanwhile, it fails."""
+    `cpverify verdict`, redacted as it was written) goes as it is, but for its lines that name a host
+    `scrub` learned after the text began (an NCCL prefix late in a log names the host an early line
+    named bare); every other text goes through the rules (cpverify.redact_lines). What goes as it is
+    is hashed again as it goes: changed meanwhile, it fails."""
     digest = HashingReader(src).drain().sha256.hexdigest()
-    vouched = scrub.vouched(digest)
+    learned = scrub.vouched(digest)  # the hosts named since it was begun: their lines are redacted again
+    vouched = learned == frozenset()
     src.seek(0)
-    read, blocks = HashingReader(src), BlockRedactor(scrub)
+    read, blocks = HashingReader(src), BlockRedactor(scrub, only=learned)
 
     def redact(data: bytes) -> bytes:
         return data if vouched else b"".join(blocks(_LINE.findall(data)))
