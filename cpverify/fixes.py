@@ -174,6 +174,13 @@ def fix_more_steps(workload: str) -> str:
     return _MORE_STEPS[workload] + ", on otherwise idle GPUs, to narrow the interval"
 
 
+# The interval comes from the spread between rounds (processes): more of them narrow it, more steps
+# in one round do not (cpverify.verdict.across).
+FIX_MORE_ROUNDS = ("run more rounds, each a process of its own, on otherwise idle GPUs: `cpverify run --rounds auto "
+                   "--budget 30m` adds them until the interval decides; with logs of runs already made, give each "
+                   "one: `cpverify verdict --baseline r1.log --baseline r2.log --candidate r1.log --candidate r2.log`")
+
+
 _PER_PHASE = {
     "slime": "read the per-phase rows: log_probs and ref_log_probs growing as much as actor_train point at "
              "per-micro-batch CP work rather than the interconnect (slime#1062)",

@@ -87,7 +87,9 @@ BASE, CANDIDATE = "base", "cand"
 
 @dataclass(frozen=True)
 class Arm:
-    """One process to run: argv (no leading env), its environment, its working directory."""
+    """One process to run: argv (no leading env), its environment, its working directory; and what
+    it is, as data (never read back from its name): its CP, response length, slime revision, A/B
+    role and round."""
 
     name: str
     cp: int
@@ -96,10 +98,26 @@ class Arm:
     workdir: str
     seq_len: int | None = None
     slime_ref: str | None = None  # label of the slime revision this arm runs, when known
+    role: str | None = None  # BASE or CANDIDATE in an A/B of two slime revisions; None otherwise
+    round: int = 1  # an arm runs as one or more rounds: the same command, each its own process and log
 
     @property
     def env_dict(self) -> dict[str, str]:
         return dict(self.env)
+
+    def as_round(self, k: int) -> Arm:
+        """Round k of this (planned) arm: the same command under its own name, so its own log
+        (logs/<name>.log), container and job: round 1 keeps the arm's name, round k is `<name>.r<k>`."""
+        if self.round != 1:
+            raise ValueError(f"{self.name} is already round {self.round} of an arm")
+        if k < 1:
+            raise ValueError(f"rounds are counted from 1, not {k}")
+        return dataclasses.replace(self, name=round_name(self.name, k), round=k)
+
+
+def round_name(arm: str, k: int) -> str:
+    """The name of round k of arm `arm` (its log is logs/<name>.log): `cp1`, `cp1.r2`, `cp1.r3`..."""
+    return arm if k == 1 else f"{arm}.r{k}"
 
 
 @dataclass(frozen=True)

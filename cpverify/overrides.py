@@ -98,6 +98,10 @@ def _convert(key: str, value: Any, current: Any) -> Any:
             if isinstance(value, str):
                 value = shlex.split(value) if item_type is str else value.replace(",", " ").split()
             return tuple(_scalar(item_type, v) for v in value)
+        if type(None) in get_args(hint):  # `int | None`: "auto" (or "none", "") is None
+            if value is None or str(value).strip().lower() in ("", "auto", "none"):
+                return None
+            hint = next(a for a in get_args(hint) if a is not type(None))
         if get_origin(hint) is Literal:
             if value not in get_args(hint):
                 raise ValueError(f"not one of {', '.join(get_args(hint))}")

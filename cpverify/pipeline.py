@@ -9,7 +9,9 @@ The steps, in order (each is also a nox session and a compose service):
   compileall  `python -m compileall slime/backends/megatron_utils` on the slime under test
   lint        every arm's arguments and environment, before any GPU is held: the static lint,
               then slime's own parser on each arm in the workload's Python (cpverify.lint.deep)
-  cp1, cp2    the baseline arm(s), then the candidate arm(s), on the same GPUs, under one lock
+  cp1, cp2    round 1 of the baseline arm(s), then round 1 of the candidate arm(s) and every further
+              round the design asks for, interleaved (cpverify.plan.rounds), on the same GPUs, under
+              one lock
   verdict     parse every log, decide, write verdict.md / verdict.json / env.json / commands.sh
 
 `--only a,b` runs some steps; steps share the run through artifacts/<run-id>/ (cpverify.run_state):
@@ -34,12 +36,10 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, cast
 
-from cpverify import config, doctor, fetch, image
+from cpverify import config, course, doctor, fetch, image
 from cpverify.artifacts import (
     LATEST,
-    HashingReader,
     RunDir,
     atomic_write_json,
     file_digest,
@@ -58,6 +58,7 @@ from cpverify.overrides import resolve_profile
 from cpverify.parse import ParsedLog, parse_stream
 from cpverify.plan import GRAD_NORM_LOAD, parse_gpus
 from cpverify.plan import design as ab_design
+from cpverify.plan import rounds as rounds_plan
 from cpverify.profiles import Profile
 from cpverify.progress import ArmsDisplay
 from cpverify.redact import Pseudonyms, Redactor, redacted_terminal
@@ -67,7 +68,7 @@ from cpverify.runners import make_runner, runner_class
 from cpverify.runners.base import BaseRunner, RunSetup
 from cpverify.runners.watch import Terminated
 from cpverify.runners.workload_env import secret_values
-from cpverify.verdict import INCONCLUSIVE, ArmEvidence, Check, Thresholds, ab, decide
+from cpverify.verdict import INCONCLUSIVE, ArmEvidence, Check, Thresholds, ab, across, decide
 from cpverify.workload_python import WorkloadPython, requested_python
 from cpverify.workload_python import workload_python as choose_python
 from cpverify.workspace import CONTAINER_WORK, Workspace
@@ -85,6 +86,7 @@ class Context:
     profile: Profile
     run_dir: RunDir
     record: RunRecord = field(default_factory=RunRecord)
+    design: rounds_plan.Design = field(default_factory=rounds_plan.Design)  # how many rounds (--rounds, --budget)
     rechecked: set[str] = field(default_factory=set)  # what this process has checked again itself (not from state)
 
     @property
@@ -415,6 +417,9 @@ def error_classes(text: str) -> list[tuple[str, str]]:
 
 
 def step_arms(ctx: Context, which: str) -> int:
+    """`cp1`: round 1 of the baseline arms; `cp2`: round 1 of the candidate arms, then every further
+    round the design asks for, interleaved (cpverify.plan.rounds). A round already recorded is not
+    run again: a continued run picks up where it stopped."""
     if ctx.record.blocked:
         ctx.say(f"{which}: skipped, the run is blocked: {ctx.record.blocked.problem}")
         return EXIT_OK
@@ -425,16 +430,37 @@ def step_arms(ctx: Context, which: str) -> int:
         ctx.say(f"{which}: {python.problem()}; ignored because of --gpus none")
     plan = build_run_plan(ctx)
     baseline = ctx.profile.baseline_cp
-    arms = [a for a in plan.arms if (a.cp == baseline) == (which == "cp1")]
-    # one line per arm (a live display on a terminal, plain lines elsewhere), through the runners' watcher
-    display = ArmsDisplay([a.name for a in arms], ctx.profile.planned_rollouts,
-                          prefix=f"[cpverify {ctx.run_dir.run_id}] ", every_s=config.progress_s())
-    runner = make_runner(ctx.runner, run_setup(ctx, progress=display.update))
+    first = [a for a in rounds_plan.round_order(plan.arms, baseline, 1)
+             if rounds_plan.is_baseline(a, baseline) == (which == "cp1")]
+    course.begin(ctx.record, ctx.design)
+    ctx.save()
+    # one line per running round (a live display on a terminal, plain lines elsewhere), through the runners' watcher
+    displays: list[ArmsDisplay] = []
+    runner = make_runner(ctx.runner, run_setup(ctx, progress=lambda report: displays[-1].update(report)))
     for what in runner.sweep_leftovers():  # a Docker engine that does not answer stops the run here (exit 4)
         ctx.say(f"{what} of an earlier, interrupted run")
-    with GpuLock(plan.gpus, run_id=ctx.run_dir.run_id), display:
-        for arm in arms:
-            # The arm's earlier result goes first: until this attempt ends, the arm has no result
+    with GpuLock(plan.gpus, run_id=ctx.run_dir.run_id):
+        _run_round(ctx, runner, displays, first, 1)
+        if which == "cp2":
+            _further_rounds(ctx, runner, displays, plan)
+    return EXIT_OK
+
+
+def _run_round(ctx: Context, runner, displays: list, arms, k: int) -> None:
+    """Round k of `arms` (planned arms), in the order given, each unless it stands recorded."""
+    todo = [a for a in arms if not course.done(ctx.record, a.name, k)]
+    for arm in arms:
+        if arm not in todo:
+            ctx.say(f"{arm.as_round(k).name}: recorded by an earlier attempt of this run; kept")
+    if not todo:
+        return
+    plan = build_run_plan(ctx)
+    displays.append(ArmsDisplay([a.as_round(k).name for a in todo], ctx.profile.planned_rollouts,
+                                prefix=f"[cpverify {ctx.run_dir.run_id}] ", every_s=config.progress_s()))
+    with displays[-1] as display:
+        for planned in todo:
+            arm = planned.as_round(k)
+            # The round's earlier result goes first: until this attempt ends, it has no result
             # (a cpverify killed outright leaves "never run", not a record of another log).
             ctx.record.arms.pop(arm.name, None)
             ctx.save()
@@ -443,61 +469,73 @@ def step_arms(ctx: Context, which: str) -> int:
             try:
                 result = runner.run_arm(arm, log_path=_fresh_log(ctx, arm.name), limits=ctx.profile.limits())
             except ArmInterrupted as interrupted:
-                _record_arm(ctx, interrupted.result)
+                _record_arm(ctx, interrupted.result, planned, k)
                 ctx.record.interrupted = Interrupted(arm.name, interrupted.result.reason)
                 ctx.save()
                 raise
-            _record_arm(ctx, result)
+            _record_arm(ctx, result, planned, k)
             ctx.save()
             display.finish(arm.name, f"{result.outcome} (exit {result.exit_code})")
             ctx.say(f"{arm.name}: {result.outcome} (exit {result.exit_code}) after {result.duration_s:.0f}s"
                     + (f": {result.reason}" if result.reason else ""))
-    return EXIT_OK
 
 
-def _record_arm(ctx: Context, result) -> None:
-    """The arm's result and the log it wrote, fingerprinted now that nothing writes to it."""
+def _further_rounds(ctx: Context, runner, displays: list, plan) -> None:
+    """Rounds 2, 3, ... of every arm, interleaved, until the design stops them (and says why). Each
+    look is the verdict itself on the rounds so far, at the look's confidence (cpverify.course)."""
+    parsed: dict = {}
+
+    def look(rounds: int, index: int | None) -> dict:
+        return across.look_of(_judge(ctx, plan, _evidence(ctx, plan, upto=rounds, parsed=parsed), look=index))
+
+    k = 2
+    while True:
+        stop = course.next_stop(ctx.record, plan.arms, ctx.design, k - 1, look)
+        ctx.save()
+        if stop is not None:
+            ctx.say(f"rounds: {k - 1} per arm; stopped ({stop.reason}): {stop.detail}")
+            return
+        order = rounds_plan.round_order(plan.arms, ctx.profile.baseline_cp, k)
+        ctx.say(f"round {k}: " + ", ".join(a.as_round(k).name for a in order))
+        _run_round(ctx, runner, displays, order, k)
+        k += 1
+
+
+def _record_arm(ctx: Context, result, planned: Arm, k: int) -> None:
+    """Round k of a planned arm: its result and the log it wrote, fingerprinted now that nothing writes to it."""
     log = Path(result.log_path)
     sha256, size = file_digest(log) if log.is_file() else ("", 0)
-    ctx.record.arms[result.arm] = ArmRecord(result, str(log.relative_to(ctx.run_dir.root)), sha256, size)
+    ctx.record.arms[planned.as_round(k).name] = ArmRecord(result, str(log.relative_to(ctx.run_dir.root)), sha256,
+                                                          size, arm=planned.name, round=k)
+    course.ran(ctx.record, planned.as_round(k).name)
 
 
 def _arm_log(ctx: Context, recorded: ArmRecord):
-    """The log the arm wrote, parsed once from bytes that are hashed as they are read: a verdict
-    judges exactly what its own arms wrote, or nothing (exit 2 if the file changed since)."""
-
-    path = ctx.run_dir.root / recorded.log
-    if not recorded.log_sha256:  # the arm never got to write its log (a refused container, say)
-        return ParsedLog()
-    try:
-        with path.open("rb") as raw:
-            reader = HashingReader(raw)
-            parsed = parse_stream(cast(IO[bytes], reader))  # a binary stream: read(), readinto()
-            reader.drain()
-    except FileNotFoundError:
-        reader = None
-    if reader is None or (reader.sha256.hexdigest(), reader.size) != (recorded.log_sha256, recorded.log_bytes):
-        now = "is gone" if reader is None else f"now has {reader.size} bytes, sha256 {reader.sha256.hexdigest()[:12]}"
-        raise InputError(f"{path} is not the log arm {recorded.result.arm} wrote ({recorded.log_bytes} bytes, sha256 "
-                         f"{recorded.log_sha256[:12]}); it {now}",
-                         f"rerun the arm (cpverify run --only {recorded.result.arm} ... with this run's arguments) or "
-                         f"start a new run: --run-id {new_run_id()}")
-    return parsed
+    """The log the round wrote, as it wrote it (cpverify.course.recorded_log)."""
+    return course.recorded_log(ctx.run_dir.root, recorded)
 
 
-def step_verdict(ctx: Context) -> int:
-    plan = build_run_plan(ctx)
-    p = ctx.profile
-    thresholds = Thresholds.of(p)
-    blocked, interrupted = ctx.record.blocked, ctx.record.interrupted
+def _evidence(ctx: Context, plan, *, upto: int | None = None, parsed: dict | None = None) -> list[ArmEvidence]:
+    """Every recorded round of every planned arm (rounds 1..upto) as the verdict's evidence, each log
+    read as its round wrote it; an arm without a round, as the reason it has none. `parsed`: logs
+    already read (a cache for the looks of one process)."""
+    p, blocked, interrupted = ctx.profile, ctx.record.blocked, ctx.record.interrupted
+    parsed = {} if parsed is None else parsed
     evidence = []
     for arm in plan.arms:
-        log_path = ctx.run_dir.log_path(arm.name)
-        recorded = ctx.record.arms.get(arm.name)
-        parsed = _arm_log(ctx, recorded) if recorded else ParsedLog()  # no result, no log: another run's is not ours
+        recorded = [r for r in ctx.record.rounds_of(arm.name) if upto is None or r.round <= upto]
+        for done in recorded:  # every round is evidence (a crash in round 3 is a crash); another run's is not ours
+            key = (done.log, done.log_sha256)
+            if key not in parsed:
+                parsed[key] = _arm_log(ctx, done)
+            evidence.append(ArmEvidence(done.result.arm, arm.cp, parsed[key], done.result,
+                                        grad_norm_planned=GRAD_NORM_LOAD in arm.argv,
+                                        expected_rollouts=p.planned_rollouts, log_path=ctx.run_dir.root / done.log,
+                                        arm=arm.name, round=done.round, role=arm.role))
         if recorded:
-            result = recorded.result
-        elif blocked:
+            continue
+        log_path = ctx.run_dir.log_path(arm.name)
+        if blocked:
             result = ArmResult(arm.name, Outcome.BLOCKED, None, log_path, 0.0, reason=blocked.problem, fix=blocked.fix)
         elif interrupted:
             result = ArmResult(arm.name, Outcome.INTERRUPTED, None, log_path, 0.0,
@@ -507,22 +545,33 @@ def step_verdict(ctx: Context) -> int:
             result = ArmResult(arm.name, Outcome.BLOCKED, None, log_path, 0.0, reason="the arm was never run",
                                fix=f"run `cpverify run --only {'cp1' if arm.cp == p.baseline_cp else 'cp2'}` first "
                                    "(or `nox -s verify_cp`)")
-        evidence.append(ArmEvidence(arm.name, arm.cp, parsed, result,
-                                    grad_norm_planned=GRAD_NORM_LOAD in arm.argv,
-                                    expected_rollouts=p.planned_rollouts,
-                                    log_path=ctx.run_dir.root / recorded.log if recorded else None))
-    run_checks = []
-    if interrupted and interrupted.step not in {a.name for a in plan.arms}:
-        # Outside an arm (fetch, lint, between the arms, this very step): what was measured stands,
-        # but the run did not end as planned, so it cannot pass.
-        detail = f"the run was {interrupted.why} during {_step_name(interrupted.step)}"
-        run_checks.append(Check("interrupted", "fail", detail, "rerun when ready", effect=INCONCLUSIVE, brief=detail))
-    verdict = decide(evidence, comparisons=list(plan.comparisons), thresholds=thresholds, workload=p.kind,
-                     run_checks=run_checks)
+        evidence.append(ArmEvidence(arm.name, arm.cp, ParsedLog(), result, grad_norm_planned=GRAD_NORM_LOAD in arm.argv,
+                                    expected_rollouts=p.planned_rollouts, role=arm.role))
+    return evidence
 
+
+def _judge(ctx: Context, plan, evidence: list[ArmEvidence], *, look: int | None, run_checks=()):
+    """The verdict on `evidence` at sequential look `look`, with the A/B's analysis when the plan is one."""
+    verdict = decide(evidence, comparisons=list(plan.comparisons), thresholds=Thresholds.of(ctx.profile),
+                     workload=ctx.profile.kind, run_checks=run_checks, look=look)
     design = ab_design(plan)
     if design is not None:  # two slime revisions: is the candidate's CP overhead smaller?
         verdict.ab = ab.analyze(verdict, design)
+    return verdict
+
+
+def step_verdict(ctx: Context) -> int:
+    plan = build_run_plan(ctx)
+    interrupted = ctx.record.interrupted
+    run_checks = []
+    if interrupted and interrupted.step not in ctx.record.arms:
+        # Outside an arm's round (fetch, lint, between the rounds, this very step): what was measured stands,
+        # but the run did not end as planned, so it cannot pass.
+        detail = f"the run was {interrupted.why} during {_step_name(interrupted.step)}"
+        run_checks.append(Check("interrupted", "fail", detail, "rerun when ready", effect=INCONCLUSIVE, brief=detail))
+    verdict = _judge(ctx, plan, _evidence(ctx, plan), look=course.verdict_look(ctx.record, plan.arms),
+                     run_checks=run_checks)
+    verdict.rounds.update(course.summary(ctx.record, plan.arms, gpus=len(plan.gpus)))
     _write(ctx, plan, verdict)
     return verdict.exit_code
 
@@ -573,7 +622,7 @@ def _sources(ctx: Context) -> dict:
 
 
 def _fresh_log(ctx: Context, arm: str) -> Path:
-    """The arm's log path, empty: an earlier attempt's log is kept beside it, never appended to
+    """The round's log path, empty: an earlier attempt's log is kept beside it, never appended to
     (two runs in one file would make the verdict INCONCLUSIVE)."""
     log_path = ctx.run_dir.log_path(arm)
     if log_path.exists():
@@ -676,11 +725,13 @@ def run(args: argparse.Namespace) -> int:
                          f"set it to one of {', '.join(RUNNERS)} (or pass --runner)")
     runner_class(args.runner).check(RunSetup(ray_address=args.ray_address))  # what it would refuse later
     config.progress_s()  # a bad CPVERIFY_PROGRESS_S is bad input now, not after the lint
+    design = rounds_plan.Design.of(getattr(args, "rounds", None), max_rounds=getattr(args, "max_rounds", None),
+                                   budget=getattr(args, "budget", None))
     steps = selected_steps(args.only)
     run_id = latest_run_id(args.out) if args.run_id == LATEST else args.run_id
     run_dir = RunDir.create(base=args.out, run_id=run_id)
     with RunDirLock(run_dir.root, run_id=run_dir.run_id, new_run_id=new_run_id()):
-        ctx = Context(args=args, profile=profile, run_dir=run_dir,
+        ctx = Context(args=args, profile=profile, run_dir=run_dir, design=design,
                       record=RunRecord.load(run_dir.state_json, new_run_id=new_run_id()))
         if steps != ["verdict"]:  # before the first step; the verdict of a run judges the logs it has
             ctx.workspace.check(wheel_dir=ctx.args.wheel_dir)

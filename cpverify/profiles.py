@@ -93,8 +93,8 @@ SMOKE_TRAIN_ARGS = (
     # abbreviations off) drops it with parse_known_args, so num_rollout stays unset and slime stops
     # with "num_epoch is not set, but num_rollout is not set"; SGLang's parser (abbreviations on)
     # meanwhile reads it as --rollout-num-gpus-per-engine 8.
-    # 16 rollouts: rollout 0 and 1 are warm-up in real slime (warmup_steps=2), and 7 counted steps
-    # were not enough for a decisive verdict in every real run; 14 are.
+    # 16 rollouts: rollout 0, sometimes 1, is warm-up in real slime (found in each round's data), and
+    # 7 counted steps were not enough for a decisive verdict in every real run; 14 are.
     "--num-rollout", "16",
     "--rollout-batch-size", "2",
     # The seed's `--n-samples-per-prompt 1` gives 2 samples per rollout for a global batch of 8:
@@ -147,9 +147,11 @@ SMOKE_TRAIN_ARGS = (
     "--ci-disable-kl-checker",
 )
 
-# Rollouts 0 and 1 are warm-up in real slime: on 2x H200 (slime 624b824a, 24-rollout train-only runs)
-# actor_train took 2.6-7.0 s at rollout 0 and 0.8-2.8 s at rollout 1 against a steady ~0.34 s.
-SLIME_WARMUP = 2
+# Real slime's warm-up varies by host and run: on 2x H200 (slime 624b824a, 24-rollout train-only runs)
+# actor_train took 2.6-7.0 s at rollout 0 and 0.8-2.8 s at rollout 1 against a steady ~0.34 s, and on
+# one H200 rollout 1 was already steady. So each round's warm-up is found in its own data
+# (cpverify.verdict.rounds.warmup_end); `--set warmup_steps=N` fixes a count instead.
+SLIME_WARMUP = None
 
 SLIME_ENV = (
     # Megatron asserts this for TP>1 or CP>1 on Hopper and older: without it CP=1 runs and
@@ -252,10 +254,11 @@ class Profile:
     gpus: int = 2
     cp_sizes: tuple[int, ...] = (1, 2)
     baseline_cp: int = 1
-    warmup_steps: int = 1  # leading steps (rollouts) left out of the statistics
+    # leading steps (rollouts) left out of the statistics; None: found in each round's data (slime)
+    warmup_steps: int | None = 1
     metric: str = "perf/actor_train_time"
     pass_ratio: float = 1.3  # PASS when candidate/baseline of `metric` (median and mean alike) stays below this
-    # fewer steps per arm after warm-up -> INCONCLUSIVE; at least what an interval at `confidence`
+    # fewer steps in a round after its warm-up -> INCONCLUSIVE; at least what an interval at `confidence`
     # needs (6 at 95%: cpverify.verdict.stats.min_sample), checked when a run starts
     min_counted_steps: int = 6
     confidence: float = 0.95  # level of the ratio's interval
@@ -329,7 +332,7 @@ class Profile:
         """Rollouts every arm is started with (ids 0..n-1): slime's --num-rollout, or the probe's
         warm-up plus measured steps; None when the train args do not say (slime then counts epochs)."""
         if self.kind == "probe":
-            return self.warmup_steps + self.steps
+            return (self.warmup_steps or 0) + self.steps
         count = argv.value(self.train_args, "--num-rollout")
         try:
             return int(count) if count is not None else None
@@ -357,13 +360,13 @@ def _problems(p: Profile) -> list[str]:
         # The verdict asks what a larger CP costs against the smaller one (cpverify.verdict.decide).
         problems.append(f"baseline_cp {p.baseline_cp} must be the smallest of cp_sizes {p.cp_sizes!r}: every "
                         f"larger CP is measured against it (leave baseline_cp={min(p.cp_sizes)})")
-    elif len(p.cp_sizes) < 2:
-        problems.append("cp_sizes needs a baseline and at least one candidate")
-    else:
+    else:  # one CP size is a plan only for an A/B of two revisions (cpverify.plan.build_plan says so)
         too_big = [cp for cp in p.cp_sizes if cp > p.gpus or p.gpus % cp]
         if too_big:
             problems.append(f"cp sizes {too_big} do not divide gpus={p.gpus} (CP ranks come out of the GPUs)")
-    if p.warmup_steps < 0 or p.min_counted_steps < 1:
+    if p.kind == "probe" and p.warmup_steps is None:
+        problems.append("a probe profile runs warmup_steps unmeasured steps: give it a number")
+    if (p.warmup_steps is not None and p.warmup_steps < 0) or p.min_counted_steps < 1:
         problems.append("warmup_steps must be >= 0 and min_counted_steps >= 1")
     if not 0 < p.pass_ratio < math.inf:  # NaN fails both; an infinite ratio would pass every ratio
         problems.append(f"pass_ratio must be a finite number > 0 (e.g. 1.3), not {p.pass_ratio}")

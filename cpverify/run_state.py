@@ -8,9 +8,10 @@
               runner, what the containers mount, the image asked for). Every later step builds the
               same from its own arguments and is refused (exit 2) if it differs, so `--only cp2
               --set env=...` cannot give cp2 an environment cp1 did not have.
-  state.json  a RunRecord: facts for env.json (doctor, image, model, compileall, lint), each arm's
-              result with the sha256 of the log it wrote (the verdict reads exactly those bytes),
-              and why the run was blocked or interrupted.
+  state.json  a RunRecord: facts for env.json (doctor, image, model, compileall, lint), each
+              round of each arm with its result and the sha256 of the log it wrote (the verdict
+              reads exactly those bytes), the rounds' design, looks and why they stopped, and why
+              the run was blocked or interrupted. A run continued later runs only what is missing.
 
 Both go through artifacts.atomic_write_json, the one writer of JSON in the run directory.
 """
@@ -26,30 +27,44 @@ from typing import Any
 
 from cpverify.artifacts import atomic_write_json
 from cpverify.errors import EnvironmentBlocked, InputError
-from cpverify.model import ArmResult
+from cpverify.model import ArmResult, Outcome
 
 SCHEMA_VERSION = 1
 
 
 @dataclass
 class ArmRecord:
-    """An arm's result as its runner returned it, and the log it wrote (path relative to the run
-    directory, sha256 and size taken when the arm ended)."""
+    """One round of an arm: its result as its runner returned it (`result.arm` is the round's own
+    name, cp1 or cp1.r2), the log it wrote (path relative to the run directory, sha256 and size
+    taken when it ended), and which planned arm and round it is."""
 
     result: ArmResult
     log: str
     log_sha256: str
     log_bytes: int
+    arm: str = ""  # the planned arm (cp1); "" -> result.arm
+    round: int = 1
+
+    def __post_init__(self) -> None:
+        self.arm = self.arm or self.result.arm
+
+    @property
+    def counts(self) -> bool:
+        """Whether this round stands as measured: it ran and ended (ok or not). An interrupted or
+        blocked round never ran to its end and is run again when the run continues; a failed one
+        stands (a crash in round 3 is a crash, and a rerun must not hide it)."""
+        return self.result.outcome not in (Outcome.INTERRUPTED, Outcome.BLOCKED)
 
     def to_json(self) -> dict:
         return {**self.result.to_json(), "log_path": self.log, "log_sha256": self.log_sha256,
-                "log_bytes": self.log_bytes}
+                "log_bytes": self.log_bytes, "planned_arm": self.arm, "round": self.round}
 
     @classmethod
     def from_json(cls, data: dict) -> ArmRecord:
         names = {f.name for f in dataclasses.fields(ArmResult)}
         result = ArmResult(**{k: v for k, v in data.items() if k in names})
-        return cls(result, data["log_path"], data["log_sha256"], data["log_bytes"])
+        return cls(result, data["log_path"], data["log_sha256"], data["log_bytes"],
+                   arm=data.get("planned_arm", ""), round=int(data.get("round", 1)))
 
 
 @dataclass
@@ -71,9 +86,16 @@ class RunRecord:
     compileall: dict | None = None
     lint: list | None = None
     deep_lint: Any = None  # slime's own parser on every arm (cpverify.lint.deep)
-    arms: dict[str, ArmRecord] = field(default_factory=dict)
+    arms: dict[str, ArmRecord] = field(default_factory=dict)  # by round name: cp1, cp1.r2, ...
+    # The rounds' design and its course (cpverify.plan.rounds): {"design": ..., "looks": [...],
+    # "stopped": {"reason": ..., ...} or None}
+    rounds: dict | None = None
     blocked: EnvironmentBlocked | None = None  # what blocked the run (state.json: its reason and fix)
     interrupted: Interrupted | None = None
+
+    def rounds_of(self, arm: str) -> list[ArmRecord]:
+        """The recorded rounds of planned arm `arm`, in round order."""
+        return sorted((r for r in self.arms.values() if r.arm == arm), key=lambda r: r.round)
 
     def to_json(self) -> dict:
         data = {"schema_version": SCHEMA_VERSION}

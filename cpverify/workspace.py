@@ -102,8 +102,9 @@ class Workspace:
                                  data_path=paths["data_path"], base_dir=paths["slime_dir"], base_label=base.label,
                                  candidate_dir=candidate_dir, candidate_label=candidate.label, python=python,
                                  work_dir=paths["work_dir"])
-        return build_plan(self.profile, run_id=run_id, gpus=gpus,
-                          slime_ref=base.label if base is not None else None, python=python, **paths)
+        return build_plan(self.profile, run_id=run_id, gpus=gpus, model_dir=paths["model_dir"],
+                          data_path=paths["data_path"], slime_dir=paths["slime_dir"], work_dir=paths["work_dir"],
+                          slime_ref=base.label if base is not None else None, python=python)
 
     def python_needs(self) -> tuple[str, ...]:
         return ("torch", "slime") if self.profile.kind == "slime" else ("torch", "cpverify.probe.workload")

@@ -20,13 +20,15 @@ import pytest
 from cpverify import pipeline, revisions, workspace
 from cpverify.cli import build_parser, main
 from cpverify.errors import EXIT_FAIL, InputError
+from cpverify.model import round_name
 from cpverify.overrides import resolve_profile
 from cpverify.parse import parse_file
 from cpverify.plan import PROBE_CP_FLAG, arm_diff, build_plan
 from cpverify.plan import ab as plan_ab
 from cpverify.profiles import get_profile
-from cpverify.verdict import ArmEvidence, Thresholds, ab, decide
+from cpverify.verdict import ArmEvidence, Thresholds, ab, across, decide, stats
 from helpers.hfcache import make_model_cache
+from helpers.rounds import ROUNDS
 from helpers.slime_log import synthetic_arm
 
 HERE = Path(__file__).resolve().parent
@@ -82,7 +84,9 @@ def test_a_cp_sweep_runs_baseline_then_candidates_and_compares_each_with_cp1(tmp
     assert main([*common, "--only", "cp1"]) == 0
     assert sorted(json.loads((run_dir / "state.json").read_text())["arms"]) == ["cp1"]
     assert main([*common, "--only", "cp2"]) == 0
-    assert sorted(json.loads((run_dir / "state.json").read_text())["arms"]) == ["cp1", "cp2", "cp4"]
+    order = json.loads((run_dir / "state.json").read_text())["rounds"]["order"]
+    # round 1 (the cp1 step, then the cp2 step), then every arm per round, each round the reverse of the last
+    assert order[:6] == ["cp1", "cp2", "cp4", "cp4.r2", "cp2.r2", "cp1.r2"] and len(order) % 3 == 0
     code = main([*common, "--only", "verdict"])
     verdict = json.loads((run_dir / "verdict.json").read_text())
     jsonschema.validate(verdict, SCHEMA)
@@ -98,28 +102,30 @@ def test_a_cp_sweep_runs_baseline_then_candidates_and_compares_each_with_cp1(tmp
 # -- A/B: statistics ----------------------------------------------------------------------------
 
 
-def test_ratio_of_ratios_interval():
-    exact = ab.bootstrap_ratio_of_ratios_ci([1.0] * 6, [2.0] * 6, [1.0] * 6, [1.5] * 6)
-    assert exact == (0.75, 0.75)  # no spread: the interval is the point
-    with pytest.raises(ValueError):  # fewer values than a 95% interval can come from
-        ab.bootstrap_ratio_of_ratios_ci([1.0] * 5, [2.0] * 6, [1.0] * 6, [1.5] * 6)
-    noisy = ([1.0, 1.02, 0.98, 1.01, 0.99, 1.03], [1.6, 1.63, 1.58, 1.61, 1.65, 1.57],
-             [1.0, 0.97, 1.02, 1.01, 0.99, 1.0], [1.1, 1.12, 1.08, 1.09, 1.13, 1.11])
-    low, high = ab.bootstrap_ratio_of_ratios_ci(*noisy)
-    assert low < (1.105 / 1.0) / (1.605 / 1.005) < high < 1
-    assert ab.bootstrap_ratio_of_ratios_ci(*noisy) == (low, high)  # fixed seed: same logs, same interval
-    with pytest.raises(ValueError):
-        ab.bootstrap_ratio_of_ratios_ci([1.0], [], [1.0], [1.0])
+def test_ratio_of_ratios_across_rounds():
+    rounds = [[[1.0, 1.02, 0.98]] * 2, [[1.6, 1.63, 1.58]] * 2, [[1.0, 0.97, 1.02]] * 2, [[1.1, 1.12, 1.08]] * 2]
+    est = across.ratio_of_ratios(rounds, confidence=0.95)
+    assert [e.statistic for e in est.estimates] == list(stats.STATISTICS) and est.rounds == (2, 2)
+    for e in est.estimates:
+        assert e.ratio == pytest.approx((1.1 / 1.0) / (1.6 / 1.0), rel=0.02)
+        assert e.ci[0] < e.ratio < e.ci[1]
+    assert across.least_changed(est) in est.estimates
+    assert across.ratio_of_ratios(rounds, confidence=0.95) == est  # the same logs, the same interval
+    missing = across.ratio_of_ratios([[[1.0]], [], [[1.0]], [[1.0]]], confidence=0.95)
+    assert missing.ratio is None and missing.ci is None and "no values" in missing.note
+    assert across.least_changed(missing) is None
 
 
 def _ab_verdict(tmp_path, base_factor: float, cand_factor: float, *, rollouts: int = 8, jitter: float = 0.03):
-    """Four arms in slime's real log format; the candidate changes only the CP=2 cost."""
-    logs = {"base-cp1": synthetic_arm(cp=1, actor_train_time=1.0, rollouts=rollouts, jitter=jitter, seed=1),
-            "base-cp2": synthetic_arm(cp=2, actor_train_time=base_factor, rollouts=rollouts, jitter=jitter, seed=2),
-            "cand-cp1": synthetic_arm(cp=1, actor_train_time=1.0, rollouts=rollouts, jitter=jitter, seed=3),
-            "cand-cp2": synthetic_arm(cp=2, actor_train_time=cand_factor, rollouts=rollouts, jitter=jitter, seed=4)}
-    evidence = [ArmEvidence(name, int(name[-1]), parse_file(log.write(tmp_path / f"{name}.log")))
-                for name, log in logs.items()]
+    """Four arms of ROUNDS rounds each in slime's real log format; the candidate changes only the CP=2 cost."""
+    factors = {"base-cp1": 1.0, "base-cp2": base_factor, "cand-cp1": 1.0, "cand-cp2": cand_factor}
+    evidence = []
+    for seed, (name, factor) in enumerate(factors.items(), start=1):
+        for k in range(1, ROUNDS + 1):
+            log = synthetic_arm(cp=int(name[-1]), actor_train_time=factor, rollouts=rollouts, jitter=jitter,
+                                seed=seed + 1000 * k)
+            evidence.append(ArmEvidence(round_name(name, k), int(name[-1]), parse_file(log.write(tmp_path / f"{name}.{k}")),
+                                        arm=name, round=k))
     verdict = decide(evidence, comparisons=[("base-cp1", "base-cp2"), ("cand-cp1", "cand-cp2")],
                      thresholds=Thresholds(pass_ratio=1.3))
     design = plan_ab.Design(1, {1: "base-cp1", 2: "base-cp2"}, {1: "cand-cp1", 2: "cand-cp2"}, "main@1111", "pr-1102@2222")

@@ -62,8 +62,8 @@ def test_smoke_is_the_seed_run_corrected():
     assert re.fullmatch(r"[0-9a-f]{40}", smoke.model_revision)
     assert smoke.pass_ratio == 1.3 and smoke.metric == "perf/actor_train_time"
     assert smoke.min_counted_steps == 6 and smoke.confidence == 0.95
-    # rollouts 0 and 1 are warm-up in real slime; 14 counted steps remain
-    assert smoke.warmup_steps == 2 and int(args["--num-rollout"][0]) - smoke.warmup_steps >= 14
+    # each round's warm-up is found in its data (real slime: rollout 0, sometimes 1); 14 counted steps remain
+    assert smoke.warmup_steps is None and int(args["--num-rollout"][0]) - 2 >= 14
 
 
 def test_model_args_are_slimes_qwen25_05b_script():

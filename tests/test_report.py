@@ -26,17 +26,17 @@ from cpverify.errors import ArtifactWriteError, InputError
 from cpverify.model import ArmResult
 from cpverify.parse import ErrorRecord, ParsedLog
 from helpers.nobody import as_nobody, public_dir
+from helpers.rounds import ROUNDS, arm_rounds
 from helpers.slime_log import synthetic_arm
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "cpverify" / "data" / "verdict.schema.json").read_text())
 
 
-def _verdict(factor=1.05, *, cp2_errors=(), cp2_step=None, deterministic=False):
-    cp1 = synthetic_arm(cp=1, actor_train_time=1.0, seed=1).expected()
-    cp2 = synthetic_arm(cp=2, actor_train_time=factor, seed=2, step_metrics=cp2_step).expected()
-    cp2.errors.extend(cp2_errors)
-    return v.decide([v.ArmEvidence("cp1", 1, cp1), v.ArmEvidence("cp2", 2, cp2)], comparisons=[("cp1", "cp2")],
-                    thresholds=v.Thresholds(deterministic=deterministic))
+def _verdict(factor=1.05, *, cp2_errors=(), cp2_step=None, deterministic=False, rounds=ROUNDS):
+    cp1 = arm_rounds("cp1", 1, 1.0, seed=1, rounds=rounds)
+    cp2 = arm_rounds("cp2", 2, factor, seed=2, step_metrics=cp2_step, rounds=rounds)
+    cp2[0].parsed.errors.extend(cp2_errors)
+    return v.decide([*cp1, *cp2], comparisons=[("cp1", "cp2")], thresholds=v.Thresholds(deterministic=deterministic))
 
 
 def _table_rows(markdown: str, header_start: str) -> list[list[str]]:
@@ -67,8 +67,11 @@ def test_the_first_screen_answers_the_question():
     lines = md.splitlines()
     assert lines[0] == "## cpverify verdict: PASS"
     assert re.fullmatch(r"\*\*PASS\*\* — CP=2 actor_train \d\.\d\d× CP=1 \((median|mean), 95% CI \d\.\d\d–\d\.\d\d, "
-                        r"threshold ≤ 1\.30; (median|mean) \d\.\d\d×\), 7 steps each", lines[2]), lines[2]
+                        rf"threshold ≤ 1\.30; (median|mean) \d\.\d\d×\), {ROUNDS} rounds each \({7 * ROUNDS} steps each\)",
+                        lines[2]), lines[2]
     screen = _first_screen(md)
+    # logs judged as given: their order is not known to be interleaved, so the line does not say it is
+    assert f"**Rounds:** {ROUNDS} rounds per arm · each round's actor_train ratio" in screen
     assert "**Setup:**" in screen and "**Command:** `cpverify run --profile smoke`" in screen
     phases = _table_rows(screen, "phase")  # ONE per-phase table, before anything folded
     assert screen.count("| phase |") == 1

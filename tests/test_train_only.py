@@ -61,7 +61,7 @@ def test_train_only_is_smoke_without_what_only_rollout_uses():
                        "--ci-test", "--ci-disable-kl-checker", "--rollout-max-response-len", "--max-tokens-per-gpu"}
     assert set(train) - set(smoke) == {"--attention-backend"} and train["--attention-backend"] == ["fused"]
     assert {f: v for f, v in train.items() if f in smoke and smoke[f] != v} == {"--num-rollout": ["24"]}
-    assert TRAIN_ONLY.train_only and TRAIN_ONLY.seq_lens == (1024,) and TRAIN_ONLY.warmup_steps == 2
+    assert TRAIN_ONLY.train_only and TRAIN_ONLY.seq_lens == (1024,) and TRAIN_ONLY.warmup_steps is None
 
 
 def test_train_only_arms_read_the_rollouts_and_hand_the_grad_norms_over():

@@ -7,8 +7,10 @@ text, and the real decide() judges it. The rules are the ones a wrong PASS would
 duration or an unconfirmed CP never PASS; the order the arms are given in and the unit the
 timings are in never change the decision.
 
-The bootstrap runs 500 resamples instead of 2000 to keep the suite quick: the rules are about
-the decision, which no property here lets ride on the resampler's precision.
+Each log is judged as ROUNDS rounds of its arm (the same log each time: no spread between rounds,
+so the interval is the recorded prior's, moderated by the rounds' degrees of freedom, about ×/÷ 1.2),
+enough for a clean pair at one speed to PASS; one round per arm could not (its interval is the
+prior's alone). The warm-up is the fixed first rollout, which the generated logs make 3x slow.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from cpverify.verdict.evidence import gaps
 from cpverify.verdict.model import SEVERITY
 from helpers.slime_log import ERROR_LINES, SlimeLog, synthetic_arm
 
-THRESHOLDS = v.Thresholds(resamples=500)
+THRESHOLDS = v.Thresholds(resamples=500, warmup=1)
+ROUNDS = 3
 PROPERTY = settings(max_examples=40, deadline=None)
 STEP_TIMERS = ("wake_up", "data_preprocess", "ref_log_probs", "log_probs", "actor_train")
 
@@ -47,9 +50,15 @@ def arm(cp: int, times: list[float], *, layout_cp: int | None | str = "same", se
 
 
 def judge(base: SlimeLog, cand: SlimeLog, *, b_cp: int = 1, c_cp: int = 2, swapped: bool = False) -> v.Verdict:
-    """Parse both logs as text and decide; `swapped` names them in the other order (as a user might)."""
-    evidence = [v.ArmEvidence(f"cp{b_cp}", b_cp, parse_stream(io.BytesIO(base.text().encode()))),
-                v.ArmEvidence(f"cp{c_cp}", c_cp, parse_stream(io.BytesIO(cand.text().encode())))]
+    """Parse both logs as text and decide, each as ROUNDS rounds of its arm; `swapped` names them in the
+    other order (as a user might)."""
+
+    def rounds(name: str, cp: int, log: SlimeLog) -> list[v.ArmEvidence]:
+        parsed = parse_stream(io.BytesIO(log.text().encode()))
+        return [v.ArmEvidence(name if k == 1 else f"{name}.r{k}", cp, parsed, arm=name, round=k)
+                for k in range(1, ROUNDS + 1)]
+
+    evidence = [*rounds(f"cp{b_cp}", b_cp, base), *rounds(f"cp{c_cp}", c_cp, cand)]
     pair = (f"cp{b_cp}", f"cp{c_cp}")
     if swapped:
         evidence, pair = evidence[::-1], pair[::-1]

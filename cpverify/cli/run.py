@@ -8,6 +8,7 @@ from cpverify import config
 from cpverify.cli._options import add_profile_arguments, add_workspace_arguments
 from cpverify.pipeline import STEPS
 from cpverify.pipeline import run as run_pipeline
+from cpverify.plan.rounds import MAX_ROUNDS
 from cpverify.runners.watch import terminate_as_interrupt
 
 
@@ -34,6 +35,15 @@ def register(subparsers) -> None:
                                                  "compared with the profile's baseline (CP=1)")
     p.add_argument("--seq-len", metavar="LENGTHS", help="probe sequence lengths or train-only response lengths, "
                                                         "e.g. 8K,32K,128K (one arm per CP and length)")
+    p.add_argument("--rounds", default="auto", metavar="N|auto",
+                   help="rounds per arm, each a process of its own, interleaved (CP1 CP2 CP2 CP1 ...): N runs every "
+                        "arm N times; auto (the default) runs 2, then one more of every arm while the ratio's "
+                        "interval straddles the threshold, up to --max-rounds")
+    p.add_argument("--max-rounds", type=int, metavar="N",
+                   help=f"with --rounds auto: at most N rounds per arm (default {MAX_ROUNDS})")
+    p.add_argument("--budget", metavar="DURATION",
+                   help="GPU time the arms may take, e.g. 90s, 20m, 1h30m: no round starts that would go past it "
+                        "(estimated from the rounds so far); default: no limit but the rounds'")
     p.add_argument("--slime-ref", metavar="REF", help="run this commit of the --slime-dir clone (exported with git "
                                                       "archive); with --slime-ref-candidate, the A/B base")
     p.add_argument("--slime-ref-candidate", metavar="REF",

@@ -3,7 +3,10 @@
 Each log is taken once (given_logs.bundle_log), so a log still being written is judged as one
 snapshot, and parsed as the bundle's copy of it is written: the copy, its digest and the verdict
 describe the same text. The copy is capped (a gzip bomb, a runaway line); a copy cut short says
-so in itself, in env.json and in a row of the verdict."""
+so in itself, in env.json and in a row of the verdict.
+
+Each of --baseline and --candidate may be repeated: one log per round (one process) of the arm,
+in the order they ran; the bundle names them as `cpverify run` does (logs/cp1.log, logs/cp1.r2.log)."""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from cpverify.errors import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE, A
 from cpverify.fixes import FIX_INCOMPLETE
 from cpverify.given_logs import bundle_log, check_out_apart
 from cpverify.inputs import shown_command, shown_name
-from cpverify.model import WORKLOADS
+from cpverify.model import WORKLOADS, round_name
 from cpverify.redact import Redactor
 from cpverify.verdict import FAIL, INCONCLUSIVE, PASS, ArmEvidence, Check, Thresholds, decide
 
@@ -38,8 +41,11 @@ def register(subparsers) -> None:
                     "verdict.json, env.json and commands.sh. The ratio is always the larger CP's against the "
                     f"smaller CP's, whichever log is given first. Exit code: {codes}. Logs alone never make a "
                     "verdict BLOCKED: that status is `cpverify run`'s, for an arm that could not start.")
-    parser.add_argument("--baseline", required=True, metavar="LOG", help="log of the baseline arm (CP=1)")
-    parser.add_argument("--candidate", required=True, metavar="LOG", help="log of the candidate arm (CP=2)")
+    parser.add_argument("--baseline", required=True, action="append", metavar="LOG",
+                        help="log of the baseline arm (CP=1); repeat it for each round (one process each, in the "
+                             "order they ran): the interval then includes the spread between rounds")
+    parser.add_argument("--candidate", required=True, action="append", metavar="LOG",
+                        help="log of the candidate arm (CP=2); repeat it for each round, as --baseline")
     parser.add_argument("--out", metavar="DIR", help="artifact directory (default: artifacts/<run-id>/)")
     parser.add_argument("--baseline-cp", type=int, metavar="N",
                         help="CP requested in the baseline (default: 1, or the CP its log states: see below)")
@@ -51,9 +57,11 @@ def register(subparsers) -> None:
                         help="PASS when the CI's upper bound of candidate/baseline is <= R, for the ratio of "
                              "medians and the ratio of means alike (1.3)")
     parser.add_argument("--warmup", type=int, default=Thresholds.warmup, metavar="N",
-                        help="rollouts with id < N are not counted (1)")
+                        help="rollouts with id < N are not counted (default: each log's warm-up is found in its "
+                             "data: the leading steps far above the log's median)")
     parser.add_argument("--min-steps", type=int, default=Thresholds.min_counted_steps, metavar="N",
-                        help="counted steps needed per arm (6); fewer than a 95%% interval needs (6) is refused")
+                        help="counted steps needed in every round of each arm (6); fewer than a 95%% interval needs (6) "
+                             "is refused")
     parser.add_argument("--expected-rollouts", type=int, metavar="N",
                         help="rollouts each arm was started with (slime's --num-rollout): an arm whose log lacks "
                              "one of rollouts warmup..N-1 did not finish and cannot pass (default: not checked)")
@@ -66,7 +74,7 @@ def register(subparsers) -> None:
 
 
 def run_verdict_command(args: argparse.Namespace) -> int:
-    """Snapshot two logs into the bundle, decide on the snapshots, write the bundle, print the
+    """Snapshot the logs into the bundle, decide on the snapshots, write the bundle, print the
     headline; returns the status's exit code."""
     from cpverify import report  # imports tabulate: not at `cpverify --help`
 
@@ -75,66 +83,89 @@ def run_verdict_command(args: argparse.Namespace) -> int:
     claimed = args.baseline_cp is not None or args.candidate_cp is not None
     requested = {"baseline": 1 if args.baseline_cp is None else args.baseline_cp,
                  "candidate": 2 if args.candidate_cp is None else args.candidate_cp}
-    paths = {"baseline": Path(args.baseline), "candidate": Path(args.candidate)}
-    for role, path in paths.items():
-        if not path.is_file():
-            raise InputError(f"--{role} {shown_name(str(path))} is not a readable file",
-                             "pass the path of a saved slime log (stdout and stderr of train.py / ray job logs)")
+    paths = {"baseline": [Path(p) for p in args.baseline], "candidate": [Path(p) for p in args.candidate]}
+    for role, given in paths.items():
+        for path in given:
+            if not path.is_file():
+                raise InputError(f"--{role} {shown_name(str(path))} is not a readable file",
+                                 "pass the path of a saved slime log (stdout and stderr of train.py / ray job logs)")
         if requested[role] < 1:
             raise InputError(f"--{role}-cp {requested[role]} must be >= 1",
                              f"pass the CP size the run was started with, e.g. --{role}-cp 2")
     if requested["baseline"] == requested["candidate"]:
         raise InputError(f"--baseline-cp and --candidate-cp are both {requested['baseline']}: a CP verification "
                          "compares two CP sizes", "pass the CP each log was run with, e.g. --baseline-cp 1 --candidate-cp 2")
-    if args.expected_rollouts is not None and args.expected_rollouts <= args.warmup:
+    if args.expected_rollouts is not None and args.expected_rollouts <= (args.warmup or 0):
         raise InputError(f"--expected-rollouts {args.expected_rollouts} leaves no rollout after the warm-up "
                          f"({args.warmup})", "pass the --num-rollout the arms were started with, e.g. 8")
 
     if args.out is not None:  # the bundle must not land on the logs it is made from
-        check_out_apart(args.out, {f"--{role}": path for role, path in paths.items()})
+        check_out_apart(args.out, {f"--{role} #{k}": path for role, given in paths.items()
+                                   for k, path in enumerate(given, start=1)})
     run_dir = RunDir.create(args.out)
     scrub = Redactor()  # one for the bundle: a host is the same host-N in its logs and in verdict.md
-    inputs, parsed = {}, {}
-    for role, path in paths.items():
+    inputs: dict[str, list[dict]] = {}
+    parsed: dict[str, list] = {}
+    for role, given in paths.items():
         # Judge what the bundle keeps: one snapshot of a log that grows while it is read, parsed as
         # its redacted copy is written, so that the copy, its sha256 and the verdict describe the
         # same text, and commands.sh replays it (exactly, unless the copy had to be cut short).
-        inputs[role], parsed[role] = bundle_log(path, run_dir.log_path(role), scrub)
-    # Without a claim, two logs that state two different CPs are judged at those: a CP=2 log given
-    # as --baseline is not "CP=1 that did not take effect". A log whose CP did not take effect
+        inputs[role], parsed[role] = [], []
+        for k, path in enumerate(given, start=1):
+            record, log = bundle_log(path, run_dir.log_path(round_name(role, k)), scrub)
+            inputs[role].append(record)
+            parsed[role].append(log)
+        twice = [shown_name(path.name) for path, again in zip(given, _repeats(inputs[role]), strict=True) if again]
+        if twice:
+            # one process counted as two rounds would show no spread between them: a narrower interval than the data
+            raise InputError(f"--{role} gives one log twice ({', '.join(twice)} holds the same bytes as an earlier "
+                             f"--{role}): each --{role} is one round, one process of the arm",
+                             f"give every round's own log once, in the order they ran: --{role} r1.log --{role} r2.log")
+    # Without a claim, two roles whose logs state two different CPs are judged at those: a CP=2 log
+    # given as --baseline is not "CP=1 that did not take effect". A log whose CP did not take effect
     # states the same CP as the other (cp=1 twice), so the defaults stand and cp_effective fails.
-    stated = {role: log.layout.cp if log.layout else None for role, log in parsed.items()}
+    stated = {role: _stated_cp(role, paths[role], logs) for role, logs in parsed.items()}
     if not claimed and None not in stated.values() and stated["baseline"] != stated["candidate"]:
         if stated != requested:
-            print(f"note: the --baseline log states CP={stated['baseline']} and the --candidate log "
-                  f"CP={stated['candidate']}: judging them at those CPs (--baseline-cp/--candidate-cp say "
-                  "otherwise)", file=sys.stderr)
+            print(f"note: the --baseline {_logs_state(paths['baseline'])} CP={stated['baseline']} and the --candidate "
+                  f"{'log' if len(paths['candidate']) == 1 else 'logs'} CP={stated['candidate']}: judging them at "
+                  "those CPs (--baseline-cp/--candidate-cp say otherwise)", file=sys.stderr)
         requested = {role: int(cp) for role, cp in stated.items() if cp is not None}
     # The baseline is the smaller CP, whichever order the logs came in (see decide()).
     b_role, c_role = sorted(paths, key=lambda role: requested[role])
     if b_role != "baseline" and claimed:
         print(f"note: --baseline-cp {requested['baseline']} > --candidate-cp {requested['candidate']}: judging "
-              f"CP={requested[c_role]} ({shown_name(str(paths[c_role]))}) against CP={requested[b_role]} "
-              f"({shown_name(str(paths[b_role]))})", file=sys.stderr)
+              f"CP={requested[c_role]} ({shown_name(str(paths[c_role][0]))}) against CP={requested[b_role]} "
+              f"({shown_name(str(paths[b_role][0]))})", file=sys.stderr)
     b_cp, c_cp = requested[b_role], requested[c_role]
     arms = {f"cp{b_cp}": b_role, f"cp{c_cp}": c_role}
     evidence, cut = [], []
     for name, role in arms.items():
-        bundled = run_dir.log_path(name)
-        run_dir.log_path(role).replace(bundled)  # logs/<arm>.log, as every bundle names its logs
-        inputs[role] = {**inputs[role], "bundled": f"logs/{bundled.name}", "cp": requested[role]}
-        cut += _shortened(name, inputs[role])
-        evidence.append(ArmEvidence(name, requested[role], parsed[role], expected_rollouts=args.expected_rollouts,
-                                    log_path=bundled))
-    inputs = {"baseline": inputs[b_role], "candidate": inputs[c_role]}  # env.json: the baseline is the smaller CP
+        for k, log in enumerate(parsed[role], start=1):
+            bundled = run_dir.log_path(round_name(name, k))
+            run_dir.log_path(round_name(role, k)).replace(bundled)  # logs/<arm>.log, as every bundle names its logs
+            inputs[role][k - 1] = {**inputs[role][k - 1], "bundled": f"logs/{bundled.name}", "cp": requested[role],
+                                   "round": k}
+            cut += _shortened(round_name(name, k), inputs[role][k - 1])
+            evidence.append(ArmEvidence(round_name(name, k), requested[role], log,
+                                        expected_rollouts=args.expected_rollouts, log_path=bundled, arm=name,
+                                        round=k))
+    # env.json: the baseline is the smaller CP; a role's first round as before, and every round under "rounds"
+    shown = {"baseline": inputs[b_role], "candidate": inputs[c_role]}
+    shown_inputs = {role: {**rounds[0], **({"rounds": rounds} if len(rounds) > 1 else {})}
+                    for role, rounds in shown.items()}
     names = list(arms)
     verdict = decide(evidence, comparisons=[(names[0], names[1])], thresholds=thresholds, workload=args.workload,
                      run_checks=cut)
 
-    reproduce = ["cpverify", "verdict", "--baseline", f"logs/{names[0]}.log", "--candidate", f"logs/{names[1]}.log",
-                 "--baseline-cp", str(b_cp), "--candidate-cp", str(c_cp), "--pass-ratio", f"{args.pass_ratio:g}",
-                 "--warmup", str(args.warmup), "--min-steps", str(args.min_steps), "--workload", args.workload,
-                 "--out", "reproduced"]
+    reproduce = ["cpverify", "verdict"]
+    for flag, name, role in (("--baseline", names[0], b_role), ("--candidate", names[1], c_role)):
+        for k in range(1, len(paths[role]) + 1):
+            reproduce += [flag, f"logs/{round_name(name, k)}.log"]
+    reproduce += ["--baseline-cp", str(b_cp), "--candidate-cp", str(c_cp), "--pass-ratio", f"{args.pass_ratio:g}",
+                  *(["--warmup", str(args.warmup)] if args.warmup is not None else []),
+                  "--min-steps", str(args.min_steps), "--workload", args.workload,
+                  "--out", "reproduced"]
     reproduce += ["--expected-rollouts", str(args.expected_rollouts)] if args.expected_rollouts is not None else []
     reproduce += ["--deterministic"] if args.deterministic else []
     commands = ("#!/usr/bin/env bash\n"
@@ -143,8 +174,8 @@ def run_verdict_command(args: argparse.Namespace) -> int:
                 + "".join(f"# {check.detail}: this replay judges the copy, not the whole log.\n"
                           for check in cut if check.name == "bundled_log")
                 + "set -euo pipefail\n" + shlex.join(reproduce) + "\n")
-    logs_state = {"baseline": _stated(parsed[b_role]), "candidate": _stated(parsed[c_role])}
-    written = report.write_report(run_dir, verdict, env=_basic_env(inputs, logs_state), commands_sh=commands,
+    logs_state = {"baseline": _stated(parsed[b_role][0]), "candidate": _stated(parsed[c_role][0])}
+    written = report.write_report(run_dir, verdict, env=_basic_env(shown_inputs, logs_state), commands_sh=commands,
                                   redactor=scrub, command=shown_command(["cpverify", "verdict", *sys.argv[2:]])
                                   if sys.argv[1:2] == ["verdict"] else shlex.join(reproduce[:-2]))
 
@@ -155,6 +186,32 @@ def run_verdict_command(args: argparse.Namespace) -> int:
     print(f"artifacts: {shown_name(str(run_dir.root))}", file=sys.stderr)
     print(report.share_lines(written), file=sys.stderr)
     return verdict.exit_code
+
+
+def _logs_state(paths: list[Path]) -> str:
+    return "log states" if len(paths) == 1 else "logs state"
+
+
+def _repeats(found: list[dict]) -> list[bool]:
+    """For each log taken, whether an earlier one read the same bytes."""
+    seen: set[str] = set()
+    out = []
+    for item in found:
+        out.append(item["sha256"] in seen)
+        seen.add(item["sha256"])
+    return out
+
+
+def _stated_cp(role: str, paths: list[Path], logs: list) -> int | None:
+    """The CP a role's logs state (the layout hook's line or Megatron's argument dump); None when none
+    states one. Rounds of one arm run one CP: logs that state two are bad input."""
+    stated = {path: log.layout.cp for path, log in zip(paths, logs, strict=True) if log.layout is not None}
+    if len(set(stated.values())) > 1:
+        listed = ", ".join(f"{shown_name(path.name)} CP={cp}" for path, cp in stated.items())
+        raise InputError(f"the --{role} logs state different CPs ({listed}): every --{role} log is a round of one "
+                         "arm, one CP", "give each CP's logs to its own option: --baseline the CP=1 rounds, "
+                         "--candidate the CP=2 rounds")
+    return next(iter(stated.values()), None)
 
 
 def _shortened(arm: str, record: dict) -> list[Check]:

@@ -16,17 +16,20 @@ from cpverify.profiles import Profile
 def build_ab_plan(profile: Profile, *, run_id: str, gpus: tuple[int, ...] | list[int] | None, model_dir: str,
                   data_path: str | None, base_dir: str, base_label: str, candidate_dir: str, candidate_label: str,
                   python: str = "python3", work_dir: str | None = None) -> Plan:
-    """One plan with every CP arm twice, `base-cpN` and `cand-cpN`, compared within each revision."""
+    """One plan with every CP arm twice, `base-cpN` and `cand-cpN`, compared within each revision; with one
+    CP size (a host of one GPU: `--cp 1`), the candidate's arm against the base's at that CP instead."""
     work_dir = work_dir or DEFAULT_WORK_DIR
 
     if profile.kind != "slime":
         raise InputError(f"an A/B of slime revisions needs a slime profile, not {profile.name!r} ({profile.kind})",
                          "use --profile smoke or --profile long")
     plans = {role: build_plan(profile, run_id=run_id, gpus=gpus, model_dir=model_dir, data_path=data_path,
-                              slime_dir=directory, slime_ref=label, python=python, work_dir=work_dir)
+                              slime_dir=directory, slime_ref=label, python=python, work_dir=work_dir, one_cp=True)
              for role, directory, label in ((BASE, base_dir, base_label), (CANDIDATE, candidate_dir, candidate_label))}
-    arms = tuple(replace(arm, name=f"{role}-{arm.name}") for role, plan in plans.items() for arm in plan.arms)
+    arms = tuple(replace(arm, name=f"{role}-{arm.name}", role=role) for role, plan in plans.items() for arm in plan.arms)
     comparisons = tuple((f"{role}-{b}", f"{role}-{c}") for role, plan in plans.items() for b, c in plan.comparisons)
+    if not profile.candidate_cps:  # one CP: what the candidate revision changes at it
+        comparisons = tuple((f"{BASE}-{arm.name}", f"{CANDIDATE}-{arm.name}") for arm in plans[BASE].arms)
     for base_arm, cand_arm in zip(plans[BASE].arms, plans[CANDIDATE].arms, strict=True):
         # The two revisions must run the very same command: only where it runs may differ, and
         # (train-only) where each revision keeps its own CP=1 grad norms for its own check.
@@ -51,14 +54,13 @@ class Design:
 
 
 def design(plan: Plan) -> Design | None:
-    """The A/B layout of `plan`, or None when it is not an A/B (no base-/cand- arm pairs)."""
+    """The A/B layout of `plan`, or None when it is not an A/B (no arms of both roles at the same CPs)."""
     arms: dict[str, dict] = {BASE: {}, CANDIDATE: {}}
     labels = {BASE: BASE, CANDIDATE: CANDIDATE}
     for arm in plan.arms:
-        role, _, rest = arm.name.partition("-")
-        if role in arms and rest:
-            arms[role][arm.cp] = arm.name
-            labels[role] = arm.slime_ref or role
+        if arm.role in arms:
+            arms[arm.role][arm.cp] = arm.name
+            labels[arm.role] = arm.slime_ref or arm.role
     baseline = plan.profile.baseline_cp
     if baseline not in arms[BASE] or baseline not in arms[CANDIDATE] or set(arms[BASE]) != set(arms[CANDIDATE]) \
             or len(arms[BASE]) < 2:

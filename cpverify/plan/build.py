@@ -102,13 +102,19 @@ def build_plan(
     slime_ref: str | None = None,
     python: str = "python3",
     work_dir: str = DEFAULT_WORK_DIR,
+    one_cp: bool = False,
 ) -> Plan:
     """All arms of `profile` and the pairs to compare; raises InputError if a pair differs in more than CP.
     `python` is the arms' interpreter: python3 as slime's image and GPU hosts name the one with torch;
     the local runner's choice (--python) where it runs the arms itself. `work_dir` is the run's
     writable directory as the workload sees it: train-only arms read their rollouts from it and hand
-    the baseline's grad norms over through it."""
+    the baseline's grad norms over through it. `one_cp`: a profile of one CP size is allowed (each
+    revision of an A/B; the A/B compares them)."""
     check_run_id(run_id)  # it is written into commands.sh
+    if not profile.candidate_cps and not one_cp:  # `one_cp`: an A/B of two revisions compares them at one CP
+        raise InputError(f"profile {profile.name!r} has one CP size ({profile.cp_sizes[0]}): a CP verification "
+                         "compares two", "give two or more (--cp 1,2), or compare two slime revisions at that CP "
+                         "(--slime-dir-candidate DIR or --slime-ref-candidate REF): an A/B at one CP, for one GPU")
     gpus = tuple(range(profile.gpus)) if gpus is None else tuple(int(g) for g in gpus)
     if len(gpus) != profile.gpus or len(set(gpus)) != len(gpus) or min(gpus) < 0:
         raise InputError(

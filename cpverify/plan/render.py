@@ -28,6 +28,7 @@ def arm_json(arm: Arm) -> dict:
         "workdir": arm.workdir,
         "seq_len": arm.seq_len,
         "slime_ref": arm.slime_ref,
+        "role": arm.role,
     }
 
 

@@ -29,7 +29,7 @@ from cpverify.report.data import finite
 from cpverify.report.gfm import code, details, fenced, prose, table
 from cpverify.report.plots import arm_infos
 from cpverify.terminal import inert, strip_csi
-from cpverify.verdict import ArmSummary, Comparison, Verdict, short_metric, timing_metrics, worst
+from cpverify.verdict import ArmSummary, Comparison, Verdict, across, short_metric, timing_metrics, worst
 from cpverify.verdict.evidence import FAR_BEYOND_NOISE
 
 EVIDENCE_LINES = 30  # lines of a failed arm's log shown up to its root cause
@@ -126,6 +126,9 @@ class _Renderer:
                           f"{short_metric(t.primary_metric)}: {ratio}** — {t.confidence:.0%} interval; PASS needs "
                           f"its upper end ≤ {t.pass_ratio:.2f}"]
         lines += ["", f"**Setup:** {self.p(story.setup_line(v, env), 2000)}"]
+        rounds = story.rounds_line(v)
+        if rounds:
+            lines += ["", f"**Rounds:** {self.p(rounds, 2000)}"]
         if command:
             lines += ["", f"**Command:** {self.c(command, 2000)}"]
         blocks = [Block("\n".join(lines))]
@@ -184,7 +187,7 @@ class _Renderer:
         base_cp = infos[self.v.primary.baseline].cp
         body = []
         for seq_len, row in rows.items():
-            base = next(a for a in self.v.arms if a.name == row["base"])
+            base = self.v.pooled(row["base"])
             body.append([length_label(seq_len) if seq_len else "–", _median(base, t.primary_metric),
                          *[row.get(cp, "–") for cp in cps]])
         metric = short_metric(t.primary_metric)
@@ -248,7 +251,7 @@ class _Renderer:
                       "verdict.json in {pointer}._")]
 
     def passed(self) -> list[Block]:
-        rest = story.grouped([c for c in self.v.checks if c.status in (CheckStatus.PASS, CheckStatus.SKIP)])
+        rest = story.grouped([c for c in self.v.checks if c.status in (CheckStatus.PASS, CheckStatus.SKIP)], self.v)
         if not rest:
             return []
         rows = [[f"{story.MARK[s.check.meaning]} {code(s.name)}", self.p(s.where()), self.p(s.check.detail, 300)]
@@ -302,17 +305,18 @@ class _Renderer:
                 mark, words = story.meaning(metric, est, self.v)
                 p = "–" if est.p_value is None else f"{est.p_value:.2g}"
                 rows.append([self.p(name), short_metric(metric), story.ratio_text(est, t.pass_ratio), p,
-                             f"{est.n_baseline}/{est.n_candidate}", f"{mark} {words}".strip()])
+                             across.sample_size(est), f"{mark} {words}".strip()])
         if not rows:
             return "_No comparable timings._"
         return table(rows, ["comparison", "metric", f"ratio ({t.confidence:.0%} CI)", "Mann–Whitney p", "n",
-                            "means"], "llrrrl")
+                            "means"], "llrrll")
 
     def timings(self) -> str:
         rows = []
+        arms = self.v.per_arm()  # every round's steps together
         for metric in timing_metrics(self.v.thresholds):
             row = [short_metric(metric)]
-            for arm in self.v.arms:
+            for arm in arms:
                 s = arm.metrics.get(metric)
                 row.append(f"{story.seconds(s.median)} [{story.seconds(s.q1)}–{story.seconds(s.q3)}] n={s.n}"
                            if s else "–")
@@ -320,7 +324,7 @@ class _Renderer:
                 rows.append(row)
         if not rows:
             return "_No train-side perf records were counted._"
-        return table(rows, ["median [IQR] n", *[self.p(a.name) for a in self.v.arms]], "l" + "r" * len(self.v.arms))
+        return table(rows, ["median [IQR] n", *[self.p(a.name) for a in arms]], "l" + "r" * len(arms))
 
     def arms_table(self) -> str:
         rows = []

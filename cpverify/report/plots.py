@@ -54,7 +54,7 @@ def arm_infos(verdict: Verdict, plan_arms: Sequence | None = None) -> dict[str, 
     """Per arm name: from the plan's arms when given, else read from the verdict (names like cp2-s16k)."""
     planned = {arm.name: arm for arm in plan_arms or ()}
     infos = {}
-    for summary in verdict.arms:
+    for summary in verdict.per_arm():
         arm = planned.get(summary.name)
         if arm is not None:
             infos[summary.name] = ArmInfo(summary.name, arm.cp, getattr(arm, "seq_len", None),
@@ -110,28 +110,29 @@ def _short(metric: str) -> str:
 def step_times(verdict: Verdict):
     """Primary metric and step_time per counted rollout, one line per arm; None without data."""
     primary = verdict.thresholds.primary_metric
-    metrics = [primary] + ([STEP_TIME] if STEP_TIME != primary and any(a.samples.get(STEP_TIME) for a in verdict.arms)
+    metrics = [primary] + ([STEP_TIME] if STEP_TIME != primary and any(a.samples.get(STEP_TIME) for a in verdict.per_arm())
                            else [])
-    if not any(a.values.get(primary) for a in verdict.arms):
+    if not any(a.values.get(primary) for a in verdict.per_arm()):
         return None
     fig, axes = _new_figure(5.5 * len(metrics), 3.8, cols=len(metrics))
     for ax, metric in zip(axes, metrics, strict=True):
         plotted: list[float] = []
-        for arm in verdict.arms:
+        for arm in verdict.per_arm():
             values = arm.values.get(metric) if metric == primary else arm.samples.get(metric)
             if not values:
                 continue
             # step_time is listed per counted rollout too; when a value is missing the ids are unknown
             xs = arm.counted_rollouts if len(arm.counted_rollouts) == len(values) else \
-                list(range(verdict.thresholds.warmup, verdict.thresholds.warmup + len(values)))
+                list(range(arm.warmup, arm.warmup + len(values)))
             ax.plot(xs, values, marker="o", markersize=3, linewidth=1.2, label=_label(verdict, arm.name))
             plotted.extend(values)
-        ax.set_xlabel(f"rollout (counted: >= {verdict.thresholds.warmup})")
+        ax.set_xlabel("rollout (counted: after each round's warm-up)" if verdict.thresholds.warmup is None
+                      else f"rollout (counted: >= {verdict.thresholds.warmup})")
         ax.set_ylabel(f"{_short(metric)} [s]")
         ax.set_title(f"{_short(metric)} per rollout", fontsize=10)
         _y_scale(ax, plotted)
         ax.grid(alpha=0.3)
-    _legend(axes[-1], len(verdict.arms))
+    _legend(axes[-1], len(verdict.planned_arms))
     fig.tight_layout()
     return fig
 
@@ -139,8 +140,8 @@ def step_times(verdict: Verdict):
 def phase_medians(verdict: Verdict, infos: dict[str, ArmInfo]):
     """Grouped bars: per phase (log_probs, ref_log_probs, actor_train), each arm's median side by
     side, so CP=1 and CP=2 are compared within a phase."""
-    phases = [p for p in PHASES if any(p in a.metrics for a in verdict.arms)]
-    arms = [a for a in verdict.arms if any(p in a.metrics for p in phases)]
+    phases = [p for p in PHASES if any(p in a.metrics for a in verdict.per_arm())]
+    arms = [a for a in verdict.per_arm() if any(p in a.metrics for p in phases)]
     if not phases or not arms:
         return None
     fig, (ax,) = _new_figure(max(6.0, 0.5 * len(arms) * len(phases) + 2), 4.0)
@@ -181,16 +182,17 @@ def phase_ratios(verdict: Verdict):
     rows: list[tuple[str, Any, str]] = []  # (label, estimate with a ratio, note)
     if len(verdict.comparisons) == 1:
         for metric, base, cand, est in story.phase_rows(verdict, deciding):
-            if est is None or est.ratio is None:
+            # each phase's ratio as the table shows it: the one its decision reads (story.shown)
+            if (shown := story.shown(est, t.pass_ratio)) is None:
                 continue
             b, c = base.metrics.get(metric), cand.metrics.get(metric)
             note = f"{story.seconds(b.median) if b else '–'} → {story.seconds(c.median) if c else '–'}"
-            rows.append((_short(metric), est, note))
+            by = "" if shown.statistic == "median" else f" (by the {shown.statistic})"
+            rows.append((_short(metric), shown, note + by))
     else:
         for comp in verdict.comparisons:
-            est = comp.metrics.get(t.primary_metric)
-            if est is not None and est.ratio is not None:
-                rows.append((f"{comp.candidate} / {comp.baseline}", est, ""))
+            if (shown := story.shown(comp.metrics.get(t.primary_metric), t.pass_ratio)) is not None:
+                rows.append((f"{comp.candidate} / {comp.baseline}", shown, ""))
     if not rows:
         return None
     fig, (ax,) = _new_figure(7.2, 0.55 * len(rows) + 1.6)
@@ -210,7 +212,8 @@ def phase_ratios(verdict: Verdict):
     high = max(max(est.ci[1] if est.ci else est.ratio, est.ratio) for _, est, _ in rows)
     ax.set_xlim(0, max(high * 1.45, t.pass_ratio * 1.3))
     pair = f"{labels.get(deciding.candidate, deciding.candidate)} / {labels.get(deciding.baseline, deciding.baseline)}"
-    ax.set_xlabel(f"ratio of medians ({t.confidence:.0%} interval); dashed: threshold {t.pass_ratio:.2f}, "
+    ax.set_xlabel(f"ratio of medians, or of means where they decide ({t.confidence:.0%} interval); dashed: "
+                  f"threshold {t.pass_ratio:.2f}, "
                   "dotted: 1.0")
     ax.set_title(f"{verdict.status}: {pair if len(verdict.comparisons) == 1 else 'each CP against the baseline'}"
                  f" — {_short(t.primary_metric)} decides", fontsize=10)
@@ -223,7 +226,7 @@ def _series(verdict: Verdict, infos: dict[str, ArmInfo], key) -> dict[Any, list[
     """Median primary time per arm, grouped by key(info): {group: [(x, median, cp), ...]}."""
     metric = verdict.thresholds.primary_metric
     groups: dict[Any, list[tuple[float, float, int]]] = {}
-    for arm in verdict.arms:
+    for arm in verdict.per_arm():
         summary = arm.metrics.get(metric)
         info = infos[arm.name]
         if summary is None or summary.median <= 0:

@@ -90,8 +90,7 @@ def meaning(metric: str, est: RatioEstimate | None, verdict: Verdict) -> tuple[s
 
 def phase_rows(verdict: Verdict, comp: Comparison) -> list[tuple[str, ArmSummary, ArmSummary, RatioEstimate | None]]:
     """(metric, baseline arm, candidate arm, estimate) for every timing either arm has."""
-    arms = {a.name: a for a in verdict.arms}
-    base, cand = arms[comp.baseline], arms[comp.candidate]
+    base, cand = verdict.pooled(comp.baseline), verdict.pooled(comp.candidate)
     return [(m, base, cand, comp.metrics.get(m)) for m in timing_metrics(verdict.thresholds)
             if m in base.metrics or m in cand.metrics]
 
@@ -99,8 +98,7 @@ def phase_rows(verdict: Verdict, comp: Comparison) -> list[tuple[str, ArmSummary
 def reading(verdict: Verdict, comp: Comparison) -> list[str]:
     """One or two sentences on where the cost goes and what the logs rule out (claims the data shows)."""
     t = verdict.thresholds
-    arms = {a.name: a for a in verdict.arms}
-    base, cand = arms[comp.baseline], arms[comp.candidate]
+    base, cand = verdict.pooled(comp.baseline), verdict.pooled(comp.candidate)
     label_b, label_c = verdict.labels.get(base.name, base.name), verdict.labels.get(cand.name, cand.name)
     primary = comp.metrics.get(t.primary_metric)
     said = []
@@ -187,27 +185,40 @@ class Said:
 
     check: Check
     arms: list[str] = field(default_factory=list)
+    rounds: dict[str, list[str]] = field(default_factory=dict, repr=False)  # planned arm -> its rounds' names
 
     @property
     def name(self) -> str:
         return self.check.name
 
     def where(self) -> str:
+        """The arms, an arm all of whose rounds it is said of named once: `cp1 (rounds 1-6)`."""
         if not self.arms:
             return ""
-        return self.arms[0] if len(self.arms) == 1 else ", ".join(self.arms[:-1]) + f" and {self.arms[-1]}"
+        shown, done = [], set()
+        for name in self.arms:
+            planned = next((arm for arm, names in self.rounds.items() if name in names), None)
+            every = self.rounds.get(planned or "", [])
+            if planned is not None and len(every) > 1 and set(every) <= set(self.arms):
+                if planned not in done:
+                    shown.append(f"{planned} (rounds 1–{len(every)})")
+                    done.add(planned)
+            else:
+                shown.append(name)
+        return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + f" and {shown[-1]}"
 
 
-def grouped(checks: Sequence[Check]) -> list[Said]:
+def grouped(checks: Sequence[Check], verdict: Verdict | None = None) -> list[Said]:
     """`checks` with repeats across arms merged: a BLOCKED reason is one line, not one per arm, and
     one error class is one line (its first arm's excerpt) whatever the arms it struck."""
     out: dict[tuple, Said] = {}
+    rounds = {name: [a.name for a in verdict.rounds_of(name)] for name in verdict.planned_arms} if verdict else {}
     for check in checks:
         detail = check.detail.replace(check.arm, "{arm}") if check.arm else check.detail
         if check.name.startswith("error:"):
             detail = ""  # the class and its fix say it; the lines differ from arm to arm
         key = (check.name, check.status, check.effect, detail, check.fix)
-        said = out.setdefault(key, Said(check))
+        said = out.setdefault(key, Said(check, rounds=rounds))
         if check.arm:
             said.arms.append(check.arm)
     return list(out.values())
@@ -223,13 +234,51 @@ def problems(verdict: Verdict) -> tuple[list[Said], list[str]]:
     classes left out because they restate a root cause told on its own (root_causes()): its own
     row, and the wrappers (Ray's RayTaskError, a Python traceback) that report it."""
     shown = sorted((c for c in verdict.checks if c.status in (CheckStatus.FAIL, CheckStatus.WARN)), key=lambda c: ORDER[c.meaning])
-    said = grouped(shown)
+    said = grouped(shown, verdict)
     told = {cause.cls for cause in root_causes(verdict) if cause.cls}
     if not told:
         return said, []
     classes = [s.name.removeprefix("error:") for s in said if s.name.startswith("error:")]
     echoes = [cls for cls in classes if cls not in told and cls in WRAPPER_ERRORS]
     return [s for s in said if s.name.removeprefix("error:") not in told | set(echoes)], echoes
+
+
+def rounds_line(verdict: Verdict) -> str:
+    """The rounds in one line: how many per arm, each round's primary ratio, their spread, the A/A
+    reading (this host's noise floor), the look, why they stopped and the GPU time; for one round
+    per arm, what it cannot show. "" when the verdict has no rounds section."""
+    rounds, metric = verdict.rounds, short_metric(verdict.thresholds.primary_metric)
+    per_arm = rounds.get("per_arm") or {}
+    if not per_arm:
+        return ""
+    counts = sorted(set(per_arm.values()))
+    # `cpverify run` interleaves the rounds it runs (their order is recorded); given logs keep the order given
+    parts = [f"{' / '.join(map(str, counts))} round{'s' if counts != [1] else ''} per arm"
+             + (", interleaved" if counts != [1] and rounds.get("order") else "")]
+    if rounds.get("note"):
+        parts.append(rounds["note"].split(": ", 1)[1] + ": the interval is as wide as one process per arm can "
+                     "show; `cpverify run --rounds auto` measures the spread")
+    first = (rounds.get("comparisons") or [{}])[0]
+    if len(first.get("round_ratios") or []) > 1:
+        ratios = ", ".join(f"{r:.2f}" for r in first["round_ratios"][:12])
+        more = ", …" if len(first["round_ratios"]) > 12 else ""
+        parts.append(f"each round's {metric} ratio ({first['statistic']}s): {ratios}{more}")
+    if first.get("between_round_sd") is not None:
+        parts.append(f"between-round sd {first['between_round_sd']:.3f} (log scale)")
+    for reading in rounds.get("aa", [])[:2]:
+        low, high = reading["ci"]
+        parts.append(f"A/A {reading['arm']} odd vs even rounds {reading['ratio']:.2f}× ({low:.2f}–{high:.2f}), "
+                     "this host's noise floor")
+    if rounds.get("look"):
+        parts.append(f"sequential look {rounds['look']}: each look's interval at {rounds['confidence']:.2%}, "
+                     f"{verdict.thresholds.confidence:.0%} over every look")
+    stopped = rounds.get("stopped")
+    if stopped:
+        parts.append(f"stopped ({stopped['reason'].replace('_', ' ')}): {stopped['detail']}")
+    if rounds.get("arm_seconds"):
+        parts.append(f"{rounds['gpu_minutes']:.1f} GPU-minutes ({rounds['arm_seconds'] / 60:.1f} min of arm time on "
+                     f"{rounds['gpus']} GPU{'s' if rounds['gpus'] != 1 else ''})")
+    return " · ".join(parts)
 
 
 def setup_line(verdict: Verdict, env: dict | None) -> str:
@@ -302,8 +351,18 @@ def _log_nccl(verdict: Verdict) -> str | None:
 
 
 def _steps(verdict: Verdict) -> str:
-    counts = dict.fromkeys(len(a.counted_rollouts) for a in verdict.arms)
-    counted = " / ".join(str(n) for n in counts) if counts else "0"
-    return f"{counted} counted steps per arm (warm-up {verdict.thresholds.warmup})"
+    counts = list(dict.fromkeys(len(a.counted_rollouts) for a in verdict.arms))
+    rounds = any(a.round > 1 for a in verdict.arms)
+    if rounds and len(counts) > 2:  # many rounds: their range
+        counted = f"{min(counts)}–{max(counts)}"
+    else:
+        counted = " / ".join(str(n) for n in counts) if counts else "0"
+    if verdict.thresholds.warmup is not None:
+        warmup = f"warm-up {verdict.thresholds.warmup}"
+    else:
+        found = sorted(set(a.warmup for a in verdict.arms))
+        warmup = "warm-up found per " + ("round" if rounds else "arm") + ": " + (
+            f"{found[0]}–{found[-1]}" if len(found) > 1 else str(found[0] if found else 0))
+    return f"{counted} counted steps per {'round' if rounds else 'arm'} ({warmup})"
 
 

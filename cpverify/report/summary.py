@@ -13,7 +13,7 @@ from tabulate import tabulate
 from cpverify.report import story
 from cpverify.terminal import width as terminal_width
 from cpverify.terminal import wrap
-from cpverify.verdict import Verdict, short_metric, short_rule, timing_metrics
+from cpverify.verdict import Verdict, across, short_metric, short_rule, timing_metrics
 from cpverify.verdict.stats import MEDIAN
 
 
@@ -32,10 +32,13 @@ def render_summary(verdict: Verdict, *, columns: int | None = None) -> str:
                 ci = f"{e.ci[0]:.2f}–{e.ci[1]:.2f}" if e.ci else "–"
                 by = "" if e.statistic == MEDIAN else f" ({e.statistic})"
                 rows.append([f"{comp.candidate}/{comp.baseline}", short_metric(metric), f"{e.ratio:.2f}{by}", ci,
-                             f"{est.n_baseline}/{est.n_candidate}", words.split(":")[0].split(" (")[0]])
+                             across.sample_size(est, short=True), words.split(":")[0].split(" (")[0]])
     if rows:
         lines += [tabulate(rows, headers=["comparison", "metric", "ratio", "CI", "n", "means"], tablefmt="simple",
                            disable_numparse=True), ""]
+    rounds = story.rounds_line(verdict)
+    if rounds:
+        lines += [wrap(f"rounds: {rounds}", indent="    ", columns=columns), ""]
     if verdict.ab:
         lines += [wrap(f"A/B: candidate CP overhead {verdict.ab['conclusion']} — {verdict.ab['summary']}",
                        columns=columns), ""]

@@ -16,7 +16,9 @@ says that part of it could not be tested.
   pair_checks.py  the checks of one comparison: the same job but for CP, the speed, the numerics
   decide.py       the decision over every arm and comparison, and the headline
   rule.py         the decision rule in words
-  stats.py        medians and means, their bootstrap and the ratio interval, how many values it needs, Mann-Whitney U
+  stats.py        the statistics of steps: medians and means, their bootstrap and the ratio interval, how many values it needs, Mann-Whitney U
+  rounds.py       the statistics of rounds: the between-round interval, its prior, alpha spent per look, warm-up
+  across.py       a metric's ratios across an arm's rounds (stats' RatioEstimate), the A/A reading, verdict.json's rounds, a look
   ab.py           the A/B of two slime revisions: the ratio of their CP overheads
 The fixes the rows give are cpverify.fixes'.
 """

@@ -137,9 +137,10 @@ def check_counted_steps(arm: ArmFacts) -> Iterator[Check]:
     """Enough counted steps for an interval?"""
     ev, parsed, t = arm.ev, arm.parsed, arm.t
     n = len(arm.samples[t.primary_metric])
-    skipped = sum(1 for r in parsed.perf if r.side == "train" and r.rollout < t.warmup)
-    detail = (f"{n} counted {t.primary_metric} values (rollouts >= {t.warmup}; {skipped} warm-up record(s) "
-              f"excluded)")
+    skipped = sum(1 for r in parsed.perf if r.side == "train" and r.rollout < arm.warmup)
+    how = "found in its data" if t.warmup is None else "as given"
+    detail = (f"{n} counted {t.primary_metric} values (rollouts >= {arm.warmup}, the warm-up {how}; {skipped} "
+              f"warm-up record(s) excluded)")
     if n >= t.min_counted_steps:
         yield Check("counted_steps", CheckStatus.PASS, detail, arm=ev.name)
         return
@@ -149,7 +150,7 @@ def check_counted_steps(arm: ArmFacts) -> Iterator[Check]:
         code = ev.result.exit_code if ev.result else None
         ended = f" and exited with code {code}" if code is not None else ""
         detail += f"; the arm printed no training step at all{ended}"
-    needed = (f"run at least {t.warmup + t.min_counted_steps} rollouts (--num-rollout)" if arm.workload == "slime"
+    needed = (f"run at least {arm.warmup + t.min_counted_steps} rollouts (--num-rollout)" if arm.workload == "slime"
               else f"run at least {t.min_counted_steps} measured steps (--set steps=N)")
     yield Check("counted_steps", CheckStatus.FAIL, f"{detail}; need >= {t.min_counted_steps}",
                 f"{needed}; {fix_more_steps(arm.workload)}", ev.name, INCONCLUSIVE)
@@ -158,7 +159,7 @@ def check_counted_steps(arm: ArmFacts) -> Iterator[Check]:
 def check_complete(arm: ArmFacts) -> Iterator[Check]:
     """Did the arm finish? A log that ends inside a step (a timer started, never ended) was cut or its
     arm died there; an arm with fewer rollouts than its plan asked for stopped early."""
-    ev, parsed, t = arm.ev, arm.parsed, arm.t
+    ev, parsed = arm.ev, arm.parsed
     unfinished = []
     open_steps = [(name, line) for name, line in parsed.timers_open if name not in IDLE_TIMERS]
     if open_steps:
@@ -166,16 +167,16 @@ def check_complete(arm: ArmFacts) -> Iterator[Check]:
             f"Timer {name} started at line {line} never ended" for name, line in open_steps))
     seen = {r.rollout for r in parsed.perf if r.side == "train"}
     if ev.expected_rollouts is not None:
-        missing = gaps(seen, t.warmup, ev.expected_rollouts)
+        missing = gaps(seen, arm.warmup, ev.expected_rollouts)
         if missing:
             unfinished.append(f"the plan asked for {ev.expected_rollouts} rollouts (0-{ev.expected_rollouts - 1}, "
-                              f"counted from {t.warmup}) and {_count(missing)} of them have no train-side perf record "
-                              f"(rollouts {spans_text(missing)})")
+                              f"counted from {arm.warmup}) and {_count(missing)} of them have no train-side perf "
+                              f"record (rollouts {spans_text(missing)})")
     elif (planned := integer(parsed.arguments.get("num_rollout", ""))) is not None and seen:
         # No plan (`cpverify verdict` on logs): slime printed its own --num-rollout. A run that
         # stopped between two rollouts (killed outright: no traceback, no open timer) ends short of
         # it. Counted from the first rollout the log holds, so a resumed run is not "unfinished".
-        missing = gaps(seen, max(t.warmup, min(seen)), planned)
+        missing = gaps(seen, max(arm.warmup, min(seen)), planned)
         if missing:
             unfinished.append(f"the run was started with --num-rollout {planned} (its argument dump) and "
                               f"{_count(missing)} rollout(s) have no train-side perf record (rollouts "
@@ -276,7 +277,8 @@ def summarize(arm: ArmFacts) -> ArmSummary:
         outcome=ev.result.outcome if ev.result else None, counted_rollouts=list(primary),
         values={t.primary_metric: list(primary.values())},
         metrics={m: stats.summarize(v) for m, v in samples.items() if v}, nccl=nccl_facts, lines=parsed.lines,
-        samples=samples, work=arm.work, log_path=ev.log_path or (ev.result.log_path if ev.result else None))
+        samples=samples, work=arm.work, log_path=ev.log_path or (ev.result.log_path if ev.result else None),
+        arm=ev.planned, round=ev.round, warmup=arm.warmup)
 
 
 def failure(arm: ArmFacts, checks: list[Check]) -> dict | None:

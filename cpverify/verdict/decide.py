@@ -9,8 +9,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from cpverify.errors import InputError
-from cpverify.model import WORKLOADS
-from cpverify.verdict import stats
+from cpverify.model import BASE, CANDIDATE, WORKLOADS
+from cpverify.verdict import across, stats
+from cpverify.verdict.across import confidence_at
 from cpverify.verdict.arm_checks import check_arm
 from cpverify.verdict.evidence import errors_by_class, pretraining_only
 from cpverify.verdict.model import (
@@ -29,13 +30,39 @@ from cpverify.verdict.model import (
     short_metric,
     worst,
 )
-from cpverify.verdict.pair_checks import PairFacts, check_pair, decisive
+from cpverify.verdict.pair_checks import PairFacts, check_pair, decisive, same_round
 from cpverify.verdict.rule import decision_rule
 
 
-def _labels(evidence: Sequence[ArmEvidence]) -> dict[str, str]:
-    cps = [ev.cp_requested for ev in evidence]
-    return {ev.name: f"CP={ev.cp_requested}" if cps.count(ev.cp_requested) == 1 else ev.name for ev in evidence}
+def _labels(groups: dict[str, list[ArmEvidence]]) -> dict[str, str]:
+    """Each planned arm's label ("CP=2", or its name where two arms share a CP) and each later round's
+    ("CP=2 round 3")."""
+    cps = [rounds[0].cp_requested for rounds in groups.values()]
+    labels = {}
+    for name, rounds in groups.items():
+        cp = rounds[0].cp_requested
+        label = f"CP={cp}" if cps.count(cp) == 1 else name
+        labels.update({ev.name: label if ev.round == 1 else f"{label} round {ev.round}" for ev in rounds})
+        labels[name] = label
+    return labels
+
+
+def _rounds(evidence: Sequence[ArmEvidence]) -> dict[str, list[ArmEvidence]]:
+    """Each planned arm's rounds, in round order: one CP, each round once."""
+    groups: dict[str, list[ArmEvidence]] = {}
+    for ev in evidence:
+        groups.setdefault(ev.planned, []).append(ev)
+    for name, rounds in groups.items():
+        rounds.sort(key=lambda ev: ev.round)
+        numbers = [ev.round for ev in rounds]
+        if len(set(numbers)) != len(numbers) or min(numbers) < 1:
+            raise InputError(f"arm {name} has rounds {numbers}: each round is one log, numbered from 1",
+                             "give every round of an arm once, in the order they ran")
+        if len({ev.cp_requested for ev in rounds}) > 1:
+            raise InputError(f"the rounds of arm {name} requested different CPs "
+                             f"({', '.join(f'{ev.name} CP={ev.cp_requested}' for ev in rounds)})",
+                             "every round of an arm runs the same command: give each CP's logs to its own arm")
+    return groups
 
 
 def _oriented(comparisons: Sequence[tuple[str, str]], by_name: dict[str, ArmEvidence]) -> list[tuple[str, str]]:
@@ -49,6 +76,10 @@ def _oriented(comparisons: Sequence[tuple[str, str]], by_name: dict[str, ArmEvid
             raise InputError(f"comparison {pair} names unknown arm(s) {missing}",
                              f"compare only arms that exist: {sorted(by_name)}")
         (b_cp, base_name), (c_cp, cand_name) = sorted((by_name[name].cp_requested, name) for name in pair)
+        roles = {by_name[name].role: name for name in pair}
+        if b_cp == c_cp and set(roles) == {BASE, CANDIDATE}:  # two revisions at one CP: the candidate's cost
+            oriented.append((roles[BASE], roles[CANDIDATE]))
+            continue
         if b_cp == c_cp:
             raise InputError(f"comparison {pair[0]} vs {pair[1]}: both arms requested CP={b_cp}, so there is no "
                              "CP to verify", "compare a CP=1 arm against a CP>1 arm, e.g. --baseline-cp 1 "
@@ -59,15 +90,22 @@ def _oriented(comparisons: Sequence[tuple[str, str]], by_name: dict[str, ArmEvid
 
 def decide(evidence: list[ArmEvidence], *, comparisons: list[tuple[str, str]],
            thresholds: Thresholds | None = None, workload: str = "slime",
-           run_checks: Sequence[Check] = ()) -> Verdict:
+           run_checks: Sequence[Check] = (), look: int | None = None) -> Verdict:
     """The verdict over N arms and several (baseline, candidate) comparisons; the first is primary.
 
     The question is always what the larger CP costs against the smaller one, so each pair is
     oriented by the CP its arms requested, whichever order it names them in: a pair given as
     (cp2, cp1) is judged as cp2 against cp1, never as the inverse ratio. A pair of equal CPs
-    verifies nothing and is refused. `workload` (slime or probe) picks the advice in the fixes.
+    verifies nothing and is refused, but for an A/B's two revisions at one CP (ArmEvidence.role):
+    the candidate's against the base's. `workload` (slime or probe) picks the advice in the fixes.
     `run_checks` are about the run as a whole (it was interrupted outside any arm): they weigh on
     the status like a check of an arm outside every comparison.
+
+    An arm may come as several rounds (ArmEvidence.arm and .round; comparisons name the planned
+    arms): every round's log gets every arm check (a crash in round 3 is a crash), the comparison's
+    job checks compare round 1 of each arm (and each later round with its arm's round 1), and the
+    ratios are taken across the rounds (cpverify.verdict.across), at the confidence of sequential
+    look `look` of `cpverify run` (None: a design without looks).
     """
     t = thresholds or Thresholds()
     if workload not in WORKLOADS:
@@ -75,33 +113,50 @@ def decide(evidence: list[ArmEvidence], *, comparisons: list[tuple[str, str]],
     by_name = {ev.name: ev for ev in evidence}
     if len(by_name) != len(evidence):
         raise InputError("two arms share a name", "give every arm a unique name (cp1, cp2, cp4, ...)")
-    oriented = _oriented(comparisons, by_name)
+    groups = _rounds(evidence)
+    firsts = {name: rounds[0] for name, rounds in groups.items()}
+    oriented = _oriented(comparisons, firsts)
     if t.primary_metric == PRIMARY_METRIC and all(pretraining_only(ev.parsed) for ev in evidence):
         t = replace(t, primary_metric=ITERATION_METRIC)
-    labels = _labels(evidence)
+    labels = _labels(groups)
     arms: dict[str, ArmSummary] = {}
     arm_checks: dict[str, list[Check]] = {}
     for ev in evidence:
         arms[ev.name], arm_checks[ev.name] = check_arm(ev, t, workload)
+    # Every later round of an arm is the job of its round 1: rows of that round, which (like the pair's
+    # own sameness rows) do not silence the pair's rows as the arms' own checks do
+    later: dict[str, list[Check]] = {ev.name: [] for ev in evidence}
+    for rounds in groups.values():
+        for ev in rounds[1:]:
+            decided = any(c.effect for c in arm_checks[rounds[0].name] + arm_checks[ev.name])
+            later[ev.name] = list(same_round(PairFacts.of(rounds[0], ev, arms, labels, t, workload,
+                                                          arms_decide=decided, estimates={})))
+    confidence = confidence_at(t, look)
 
     results: list[Comparison] = []
     told: dict[int, Check | None] = {}  # comparison index -> the check its reason tells
     all_numerics: list[dict] = []
+    primaries = {}
     for base_name, cand_name in oriented:
-        arms_decide = any(c.effect for c in arm_checks[base_name] + arm_checks[cand_name])
-        facts = PairFacts.of(by_name[base_name], by_name[cand_name], arms, labels, t, workload,
-                             arms_decide=arms_decide)
+        b_rounds, c_rounds = groups[base_name], groups[cand_name]
+        own_arms = [c for ev in b_rounds + c_rounds for c in arm_checks[ev.name]]
+        arms_decide = any(c.effect for c in own_arms)
+        estimates = across.estimates([arms[ev.name] for ev in b_rounds], [arms[ev.name] for ev in c_rounds], t,
+                                     confidence=confidence)
+        facts = PairFacts.of(b_rounds[0], c_rounds[0], arms, labels, t, workload, arms_decide=arms_decide,
+                             estimates=estimates)
         all_numerics.extend(facts.numerics)
         own = check_pair(facts)
-        involved = arm_checks[base_name] + arm_checks[cand_name] + own
+        involved = own_arms + [c for ev in b_rounds + c_rounds for c in later[ev.name]] + own
         status = worst(c.effect for c in involved if c.effect)
+        primaries[base_name, cand_name] = facts.estimates.get(t.primary_metric)
         reason, told[len(results)] = _reason(status, involved, facts.estimates.get(t.primary_metric), base_name,
                                              cand_name, labels, t)
         results.append(Comparison(base_name, cand_name, status, reason, facts.estimates, own,
                                   decided_by=decisive(facts.estimates.get(t.primary_metric), t)))
 
-    compared = {name for pair in oriented for name in pair}
-    loose = [c for name in by_name if name not in compared for c in arm_checks[name] if c.effect]
+    compared = {ev.name for pair in oriented for name in pair for ev in groups[name]}
+    loose = [c for name in by_name if name not in compared for c in arm_checks[name] + later[name] if c.effect]
     loose += [c for c in run_checks if c.effect]
     status = worst([c.status for c in results] + [c.effect for c in loose if c.effect])
     # The headline tells the story of the worst comparison (the primary one when tied).
@@ -113,7 +168,7 @@ def decide(evidence: list[ArmEvidence], *, comparisons: list[tuple[str, str]],
     primary = results[0]
     told_primary = summary == primary.reason
 
-    checks = ([c for ev in evidence for c in arm_checks[ev.name]] + [c for r in results for c in r.checks]
+    checks = ([c for ev in evidence for c in arm_checks[ev.name] + later[ev.name]] + [c for r in results for c in r.checks]
               + list(run_checks))
     # Every other row that forces a status, counted by the status it forces: the headline names one.
     others = [c.effect for c in checks if c.effect and c is not shown]
@@ -132,9 +187,11 @@ def decide(evidence: list[ArmEvidence], *, comparisons: list[tuple[str, str]],
     errors = [{"arm": ev.name, "class": cls, "line": e.line, "text": e.text,
                "fatal": ERROR_EFFECTS.get(cls, FAIL) == FAIL, "count": len(found)}
               for ev in evidence for cls, found in errors_by_class(ev.parsed.errors).items() for e in found[:1]]
+    section = across.section({name: [arms[ev.name] for ev in group] for name, group in groups.items()}, oriented,
+                             primaries, t, look)
     return Verdict(status=status, summary=summary, rule=decision_rule(t), thresholds=t,
                    arms=[arms[ev.name] for ev in evidence], comparisons=results, checks=checks,
-                   numerics=all_numerics, errors=errors, labels=labels, workload=workload)
+                   numerics=all_numerics, errors=errors, labels=labels, workload=workload, rounds=section)
 
 
 def _reason(status: str, checks: list[Check], primary: stats.RatioEstimate | None, base: str, cand: str,
@@ -142,9 +199,8 @@ def _reason(status: str, checks: list[Check], primary: stats.RatioEstimate | Non
     """A comparison's one-line story, and the check it tells (None for a PASS)."""
     speed = ""
     if primary is not None and primary.ratio is not None:
-        n_b, n_c = primary.n_baseline, primary.n_candidate
-        steps = f"{n_b} steps each" if n_b == n_c else f"{n_b} vs {n_c} steps"
         chosen = decisive(primary, t)
+        steps = across.sample_size(primary)
         if chosen is None or chosen.ci is None:
             speed = (f"{labels[cand]} {short_metric(t.primary_metric)} {primary.ratio:.2f}× {labels[base]} "
                      f"(no CI, threshold ≤ {t.pass_ratio:.2f}), {steps}")

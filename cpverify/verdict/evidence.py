@@ -21,6 +21,7 @@ from cpverify.verdict.model import (
     Thresholds,
     timing_metrics,
 )
+from cpverify.verdict.rounds import warmup_end
 
 K = TypeVar("K", bound=Hashable)
 
@@ -83,6 +84,23 @@ def counted_iterations(parsed: ParsedLog, warmup: int) -> dict[int, dict[str, fl
     the first `warmup` left out (the first interval carries start-up: compilation, NCCL setup, a
     checkpoint load)."""
     return dict(list(_iterations(parsed)[0].items())[warmup:])
+
+
+def counted(parsed: ParsedLog, t: Thresholds) -> tuple[dict[int, dict[str, float]], int]:
+    """The counted records of one round's log (train-side perf by rollout, or Megatron-LM
+    iterations) and the warm-up left out: rollouts < it (iteration records before it). `t.warmup`
+    when given; else found in the round's own primary timings (cpverify.verdict.rounds.warmup_end:
+    the leading steps far above the round's median)."""
+    iterations = t.primary_metric == ITERATION_METRIC
+    if t.warmup is not None:
+        return (counted_iterations(parsed, t.warmup) if iterations else counted_perf(parsed, t.warmup)), t.warmup
+    every = list((counted_iterations(parsed, 0) if iterations else counted_perf(parsed, 0)).items())
+    timed = [i for i, (_, metrics) in enumerate(every) if stats.is_duration(metrics.get(t.primary_metric))]
+    cut = warmup_end([every[i][1][t.primary_metric] for i in timed])  # at most half: timed[cut] exists
+    if not cut:
+        return dict(every), 0
+    start = timed[cut]
+    return dict(every[start:]), start if iterations else every[start][0]
 
 
 def _steps(parsed: ParsedLog) -> tuple[dict[tuple[str, int], dict[str, float]], list[ConflictRecord]]:
@@ -298,16 +316,16 @@ class ArmFacts:
     work: dict[int, dict[str, float]]
     conflicts: list[ConflictRecord]
     nonfinite: list[tuple[str, int, str]]
+    warmup: int = 0  # left out: rollouts < warmup (iteration records before it); see counted()
 
     @classmethod
     def of(cls, ev: ArmEvidence, t: Thresholds, workload: str) -> ArmFacts:
         parsed = ev.parsed
-        per_rollout = (counted_iterations(parsed, t.warmup) if t.primary_metric == ITERATION_METRIC
-                       else counted_perf(parsed, t.warmup))
+        per_rollout, warmup = counted(parsed, t)
         cp = parsed.layout.cp if parsed.layout else ev.cp_requested
         return cls(ev, t, workload, per_rollout, {m: measurements(per_rollout, m) for m in timing_metrics(t)},
                    {r: w for r, m in per_rollout.items() if (w := work(m, cp))}, conflicts(parsed),
-                   nonfinite_numerics(parsed))
+                   nonfinite_numerics(parsed), warmup)
 
     @property
     def parsed(self) -> ParsedLog:

@@ -3,6 +3,7 @@ arm, a check (one row of the table), an arm's summary, a comparison, the verdict
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -64,7 +65,9 @@ class Thresholds:
     pass_ratio: float = 1.3
     primary_metric: str = PRIMARY_METRIC
     min_counted_steps: int = 6  # stats.min_sample(0.95): the fewest values a 95% interval can come from
-    warmup: int = 1  # rollouts with id < warmup carry torch.compile / NCCL init and are not counted
+    # Rollouts with id < warmup carry torch.compile / NCCL init and are not counted; None: found in
+    # each round's own data (cpverify.verdict.rounds.warmup_end), the default
+    warmup: int | None = None
     confidence: float = 0.95
     numerics_tolerance: float = 0.01  # rel and abs, as slime's own grad-norm check (math.isclose)
     deterministic: bool = False  # only then are numerics a hard check
@@ -90,7 +93,7 @@ class Thresholds:
                              f"the largest, and misses the median {2.0 ** (1 - n):.0%} of the time or more)",
                              f"ask for at least {need}: `cpverify verdict --min-steps {need}`, `cpverify run --set "
                              f"min_counted_steps={need}`, and enough rollouts after the warm-up to count them")
-        if self.warmup < 0:
+        if self.warmup is not None and self.warmup < 0:
             problems.append(f"warmup {self.warmup} must be >= 0")
         if self.resamples < 100:
             problems.append(f"resamples {self.resamples} must be >= 100")
@@ -128,6 +131,16 @@ class ArmEvidence:
     # measured steps); None when nobody said. An arm that counted fewer did not finish.
     expected_rollouts: int | None = None
     log_path: Path | None = None  # the file `parsed` came from (for the failure evidence in verdict.md)
+    # An arm runs as one or more rounds (separate processes, each its own log and evidence): the
+    # planned arm this log is a round of ("": `name` itself), and which round (1, 2, ...).
+    arm: str = ""
+    round: int = 1
+    role: str | None = None  # BASE or CANDIDATE in an A/B of two slime revisions (cpverify.model)
+
+    @property
+    def planned(self) -> str:
+        """The planned arm (cp1) this round (cp1 or cp1.r2) belongs to."""
+        return self.arm or self.name
 
 
 # What a row that forces no status means for the verdict (Check.meaning).
@@ -179,9 +192,17 @@ class ArmSummary:
     # Why this arm failed, for the evidence in verdict.md: {"line": first fatal error line or None
     # (then the end of the log), "class", "text", "why"}; None when the arm did not fail.
     failure: dict | None = None
+    arm: str = ""  # the planned arm this round belongs to ("": name)
+    round: int = 1
+    warmup: int = 0  # the warm-up left out: rollouts < warmup (records, for Megatron-LM iterations)
+
+    @property
+    def planned(self) -> str:
+        return self.arm or self.name
 
     def to_json(self) -> dict:
-        return {"name": self.name, "cp_requested": self.cp_requested,
+        return {"name": self.name, "arm": self.planned, "round": self.round, "warmup": self.warmup,
+                "cp_requested": self.cp_requested,
                 "cp_effective": self.cp_effective if self.cp_effective is not None else "unconfirmed",
                 "layout": self.layout, "outcome": self.outcome, "counted_rollouts": self.counted_rollouts,
                 "counted_steps": len(self.counted_rollouts),
@@ -227,6 +248,9 @@ class Verdict:
     labels: dict[str, str] = field(default_factory=dict)  # arm name -> "CP=2" (or the name)
     ab: dict | None = None  # A/B of two slime revisions (cpverify.verdict.ab.analyze), when the plan had one
     workload: str = "slime"  # whose advice the fixes give: slime or probe
+    # The rounds: how many per arm, each round's ratio, their spread, the A/A reading, the look and
+    # (cpverify run) the design and why it stopped (cpverify.verdict.across.section)
+    rounds: dict = field(default_factory=dict)
 
     @property
     def headline(self) -> str:
@@ -239,6 +263,31 @@ class Verdict:
     @property
     def primary(self) -> Comparison:
         return self.comparisons[0]
+
+    @property
+    def planned_arms(self) -> list[str]:
+        """The planned arms, in the order their rounds came (each arm once, whatever its rounds)."""
+        return list(dict.fromkeys(a.planned for a in self.arms))
+
+    def per_arm(self) -> list[ArmSummary]:
+        """One summary per planned arm, over all its rounds (pooled())."""
+        return [self.pooled(name) for name in self.planned_arms]
+
+    def rounds_of(self, arm: str) -> list[ArmSummary]:
+        """The summaries of planned arm `arm`'s rounds, in round order."""
+        return sorted((a for a in self.arms if a.planned == arm), key=lambda a: a.round)
+
+    def pooled(self, arm: str) -> ArmSummary:
+        """Planned arm `arm` over all its rounds: round 1's facts, every round's counted steps (what a
+        table of medians per arm shows). Round 1 itself when the arm ran one round."""
+        rounds = self.rounds_of(arm)
+        if len(rounds) == 1:
+            return rounds[0]
+        samples = {m: [v for r in rounds for v in r.samples.get(m, [])] for m in rounds[0].samples}
+        values = {m: [v for r in rounds for v in r.values.get(m, [])] for m in rounds[0].values}
+        return dataclasses.replace(rounds[0], name=arm, samples=samples, values=values,
+                                   counted_rollouts=[i for r in rounds for i in r.counted_rollouts],
+                                   metrics={m: stats.summarize(v) for m, v in samples.items() if v})
 
     def to_json(self) -> dict:
         primary = self.primary.metrics.get(self.thresholds.primary_metric)
@@ -259,6 +308,7 @@ class Verdict:
             "numerics": self.numerics,
             "errors": self.errors,
             "workload": self.workload,
+            "rounds": self.rounds,
             **({"ab": self.ab} if self.ab is not None else {}),
         }
 

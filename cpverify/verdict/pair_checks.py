@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from cpverify.fixes import NO_LAYOUT, NO_PERF, fix_more_steps, fix_slow_cp, for_error
+from cpverify.fixes import FIX_MORE_ROUNDS, NO_LAYOUT, NO_PERF, fix_more_steps, fix_slow_cp, for_error
 from cpverify.model import CheckStatus, Outcome
 from cpverify.verdict import stats
 from cpverify.verdict.evidence import FAR_BEYOND_NOISE, LEADING_TAGS, WORK, excerpt, first_step_numerics
@@ -24,7 +24,6 @@ from cpverify.verdict.model import (
     Check,
     Thresholds,
     short_metric,
-    timing_metrics,
 )
 from cpverify.versions import MIN_NCCL, parse_version
 
@@ -80,16 +79,9 @@ class PairFacts:
 
     @classmethod
     def of(cls, base: ArmEvidence, cand: ArmEvidence, arms: dict[str, ArmSummary], labels: dict[str, str],
-           t: Thresholds, workload: str, *, arms_decide: bool) -> PairFacts:
-        estimates = {}
-        for metric in timing_metrics(t):
-            b_values, c_values = arms[base.name].samples[metric], arms[cand.name].samples[metric]
-            if b_values or c_values:
-                # The decision reads the primary metric's mean too (its bootstrap costs resamples x n);
-                # the other timings are read by their medians.
-                estimates[metric] = stats.compare(
-                    b_values, c_values, min_n=t.min_counted_steps, confidence=t.confidence, resamples=t.resamples,
-                    seed=t.seed, statistics=stats.STATISTICS if metric == t.primary_metric else (stats.MEDIAN,))
+           t: Thresholds, workload: str, *, arms_decide: bool,
+           estimates: dict[str, stats.RatioEstimate]) -> PairFacts:
+        """`estimates`: the timings' ratios, taken across the arms' rounds (cpverify.verdict.across)."""
         numerics = first_step_numerics(base.parsed, cand.parsed, base.name, cand.name, t)
         return cls(base, cand, arms[base.name], arms[cand.name], labels, t, workload, arms_decide, estimates,
                    numerics)
@@ -196,15 +188,25 @@ _INCIDENTAL_ARGUMENTS = re.compile(r"^(?:wandb|tensorboard|swanlab|mlflow)_|_(?:
                                    r"timing_log_level)$")
 
 
-def same_workload(pair: PairFacts) -> Iterator[Check]:
-    """Do two arms' logs show the same job but for CP? A CP=1 log at 32K tokens against a CP=2 log
-    at 1K gives a ratio of 0.3 that says nothing about CP. What the logs show: Megatron-LM's argument
-    dump (slime's and Megatron's own logs carry it; the parser keeps no secret-named argument) and
-    the work per step (tokens, samples; TFLOP per GPU where the GPUs are the same). Any of them
-    differing is another job; neither showing the same job is no PASS either."""
-    base, cand = pair.base, pair.cand
-    b_args, c_args = base.parsed.arguments, cand.parsed.arguments
-    name = f"same_workload:{pair.name}"
+@dataclass
+class JobDifference:
+    """How two logs' jobs compare (same_workload, same_round): the arguments that differ in what a step
+    does (`real`) and in paths and incidentals only (`paths`), the work per step that differs (`other`)
+    and that agrees (`agreeing`), in words."""
+
+    real: list[str]
+    paths: list[str]
+    other: list[str]
+    agreeing: list[str]
+    listed: Callable[[list[str]], str]
+    dumps: bool  # both logs have Megatron's argument dump
+
+
+def job_difference(pair: PairFacts) -> JobDifference:
+    """What the logs show of two arms' jobs: Megatron-LM's argument dump (slime's and Megatron's own
+    logs carry it; the parser keeps no secret-named argument) and the work per step (tokens, samples;
+    TFLOP per GPU where the GPUs are the same). CP and what comes with it are no difference."""
+    b_args, c_args = pair.base.parsed.arguments, pair.cand.parsed.arguments
     whole = pair.work("tokens", "samples")
     worlds = pair.worlds()
     per_gpu = pair.work("tflop_per_gpu") if worlds is not None and worlds[0] == worlds[1] else None
@@ -223,14 +225,28 @@ def same_workload(pair: PairFacts) -> Iterator[Check]:
         return text + (f" (and {len(keys) - 6} more)" if len(keys) > 6 else "")
 
     other = [str(work) for work in (whole, per_gpu) if work is not None and not work.agrees]
+    agreeing = [str(work) for work in (whole, per_gpu) if work is not None]
+    return JobDifference(real, paths, other, agreeing, listed, bool(b_args and c_args))
+
+
+def same_workload(pair: PairFacts) -> Iterator[Check]:
+    """Do two arms' logs show the same job but for CP? A CP=1 log at 32K tokens against a CP=2 log
+    at 1K gives a ratio of 0.3 that says nothing about CP (job_difference: the argument dumps and
+    the work per step). Any of them differing is another job; neither showing the same job is no
+    PASS either."""
+    base, cand = pair.base, pair.cand
+    b_args = base.parsed.arguments
+    name = f"same_workload:{pair.name}"
+    job = job_difference(pair)
+    real, paths, other, listed = job.real, job.paths, job.other, job.listed
     if real or other:
         said = ([f"{listed(real)} (Megatron's argument dumps)"] if real else []) + other
         yield Check(name, CheckStatus.FAIL, "the arms ran different jobs, not only a different CP: " + "; ".join(said),
                     FIX_SAME_JOB, effect=INCONCLUSIVE, brief="the arms ran different jobs, not only a different CP: "
                     + (listed(real[:2]) if real else other[0]))
         return
-    agreeing = [str(work) for work in (whole, per_gpu) if work is not None]
-    dumps_match = bool(b_args and c_args) and not paths
+    agreeing = list(job.agreeing)
+    dumps_match = job.dumps and not paths
     if dumps_match:
         agreeing.insert(0, f"Megatron's argument dumps match in all {len(b_args)} arguments but CP, DP and slime's "
                            "grad-norm handoff")
@@ -240,12 +256,40 @@ def same_workload(pair: PairFacts) -> Iterator[Check]:
                f"the argument dumps differ in paths that may hold other data ({listed(paths)})")
         yield pair.unestablished(name, f"could not establish that the arms ran the same job: {why}, and the logs "
                                  "show no work per step (tokens, samples, TFLOP per GPU) to compare", FIX_WHOLE_LOGS)
-    elif paths and b_args and c_args:
+    elif paths and job.dumps:
         yield Check(name, CheckStatus.WARN, f"the arms' arguments match but for CP and these, which do not change a step's "
                     f"work (if the paths hold the same data and model): {listed(paths)}; " + "; ".join(agreeing),
                     "give both arms the same data, checkpoint and settings; only the CP flag may differ")
     else:
         yield Check(name, CheckStatus.PASS, "; ".join(agreeing))
+
+
+FIX_SAME_ROUND = ("run every round of an arm with the same command on the same GPUs (`cpverify run --rounds` does); "
+                  "give `cpverify verdict` one arm's rounds under one option")
+
+
+def same_round(pair: PairFacts) -> Iterator[Check]:
+    """A later round of an arm (`pair.cand`) against its round 1 (`pair.base`): the same job on the same
+    GPUs, or the spread between the rounds measures something else. A row of the later round."""
+    worlds = pair.worlds()
+    job = job_difference(pair)
+    if worlds is not None and worlds[0] != worlds[1]:
+        job.other.insert(0, f"world size {worlds[1]} vs {worlds[0]} in round 1")
+    if job.real or job.other:
+        said = ([f"{job.listed(job.real)} (Megatron's argument dumps)"] if job.real else []) + job.other
+        yield Check("same_round", CheckStatus.FAIL, "ran another job than its arm's round 1: " + "; ".join(said), FIX_SAME_ROUND,
+                    pair.cand.name, INCONCLUSIVE,
+                    brief=f"round {pair.cand.round} of {pair.base.planned} ran another job than its round 1: {said[0]}")
+    elif job.dumps or job.agreeing:
+        shown = ([f"Megatron's argument dumps match but for {job.listed(job.paths)}" if job.paths else
+                  "Megatron's argument dumps match"] if job.dumps else []) + job.agreeing
+        yield Check("same_round", CheckStatus.PASS, "ran the job of its arm's round 1: " + "; ".join(shown), arm=pair.cand.name)
+    else:
+        check = pair.unestablished("same_round", "could not establish that this round ran the job of its arm's "
+                                   "round 1: the logs show no Megatron argument dump and no work per step to compare",
+                                   FIX_WHOLE_LOGS)
+        check.arm = pair.cand.name
+        yield check
 
 
 # CP=c runs on the GPUs where CP=1 ran c data-parallel ranks per CP group. At best it spreads over
@@ -310,7 +354,7 @@ def speed(pair: PairFacts) -> Iterator[Check]:
         yield Check(name, CheckStatus.FAIL, f"{shown}; the whole interval is above the threshold{why}", pair.slow_cp_fix(),
                     effect=FAIL, brief=f" — the whole interval is above the threshold{why}")
     else:
-        yield Check(name, CheckStatus.FAIL, f"{shown}; the interval straddles the threshold{why}", fix_more_steps(workload),
+        yield Check(name, CheckStatus.FAIL, f"{shown}; the interval straddles the threshold{why}", FIX_MORE_ROUNDS,
                     effect=INCONCLUSIVE, brief=f" — the interval straddles the threshold{why}")
 
 

@@ -57,7 +57,7 @@ def warmup_end(values: Sequence[float], *, k: float = 3.0) -> int:
     """
     x = np.asarray(values, dtype=float)
     n = len(x)
-    if n < 4:
+    if n < 3:  # two values have no majority to call steady
         return 0
     centre = float(np.median(x))
     mad = float(np.median(np.abs(x - centre))) * 1.4826
@@ -102,28 +102,51 @@ def ratio_across_rounds(baseline: Sequence[float], candidate: Sequence[float], *
                         confidence: float = DEFAULT_CONFIDENCE) -> RoundsInterval:
     """The ratio of the arms' geometric means of their round statistics (one positive number per
     round), with a moderated-t interval (see the module's docstring)."""
-    from scipy import stats  # the t quantile; scipy is imported by the verdict step alone
-
     if not baseline or not candidate:
         raise ValueError("each arm needs at least one round")
-    raw_b, raw_c = np.asarray(baseline, dtype=float), np.asarray(candidate, dtype=float)
-    for raw in (raw_b, raw_c):
+    return contrast_across_rounds([(baseline, -1), (candidate, +1)], confidence=confidence)
+
+
+def contrast_across_rounds(groups: Sequence[tuple[Sequence[float], int]], *,
+                           confidence: float = DEFAULT_CONFIDENCE) -> RoundsInterval:
+    """exp(sum of sign x mean log round statistic) over the groups (arms), with its moderated-t
+    interval: the same machinery for one ratio (baseline -1, candidate +1) and for the ratio of
+    two ratios of an A/B (base CP=1 +1, base CP=N -1, candidate CP=1 -1, candidate CP=N +1).
+
+    Every group's rounds are independent processes with the same between-round spread on the log
+    scale (what the A/A rounds show), so the contrast's variance is sd^2 x sum(1/n_group), sd^2
+    pooled over every group (sum of n_group - 1 degrees of freedom) and moderated by the prior.
+    `rounds` in the result: (rounds of the first group, rounds of the last)."""
+    from scipy import stats  # the t quantile; scipy is imported by the verdict step alone
+
+    if not groups or any(not values for values, _ in groups):
+        raise ValueError("each arm needs at least one round")
+    if any(sign not in (1, -1) for _, sign in groups):
+        raise ValueError("a contrast's signs are +1 and -1")
+    means, deviations = [], []
+    for values, _ in groups:
+        raw = np.asarray(values, dtype=float)
         if not (np.all(np.isfinite(raw)) and np.all(raw > 0)):
             raise ValueError("a round statistic must be a positive, finite number")
-    b, c = np.log(raw_b), np.log(raw_c)
-    own_df = len(b) + len(c) - 2
+        # Logs relative to the group's first round: seconds or milliseconds, every quotient (and so the
+        # spread and the ratio) is the same number, bit for bit, when all rounds scale by a power of two
+        relative = np.log(raw / raw[0])
+        means.append(float(raw[0]) * math.exp(float(relative.mean())))  # the group's geometric mean
+        deviations.append(relative - relative.mean())
+    own_df = sum(len(x) - 1 for x in deviations)
     between = None
     if own_df > 0:
-        pooled = (float(np.sum((b - b.mean()) ** 2)) + float(np.sum((c - c.mean()) ** 2))) / own_df
-        between = math.sqrt(pooled)
+        between = math.sqrt(sum(float(np.sum(x ** 2)) for x in deviations) / own_df)
     df = PRIOR_DF + own_df
     variance = (PRIOR_DF * PRIOR_SD ** 2 + own_df * (between or 0.0) ** 2) / df
-    se = math.sqrt(variance * (1 / len(b) + 1 / len(c)))
+    se = math.sqrt(variance * sum(1 / len(x) for x in deviations))
     half = float(stats.t.ppf(0.5 + confidence / 2, df)) * se
-    centre = float(c.mean() - b.mean())
-    return RoundsInterval(ratio=math.exp(centre), low=math.exp(centre - half), high=math.exp(centre + half),
-                          confidence=confidence, rounds=(len(b), len(c)), df=df, between_sd=between,
-                          sd=math.sqrt(variance))
+    ratio = 1.0
+    for mean, (_, sign) in zip(means, groups, strict=True):
+        ratio = ratio * mean if sign > 0 else ratio / mean
+    return RoundsInterval(ratio=ratio, low=ratio * math.exp(-half), high=ratio * math.exp(half),
+                          confidence=confidence, rounds=(len(deviations[0]), len(deviations[-1])), df=df,
+                          between_sd=between, sd=math.sqrt(variance))
 
 
 def sequential_interval(baseline: Sequence[float], candidate: Sequence[float], *, look: int,

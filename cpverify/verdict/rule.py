@@ -5,6 +5,7 @@ from __future__ import annotations
 from cpverify.verdict.evidence import FAR_BEYOND_NOISE
 from cpverify.verdict.model import NUMERICS_METRICS, Thresholds, short_metric
 from cpverify.verdict.pair_checks import WORK_TOLERANCE
+from cpverify.verdict.rounds import PRIOR_DF, PRIOR_SD
 
 
 def decision_rule(t: Thresholds) -> str:
@@ -17,12 +18,17 @@ def decision_rule(t: Thresholds) -> str:
         f"timing is a positive duration and every loss and grad norm a finite number, its effective CP read from "
         f"the log equals the requested CP, the two logs show one job on the same GPUs but for CP (layouts, "
         f"Megatron's argument dumps, work per step within {WORK_TOLERANCE:.0%}), it has at least "
-        f"{t.min_counted_steps} counted steps (train-side perf records of rollouts >= {t.warmup}, a rollout printed "
-        f"twice alike counted once), and the upper bounds of the {conf} equal-tailed percentile-bootstrap "
-        f"intervals ({t.resamples} resamples, fixed seed) of median(candidate {t.primary_metric}) / "
-        f"median(baseline {t.primary_metric}) (a typical step) and of the ratio of their means (the total time "
-        f"per step: a slow minority of steps moves it, not the median) are both <= {t.pass_ratio:.2f}, the "
-        f"candidate being the arm with the larger CP; the worse of the two decides (verdict.json's decided_by). "
+        f"{t.min_counted_steps} counted steps in every round ({_counted(t)}, a rollout printed "
+        f"twice alike counted once), every later round of an arm ran the job of its round 1, and the upper bounds "
+        f"of the {conf} intervals of candidate/baseline {t.primary_metric} across rounds, of the ratio of medians "
+        f"(a typical step) and of the ratio of means (the total time per step: a slow minority of steps moves it, "
+        f"not the median), are both <= {t.pass_ratio:.2f}, the candidate being the arm with the larger CP; the "
+        f"worse of the two decides (verdict.json's decided_by). An arm runs as rounds (separate processes); each "
+        f"round is summarised by the median and the mean of its counted steps, each ratio is that of the arms' "
+        f"geometric means of those, and its interval a moderated t from the spread between rounds pooled with the "
+        f"recorded A/A rounds of real slime (sd {PRIOR_SD} on {PRIOR_DF} degrees of freedom): with one round per "
+        f"arm the prior alone. When `cpverify run` adds rounds until the interval decides, look k uses confidence "
+        f"1 - {1 - t.confidence:.2g}/(k(k+1)), so that every look together stays at {conf}. "
         f"FAIL when an arm shows an error signature, a NaN or infinite loss or grad norm, or the runner reports "
         f"failed, fatal, hang, stalled or deadline; when the effective CP differs from the requested CP; when "
         f"slime's grad-norm check failed; when either interval's lower bound is > {t.pass_ratio:.2f}{numerics}. "
@@ -37,12 +43,19 @@ def decision_rule(t: Thresholds) -> str:
     )
 
 
+def _counted(t: Thresholds) -> str:
+    if t.warmup is None:
+        return ("train-side perf records after the round's warm-up, the leading steps above its median + 3 robust "
+                "sd and 1.25x its median, at most half the round")
+    return f"train-side perf records of rollouts >= {t.warmup}"
+
+
 def short_rule(t: Thresholds) -> str:
     """The rule in one line, for terminals; decision_rule() has the whole of it."""
     # "PASS if", not "PASS:": a `NAME: value` pair whose name reads like a password is redacted.
     return (f"PASS if no errors, arms finished, timings are durations, losses finite, effective CP confirmed, "
-            f"one job on the same GPUs, >= {t.min_counted_steps} steps per arm, and the "
-            f"{t.confidence:.0%} CI upper bounds of {short_metric(t.primary_metric)} candidate/baseline, median and "
-            f"mean, <= {t.pass_ratio:.2f}; FAIL if errors, NaN losses, CP mismatch, or either lower bound > "
-            f"{t.pass_ratio:.2f}; "
+            f"one job on the same GPUs, >= {t.min_counted_steps} steps per round, and the "
+            f"{t.confidence:.0%} CI (across rounds) upper bounds of {short_metric(t.primary_metric)} "
+            f"candidate/baseline, median and mean, <= {t.pass_ratio:.2f}; FAIL if errors, NaN losses, CP mismatch, "
+            f"or either lower bound > {t.pass_ratio:.2f}; "
             f"otherwise INCONCLUSIVE (BLOCKED if an arm could not start)")

@@ -27,6 +27,11 @@ Quantiles use linear interpolation between order statistics (numpy's default, R 
 An arm's bootstrap distribution is a vector of `resamples` values of its statistic, however it
 was resampled (its steps here; its rounds, then their steps, elsewhere): `percentile_interval` of
 the ratio of two such vectors is the ratio's interval.
+
+The verdict's own intervals are taken across rounds (separate processes: cpverify.verdict.across,
+.rounds), because steps of one process do not show what a rerun meets; they come in this module's
+shape (`RatioEstimate`, one `Estimate` per statistic), so `RatioEstimate.against` is the one rule
+of "the worse" for a step bootstrap and a rounds interval alike.
 """
 
 from __future__ import annotations
