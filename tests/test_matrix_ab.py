@@ -9,6 +9,7 @@ are checked on logs built by tests/helpers/slime_log.py in slime's real formats.
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import subprocess
 from importlib import resources
@@ -16,6 +17,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cpverify import pipeline, revisions, workspace
 from cpverify.cli import build_parser, main
@@ -114,6 +117,26 @@ def test_ratio_of_ratios_across_rounds():
     missing = across.ratio_of_ratios([[[1.0]], [], [[1.0]], [[1.0]]], confidence=0.95)
     assert missing.ratio is None and missing.ci is None and "no values" in missing.note
     assert across.least_changed(missing) is None
+
+
+bounds = st.tuples(st.floats(0.2, 5.0), st.floats(1.0, 3.0)).map(lambda b: (b[0], b[0] * b[1]))
+
+
+@given(median=bounds, mean=bounds)
+def test_an_ab_reports_a_change_only_when_both_statistics_show_it(median, mean):
+    """least_changed: of the median's and the mean's ratio of ratios, the one that says less: an
+    interval holding 1 whenever either does, else the one coming nearer to 1."""
+    est = stats.RatioEstimate(tuple(stats.Estimate(s, math.sqrt(low * high), (low, high)) for s, (low, high)
+                                    in zip(stats.STATISTICS, (median, mean), strict=True)), None, 6, 6, 0.95)
+    chosen = across.least_changed(est)
+    holds = [e for e in est.estimates if e.ci[0] <= 1.0 <= e.ci[1]]
+    if holds:
+        assert chosen in holds
+    else:
+        def distance(e):
+            return min(abs(math.log(e.ci[0])), abs(math.log(e.ci[1])))
+
+        assert distance(chosen) == min(map(distance, est.estimates))
 
 
 def _ab_verdict(tmp_path, base_factor: float, cand_factor: float, *, rollouts: int = 8, jitter: float = 0.03):

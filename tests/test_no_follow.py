@@ -58,6 +58,10 @@ def plant(at: Path, victims: Victims, *, dangling: bool = False) -> None:
 
 # -- cpverify verdict: every name its bundle writes ------------------------------------------------
 
+# CP=2's time against CP=1's in the logs judged here: one log (one round) per arm decides it PASS (its
+# interval is the recorded prior's, x/÷ about 1.57), so EXIT_OK says the whole bundle was written
+CP2_PASSING = 0.6
+
 # The names `cpverify verdict --out DIR` writes or wrote (the snapshots had a fixed name).
 BUNDLE_NAMES = ("logs/.baseline.log.snapshot", "logs/.candidate.log.snapshot", "logs/baseline.log",
                 "logs/candidate.log", "logs/cp1.log", "logs/cp2.log", "verdict.md", "verdict.json", "env.json",
@@ -67,7 +71,7 @@ BUNDLE_NAMES = ("logs/.baseline.log.snapshot", "logs/.candidate.log.snapshot", "
 @pytest.mark.parametrize("dangling", [False, True], ids=["to-a-file", "dangling"])
 def test_verdict_writes_through_no_link_planted_in_its_out_directory(tmp_path, dangling):
     base = synthetic_arm(cp=1, actor_train_time=1.0, seed=1).write(tmp_path / "in" / "a.log")
-    cand = synthetic_arm(cp=2, actor_train_time=1.05, seed=2).write(tmp_path / "in" / "b.log")
+    cand = synthetic_arm(cp=2, actor_train_time=CP2_PASSING, seed=2).write(tmp_path / "in" / "b.log")
     victims, out = Victims(tmp_path / "victims"), tmp_path / "out"
     for name in BUNDLE_NAMES:
         plant(out / name, victims, dangling=dangling)
@@ -104,7 +108,7 @@ def test_a_link_planted_among_the_logs_never_reaches_the_archive(tmp_path):
     import zipfile
 
     base = synthetic_arm(cp=1, actor_train_time=1.0, seed=1).write(tmp_path / "in" / "a.log")
-    cand = synthetic_arm(cp=2, actor_train_time=1.05, seed=2).write(tmp_path / "in" / "b.log")
+    cand = synthetic_arm(cp=2, actor_train_time=CP2_PASSING, seed=2).write(tmp_path / "in" / "b.log")
     secret = tmp_path / "private" / "notes.txt"
     secret.parent.mkdir()
     secret.write_text("root:$6$saltsalt$hashedpassword:19000:0:99999:7:::\n")

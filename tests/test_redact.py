@@ -317,7 +317,8 @@ def test_a_nox_step_writes_its_verdict_unredacted(tmp_path, monkeypatch):
 
     monkeypatch.setenv("NOX_CURRENT_SESSION", "verdict")  # what `nox -s verdict` sets
     base = synthetic_arm(cp=1, actor_train_time=1.0, seed=1).write(tmp_path / "a.log")
-    cand = synthetic_arm(cp=2, actor_train_time=1.0, seed=2).write(tmp_path / "b.log")
+    # CP=2 at 0.6x: one log per arm decides it (PASS), so exit 0 says the whole bundle was written
+    cand = synthetic_arm(cp=2, actor_train_time=0.6, seed=2).write(tmp_path / "b.log")
     monkeypatch.chdir(tmp_path)
     assert main(["verdict", "--baseline", str(base), "--candidate", str(cand), "--out", "bundle"]) == 0
     md = (tmp_path / "bundle" / "verdict.md").read_text()
@@ -558,7 +559,7 @@ def test_cli_copies_logs_redacted(tmp_path, this_machine, monkeypatch):
 
     cp1 = synthetic_arm(cp=1, actor_train_time=1.0, seed=1)
     cp1.raw(f"(MegatronTrainRayActor pid=1) wandb login {WANDB} --relogin; HF_TOKEN={HF}")
-    cp2 = synthetic_arm(cp=2, actor_train_time=1.0, seed=2)
+    cp2 = synthetic_arm(cp=2, actor_train_time=0.6, seed=2)  # one log per arm decides 0.6x: PASS, exit 0
     base, cand = cp1.write(tmp_path / "a.log"), cp2.write(tmp_path / "b.log")
     monkeypatch.chdir(tmp_path)
     code = main(["verdict", "--baseline", str(base), "--candidate", str(cand), "--out", "bundle"])

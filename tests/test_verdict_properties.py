@@ -49,16 +49,17 @@ def arm(cp: int, times: list[float], *, layout_cp: int | None | str = "same", se
                          seed=seed)
 
 
+def as_rounds(name: str, cp: int, log: SlimeLog) -> list[v.ArmEvidence]:
+    """The log parsed as text, as ROUNDS rounds of arm `name`."""
+    parsed = parse_stream(io.BytesIO(log.text().encode()))
+    return [v.ArmEvidence(name if k == 1 else f"{name}.r{k}", cp, parsed, arm=name, round=k)
+            for k in range(1, ROUNDS + 1)]
+
+
 def judge(base: SlimeLog, cand: SlimeLog, *, b_cp: int = 1, c_cp: int = 2, swapped: bool = False) -> v.Verdict:
-    """Parse both logs as text and decide, each as ROUNDS rounds of its arm; `swapped` names them in the
-    other order (as a user might)."""
-
-    def rounds(name: str, cp: int, log: SlimeLog) -> list[v.ArmEvidence]:
-        parsed = parse_stream(io.BytesIO(log.text().encode()))
-        return [v.ArmEvidence(name if k == 1 else f"{name}.r{k}", cp, parsed, arm=name, round=k)
-                for k in range(1, ROUNDS + 1)]
-
-    evidence = [*rounds(f"cp{b_cp}", b_cp, base), *rounds(f"cp{c_cp}", c_cp, cand)]
+    """Decide on both logs, each as ROUNDS rounds of its arm; `swapped` names them in the other order
+    (as a user might)."""
+    evidence = [*as_rounds(f"cp{b_cp}", b_cp, base), *as_rounds(f"cp{c_cp}", c_cp, cand)]
     pair = (f"cp{b_cp}", f"cp{c_cp}")
     if swapped:
         evidence, pair = evidence[::-1], pair[::-1]
@@ -211,6 +212,19 @@ def test_a_slow_minority_that_makes_the_run_cost_more_than_the_threshold_never_p
     verdict = judge(arm(1, base, seed=1), arm(2, cand, seed=2))
     assert verdict.status != v.PASS, verdict.headline
     assert verdict.to_json()["decided_by"]["ci"][1] > THRESHOLDS.pass_ratio
+
+
+@pytest.mark.xfail(strict=True, reason="open: the warm-up found in each round's data (rounds.warmup_end) takes a "
+                   "slow start of up to half a round as warm-up, so a CP=2 arm whose first counted steps are slow "
+                   "is judged on the rest; to be decided with the lead (issue 22, item 4)")
+def test_a_slow_start_after_the_warm_up_that_makes_the_run_cost_more_never_passes_with_the_found_warm_up():
+    """As the slow-minority property, the slow steps leading each CP=2 round right after its 3x first
+    rollout, the warm-up found in the data (the default) instead of a fixed count."""
+    base, cand = [1.0] * 12, [3.0] * 5 + [1.0] * 7
+    assert _mean(cand) > THRESHOLDS.pass_ratio * _mean(base)
+    verdict = v.decide([*as_rounds("cp1", 1, arm(1, base, seed=1)), *as_rounds("cp2", 2, arm(2, cand, seed=2))],
+                       comparisons=[("cp1", "cp2")], thresholds=v.Thresholds(resamples=500))
+    assert verdict.status != v.PASS, verdict.headline
 
 
 @PROPERTY

@@ -27,7 +27,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
+# numpy (and scipy) are imported in the functions that use them: `cpverify --help` imports the
+# verdict package, through evidence.py, and stays light (tests/test_cli_help.py; stats.py says why)
 
 # The between-round standard deviation of log(round statistic) seen in recorded A/A rounds of real
 # slime (identical CP=1 processes, train-only, 1K responses; mean actor_train_time after the detected
@@ -55,6 +56,8 @@ def warmup_end(values: Sequence[float], *, k: float = 3.0) -> int:
     some hosts the second is still 2-8x (benchmarks/slime-h200x2); later steps are within the band.
     A slow step after the first steady one is not warm-up: it is part of what the user pays.
     """
+    import numpy as np
+
     x = np.asarray(values, dtype=float)
     n = len(x)
     if n < 3:  # two values have no majority to call steady
@@ -117,6 +120,7 @@ def contrast_across_rounds(groups: Sequence[tuple[Sequence[float], int]], *,
     scale (what the A/A rounds show), so the contrast's variance is sd^2 x sum(1/n_group), sd^2
     pooled over every group (sum of n_group - 1 degrees of freedom) and moderated by the prior.
     `rounds` in the result: (rounds of the first group, rounds of the last)."""
+    import numpy as np
     from scipy import stats  # the t quantile; scipy is imported by the verdict step alone
 
     if not groups or any(not values for values, _ in groups):

@@ -122,14 +122,21 @@ class Workspace:
 
     # -- what the stand-in emitted, and what is left of it -----------------------------------
 
-    def emitted(self, run_id: str, cp: int = 1) -> list[str]:
-        """The lines the workload printed, in order, from its ledger (numbered 1..N, no gap)."""
+    def emitted(self, run_id: str, cp: int = 1, round: int = 1) -> list[str]:
+        """The lines the workload printed in round `round` of its CP, in order, from its ledger: every
+        round of a CP appends to it, each process numbering its lines 1..N, no gap."""
         path = self.ledger_dir(run_id) / f"cp{cp}.ledger"
         if not path.exists():
             return []
-        entries = [line.split("\t", 1) for line in path.read_text().splitlines()]
-        assert [int(n) for n, _ in entries] == list(range(1, len(entries) + 1)), "ledger numbering has a gap"
-        return [text for _, text in entries]
+        processes: list[list[tuple[int, str]]] = []
+        for line in path.read_text().splitlines():
+            n, text = line.split("\t", 1)
+            if int(n) == 1 or not processes:
+                processes.append([])
+            processes[-1].append((int(n), text))
+        for entries in processes:
+            assert [n for n, _ in entries] == list(range(1, len(entries) + 1)), "ledger numbering has a gap"
+        return [text for _, text in processes[round - 1]] if round <= len(processes) else []
 
     def wait_for_emitted(self, run_id: str, count: int, cp: int = 1, timeout: float = 120) -> list[str]:
         lines = wait_for(lambda: len(self.emitted(run_id, cp)) >= count and self.emitted(run_id, cp), timeout)

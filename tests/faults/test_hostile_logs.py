@@ -29,7 +29,9 @@ def line_count(path: Path) -> int:
 
 
 def slime_log(path: Path, cp: int) -> Path:
-    env = {**os.environ, "FAKE_SLIME_STEP_S": "0"}
+    # CP=2 at 0.6x CP=1: a ratio one log (one round) per arm can decide, its interval the recorded
+    # prior's (x/÷ about 1.57), so the undamaged pair PASSes and each damaged variant shows its damage
+    env = {**os.environ, "FAKE_SLIME_STEP_S": "0", "FAKE_SLIME_CP_FACTOR": "0.6"}
     with open(path, "wb") as out:
         subprocess.run([sys.executable, "train.py", "--num-rollout", "8", "--actor-num-gpus-per-node", "2",
                         "--context-parallel-size", str(cp)], stdout=out, env=env, cwd=FAKE_SLIME, check=True)

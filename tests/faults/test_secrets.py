@@ -28,6 +28,7 @@ import threading
 
 import pytest
 
+from cpverify.model import round_name
 from cpverify.profiles import QWEN_REVISION, SMOKE_TRAIN_ARGS
 from cpverify.prompts import packaged_dataset_path
 from faults.harness import ROOT, Workspace
@@ -224,12 +225,16 @@ def test_the_planted_corpus_leaves_no_trace_in_anything_a_run_or_a_verdict_write
     assert outcome.code == 0, outcome.stderr[-3000:]
     assert outcome.verdict()["status"] == "PASS"
 
-    # the same logs, handed to `cpverify verdict` the way a user pastes theirs: with the secrets in
+    # the same logs (every round, in round order), handed to `cpverify verdict` the way a user pastes
+    # theirs: with the secrets in round 1 of the baseline
     planted_log = tmp_path / "cp1-with-secrets.log"
     planted_log.write_text((outcome.run_dir / "logs" / "cp1.log").read_text() + output.read_text())
+    per_arm = outcome.verdict()["rounds"]["per_arm"]
+    given = [word for arm, option in (("cp1", "--baseline"), ("cp2", "--candidate")) for k in range(1, per_arm[arm] + 1)
+             for word in (option, str(planted_log) if (arm, k) == ("cp1", 1) else
+                          str(outcome.run_dir / "logs" / f"{round_name(arm, k)}.log"))]
     bundle = tmp_path / "bundle"
-    verdicts = [subprocess.run([sys.executable, "-m", "cpverify", "verdict", "--baseline", str(planted_log),
-                                "--candidate", str(outcome.run_dir / "logs" / "cp2.log"), "--out", str(bundle), *json_],
+    verdicts = [subprocess.run([sys.executable, "-m", "cpverify", "verdict", *given, "--out", str(bundle), *json_],
                                capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
                 for json_ in ((), ("--json",))]
     assert [v.returncode for v in verdicts] == [0, 0], verdicts[0].stderr[-2000:]
