@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from cpverify.parse import parse_file
 from cpverify.verdict import rounds
 from cpverify.verdict.rounds import (
+    MAX_FOUND_WARMUP,
     PRIOR_DF,
     PRIOR_SD,
     contrast_across_rounds,
@@ -82,18 +83,39 @@ def test_recorded_aa_rounds_of_one_host_lie_inside_each_others_interval():
 def test_warmup_of_real_rounds_ends_within_the_first_rollouts(name):
     values = actor_train(AA / name)
     cut = warmup_end(values)
-    assert 1 <= cut <= 3  # rollout 0 is always warm-up; at most the first few
+    assert 1 <= cut <= MAX_FOUND_WARMUP  # rollout 0 is always warm-up; on some hosts rollout 1 too
     steady = values[cut:]
     assert values[cut - 1] > 1.5 * statistics.median(steady)  # what was cut is far above the steady state
 
 
-@given(st.lists(st.floats(0.8, 1.2), min_size=4, max_size=60), st.integers(0, 3), st.floats(3.0, 20.0))
-def test_warmup_finds_leading_slow_steps_and_never_more_than_half(steady, slow, factor):
+def test_the_warmup_cap_is_what_a_recorded_real_round_needs():
+    """Some recorded real round (2x H200: rollouts 0 and 1) needs every step the cap allows."""
+    assert max(warmup_end(actor_train(AA / f)) for files in AA_GROUPS.values() for f in files) == MAX_FOUND_WARMUP
+
+
+@given(st.lists(st.floats(0.8, 1.2), min_size=4, max_size=60), st.integers(0, 5), st.floats(3.0, 20.0))
+def test_warmup_finds_leading_slow_steps_up_to_the_cap(steady, slow, factor):
     values = [factor * max(steady)] * slow + steady
     cut = warmup_end(values)
-    assert cut <= len(values) // 2
+    assert cut <= min(MAX_FOUND_WARMUP, len(values) // 2)
     if slow <= len(values) // 3:  # a minority of slow steps does not move the round's median
-        assert cut >= slow
+        assert cut >= min(slow, MAX_FOUND_WARMUP)
+
+
+durations = st.floats(1e-6, 1e6, allow_nan=False, allow_infinity=False)
+
+
+@given(lead=st.lists(durations, max_size=30), scale=st.floats(1.0, 1e3), rest=st.lists(durations, max_size=60))
+def test_the_found_warmup_is_at_most_the_cap_and_only_steps_slower_than_the_steady_median(lead, scale, rest):
+    """Whatever the step times (any list; `scale` > 1 makes a slow start of any length): at most
+    MAX_FOUND_WARMUP leading steps, and at most half the round, are warm-up, and each of them is
+    slower than the median of the steps that are counted."""
+    values = [x * scale for x in lead] + rest
+    cut = warmup_end(values)
+    assert 0 <= cut <= min(MAX_FOUND_WARMUP, len(values) // 2)
+    if cut:
+        steady = statistics.median(values[cut:])
+        assert all(v > steady for v in values[:cut])
 
 
 @given(st.lists(st.floats(0.9, 1.1), min_size=4, max_size=60))

@@ -214,9 +214,6 @@ def test_a_slow_minority_that_makes_the_run_cost_more_than_the_threshold_never_p
     assert verdict.to_json()["decided_by"]["ci"][1] > THRESHOLDS.pass_ratio
 
 
-@pytest.mark.xfail(strict=True, reason="open: the warm-up found in each round's data (rounds.warmup_end) takes a "
-                   "slow start of up to half a round as warm-up, so a CP=2 arm whose first counted steps are slow "
-                   "is judged on the rest; to be decided with the lead (issue 22, item 4)")
 def test_a_slow_start_after_the_warm_up_that_makes_the_run_cost_more_never_passes_with_the_found_warm_up():
     """As the slow-minority property, the slow steps leading each CP=2 round right after its 3x first
     rollout, the warm-up found in the data (the default) instead of a fixed count."""

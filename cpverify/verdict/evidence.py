@@ -96,11 +96,12 @@ def counted(parsed: ParsedLog, t: Thresholds) -> tuple[dict[int, dict[str, float
         return (counted_iterations(parsed, t.warmup) if iterations else counted_perf(parsed, t.warmup)), t.warmup
     every = list((counted_iterations(parsed, 0) if iterations else counted_perf(parsed, 0)).items())
     timed = [i for i, (_, metrics) in enumerate(every) if stats.is_duration(metrics.get(t.primary_metric))]
-    cut = warmup_end([every[i][1][t.primary_metric] for i in timed])  # at most half: timed[cut] exists
+    cut = warmup_end([every[i][1][t.primary_metric] for i in timed])
     if not cut:
         return dict(every), 0
-    start = timed[cut]
-    return dict(every[start:]), start if iterations else every[start][0]
+    last = timed[cut - 1]  # the last warm-up step: what follows it is counted from the next rollout on,
+    # so a rollout missing right after the warm-up is a gap in the counted ones (check_complete)
+    return dict(every[last + 1:]), last + 1 if iterations else every[last][0] + 1
 
 
 def _steps(parsed: ParsedLog) -> tuple[dict[tuple[str, int], dict[str, float]], list[ConflictRecord]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from cpverify.verdict.evidence import FAR_BEYOND_NOISE
 from cpverify.verdict.model import NUMERICS_METRICS, Thresholds, short_metric
 from cpverify.verdict.pair_checks import WORK_TOLERANCE
-from cpverify.verdict.rounds import PRIOR_DF, PRIOR_SD
+from cpverify.verdict.rounds import MAX_FOUND_WARMUP, PRIOR_DF, PRIOR_SD
 
 
 def decision_rule(t: Thresholds) -> str:
@@ -46,7 +46,7 @@ def decision_rule(t: Thresholds) -> str:
 def _counted(t: Thresholds) -> str:
     if t.warmup is None:
         return ("train-side perf records after the round's warm-up, the leading steps above its median + 3 robust "
-                "sd and 1.25x its median, at most half the round")
+                f"sd and 1.25x its median, at most {MAX_FOUND_WARMUP} (and at most half the round)")
     return f"train-side perf records of rollouts >= {t.warmup}"
 
 
