@@ -12,13 +12,15 @@
 #
 # Extra options reach `cpverify run` as they are: the rounds (`--rounds 3`, `--rounds auto --budget 20m`,
 # `--max-rounds 8`), `--cp 1,2,4`, `--set ...`. Two settings of the host:
-#   GPUS=0,1        the GPUs (default 0,1); a single index runs the profile on one GPU (--set gpus=1)
+#   GPUS=0,1        the GPUs, as `cpverify run --gpus` reads them (default 0,1): indices take a comma,
+#                   a single number is a count (GPUS=1 is one GPU, GPU 0; GPUS=0 is none and refused);
+#                   the profile runs on as many (--set gpus=N)
 #   EFFECT="0.013"  an A/B of the kit's slime against a copy that waits that many seconds per
 #                   loss_function call when CP > 1 (benchmarks/known_effect.py); EFFECT="0.013 every-cp"
 #                   at every CP (CP-neutral)
 # One GPU cannot run CP=2: there it compares two slime revisions at CP=1 (an A/B at one CP), e.g. a
 # CP-neutral known effect and, for free, each arm's A/A reading from its own rounds:
-#   GPUS=0 EFFECT="0.013 every-cp" bash benchmarks/run_slime_device.sh h100-effect 1K --cp 1 --rounds auto --budget 25m
+#   GPUS=1 EFFECT="0.013 every-cp" bash benchmarks/run_slime_device.sh h100-effect 1K --cp 1 --rounds auto --budget 25m
 set -uo pipefail
 id=${1:?run id}; lens=${2:?seq lens}; shift 2
 GPUS=${GPUS:-0,1}
@@ -32,8 +34,10 @@ echo "[$((SECONDS - T0))s] kit ready"
 nvidia-smi topo -m > "$OUT/topo.txt" 2>&1
 python3 -m ray.scripts.scripts stop --force >/dev/null 2>&1
 runs=/tmp/cpverify-runs; mkdir -p "$runs"
-host=()
-case "$GPUS" in *,*) ;; *) host=(--set gpus=1) ;; esac
+case "$GPUS" in  # the profile's gpus is how many GPUs --gpus names: the count, or the indices listed
+    *,*) IFS=, read -ra listed <<< "$GPUS"; host=(--set "gpus=${#listed[@]}") ;;
+    *) host=(--set "gpus=$GPUS") ;;
+esac
 if [ -n "${EFFECT:-}" ]; then
     read -r seconds where <<< "$EFFECT"
     candidate="$runs/$id-candidate-slime"
