@@ -301,9 +301,9 @@ def test_the_steps_are_one_chain_in_the_pipeline_in_nox_and_in_compose():
 STATUS_WORDS = {"PASS", "FAIL", "INCONCLUSIVE", "BLOCKED", "pass", "fail", "warn", "skip"}
 STATUS_USERS = ("cpverify.verdict", "cpverify.report", "cpverify.fixes", "cpverify.pipeline", "cpverify.cli.verdict")
 BARE_STATUS_LEFT = {
-    # being rewritten by other work in progress (the rounds, the run specification): moved to the
-    # members once it has landed
-    "cpverify.pipeline", "cpverify.cli.verdict",
+    # being rewritten by other work in progress (the run specification); it also reads the doctor's
+    # report, whose host checks have words of their own: moved to the members once it has landed
+    "cpverify.pipeline",
 }
 
 

@@ -23,7 +23,7 @@ from cpverify.errors import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE, A
 from cpverify.fixes import FIX_INCOMPLETE
 from cpverify.given_logs import bundle_log, check_out_apart
 from cpverify.inputs import shown_command, shown_name
-from cpverify.model import WORKLOADS, round_name
+from cpverify.model import WORKLOADS, CheckStatus, round_name
 from cpverify.redact import Redactor
 from cpverify.verdict import FAIL, INCONCLUSIVE, PASS, ArmEvidence, Check, Thresholds, decide
 
@@ -220,11 +220,11 @@ def _shortened(arm: str, record: dict) -> list[Check]:
     a copy cut short still let the verdict read every line (a warning: the replay reads less)."""
     rows = []
     if record["stored"].get("cut"):
-        rows.append(Check("log_cut", "fail", f"the log given is not whole: {record['stored']['cut']}",
+        rows.append(Check("log_cut", CheckStatus.FAIL, f"the log given is not whole: {record['stored']['cut']}",
                           f"check it with `gzip -t`; {FIX_INCOMPLETE}", arm, INCONCLUSIVE))
     copy = record.get("copy", {"complete": True})
     if not copy["complete"]:
-        rows.append(Check("bundled_log", "warn",
+        rows.append(Check("bundled_log", CheckStatus.WARN,
                           f"{record['bundled']} holds lines 1-{copy['lines']} of {copy['of_lines']} ({copy['bytes']} "
                           f"of {copy['of_bytes']} bytes of text; a copy stops at {copy['max_bytes']}); the verdict read "
                           f"every line of the log given: {record['bytes']} bytes, sha256 {record['sha256']}",
