@@ -149,6 +149,7 @@ class _ProcessGroup:
             raise
         self._signal(signal.SIGKILL)
         self.proc.wait()
+        self._await_gone()
 
     def kill_leftovers(self) -> None:
         """Whatever happened, leave no process of this group running."""
@@ -158,6 +159,14 @@ class _ProcessGroup:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:  # unkillable (D state): nothing more to do from here
             pass
+        self._await_gone()
+
+    def _await_gone(self, timeout_s: float = 5.0) -> None:
+        """Return once the group's processes are gone: a SIGKILL is delivered, not yet acted on, when
+        kill() returns, and on a loaded host the members outlive it by a scheduling slice or more."""
+        give_up = time.monotonic() + timeout_s
+        while group_members(self.pgid) and time.monotonic() < give_up:  # unkillable (D state): give up
+            time.sleep(0.01)
 
     def _signal(self, signum: int) -> None:
         try:
