@@ -120,7 +120,9 @@ def reading(verdict: Verdict, comp: Comparison) -> list[str]:
                 said.append(f"The forward-only passes barely change ({listed}): the cost is in the backward pass "
                             "or the optimizer step.")
     if base.layout and cand.layout and base.layout.get("world") and base.layout.get("world") == cand.layout.get("world"):
-        said.append(f"Both arms ran on the same {base.layout['world']} GPUs ({label_b} as dp={base.layout['dp']}, "
+        world = base.layout["world"]
+        gpus = "the same GPU" if world == 1 else f"the same {world} GPUs"
+        said.append(f"Both arms ran on {gpus} ({label_b} as dp={base.layout['dp']}, "
                     f"{label_c} as dp={cand.layout['dp']}), so the ideal ratio is 1.0.")
     transports = [a.nccl.get("transports") or [] for a in (base, cand)]
     if all(transports):
