@@ -227,3 +227,32 @@ def test_the_readmes_example_is_what_three_real_rounds_per_arm_give(tmp_path):
     readme = (ROOT / "README.md").read_text()
     example = readme.split("```markdown\n", 1)[1].split("\n```", 1)[0].strip()
     assert example == shown
+
+
+@pytest.mark.parametrize("stated", [(False, False), (True, False), (False, True)], ids=["neither", "round1", "later"])
+def test_a_later_round_on_other_gpus_is_no_round_of_its_arm_where_a_log_states_no_layout(stated):
+    """Without a layout the work per GPU tells a round's GPUs: a CP=1 round on one GPU where its round 1
+    ran on two (twice as slow, the arm's geometric mean moved) is another job, never a round of it."""
+    def round_of(k, gpus, layout):
+        return synthetic_arm(cp=1, actor_train_time=2.0 / gpus, dp=gpus, seed=k, layout_cp="same" if layout else None)
+
+    base = rounds("cp1", 1, 1.0, 6, logs=[round_of(1, 2, stated[0])] + [round_of(k, 1, stated[1]) for k in range(2, 7)])
+    verdict = decide(base, rounds("cp2", 2, 1.1, 6, seed=50))
+    found = {c.arm: c for c in rows(verdict, "same_round") if c.arm.startswith("cp1")}
+    assert set(found) == {f"cp1.r{k}" for k in range(2, 7)}
+    assert all((c.status, c.effect) == ("fail", v.INCONCLUSIVE) for c in found.values())
+    assert verdict.status == v.INCONCLUSIVE
+
+
+def test_a_later_round_whose_gpus_no_log_shows_is_not_the_job_of_its_round_1():
+    """A round whose log states no layout and no work per GPU (tokens alone: slime's TFLOPS key left
+    out) cannot show it ran on the GPUs of its round 1: its same_round row is no PASS."""
+    logs = [synthetic_arm(cp=1, actor_train_time=1.0, seed=k, layout_cp=None) for k in range(1, 4)]
+    base = rounds("cp1", 1, 1.0, 3, logs=logs)
+    for ev in base[1:]:
+        for record in ev.parsed.perf:
+            record.metrics.pop("perf/actor_train_tflops", None)
+    verdict = decide(base, rounds("cp2", 2, 1.0, 3, seed=50))
+    assert [(c.arm, c.status, c.effect) for c in rows(verdict, "same_round") if c.arm.startswith("cp1")] == [
+        ("cp1.r2", "fail", v.INCONCLUSIVE), ("cp1.r3", "fail", v.INCONCLUSIVE)]
+    assert verdict.status == v.INCONCLUSIVE

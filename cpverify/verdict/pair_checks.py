@@ -273,21 +273,28 @@ def same_round(pair: PairFacts) -> Iterator[Check]:
     GPUs, or the spread between the rounds measures something else. A row of the later round."""
     worlds = pair.worlds()
     job = job_difference(pair)
+    gpus_shown = worlds is not None
     if worlds is not None and worlds[0] != worlds[1]:
         job.other.insert(0, f"world size {worlds[1]} vs {worlds[0]} in round 1")
+    elif worlds is None and (per_gpu := pair.work("tflop_per_gpu")) is not None:
+        # A log without a layout: the work per GPU tells the number of GPUs, as in same_gpus (a
+        # round on half the GPUs is twice as slow, and moves its arm's mean with nothing else)
+        gpus_shown = True
+        (job.agreeing if per_gpu.agrees else job.other).append(str(per_gpu))
     if job.real or job.other:
         said = ([f"{job.listed(job.real)} (Megatron's argument dumps)"] if job.real else []) + job.other
         yield Check("same_round", CheckStatus.FAIL, "ran another job than its arm's round 1: " + "; ".join(said), FIX_SAME_ROUND,
                     pair.cand.name, INCONCLUSIVE,
                     brief=f"round {pair.cand.round} of {pair.base.planned} ran another job than its round 1: {said[0]}")
-    elif job.dumps or job.agreeing:
+    elif gpus_shown and (job.dumps or job.agreeing):
         shown = ([f"Megatron's argument dumps match but for {job.listed(job.paths)}" if job.paths else
                   "Megatron's argument dumps match"] if job.dumps else []) + job.agreeing
         yield Check("same_round", CheckStatus.PASS, "ran the job of its arm's round 1: " + "; ".join(shown), arm=pair.cand.name)
     else:
+        what = ("no layout (no cpverify-layout line, no Megatron argument dump) and no work per GPU to compare"
+                if job.dumps or job.agreeing else "no Megatron argument dump and no work per step to compare")
         check = pair.unestablished("same_round", "could not establish that this round ran the job of its arm's "
-                                   "round 1: the logs show no Megatron argument dump and no work per step to compare",
-                                   FIX_WHOLE_LOGS)
+                                   f"round 1 on its GPUs: the logs show {what}", FIX_WHOLE_LOGS)
         check.arm = pair.cand.name
         yield check
 
