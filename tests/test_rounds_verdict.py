@@ -4,6 +4,7 @@ says what it cannot show, the A/A reading, a look's confidence, and an A/B of tw
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
@@ -203,6 +204,22 @@ def test_cli_refuses_a_log_given_twice_as_two_rounds(tmp_path):
     proc = _cli("--baseline", one, "--baseline", str(copy), "--candidate", two, "--out", str(tmp_path / "o"),
                 cwd=tmp_path)
     assert proc.returncode == EXIT_USAGE and "gives one log twice" in proc.stderr and "fix:" in proc.stderr
+
+
+@pytest.mark.parametrize("copied", ["a line added", "crlf", "gzip"])
+def test_cli_refuses_one_process_given_as_two_rounds_whatever_its_bytes(tmp_path, copied):
+    """Two rounds with the same timing records at every step are one process's log (no two processes
+    time every step alike): refused as bad input, with nothing judged, however the copy's bytes differ."""
+    one = synthetic_arm(cp=2, actor_train_time=1.0, seed=2).write(tmp_path / "b.log")
+    text = one.read_bytes()
+    copy = tmp_path / ("b.log.gz" if copied == "gzip" else "copy.log")
+    copy.write_bytes({"a line added": text + b"saved again\n", "crlf": text.replace(b"\n", b"\r\n"),
+                      "gzip": gzip.compress(text)}[copied])
+    base = [arg for k in (1, 3) for arg in
+            ("--baseline", str(synthetic_arm(cp=1, actor_train_time=1.0, seed=k).write(tmp_path / f"a{k}.log")))]
+    proc = _cli(*base, "--candidate", str(one), "--candidate", str(copy), "--out", str(tmp_path / "o"), cwd=tmp_path)
+    assert proc.returncode == EXIT_USAGE
+    assert not list(tmp_path.glob("o/**/verdict.json"))
 
 
 def test_cli_refuses_rounds_of_one_option_that_state_two_cps(tmp_path):

@@ -26,6 +26,7 @@ from cpverify.inputs import shown_command, shown_name
 from cpverify.model import WORKLOADS, CheckStatus, round_name
 from cpverify.redact import Redactor
 from cpverify.verdict import FAIL, INCONCLUSIVE, PASS, ArmEvidence, Check, Thresholds, decide
+from cpverify.verdict.evidence import timing_records
 
 # What `cpverify verdict` can exit with. Logs alone never make a verdict BLOCKED (an arm that could not
 # start leaves no log to judge), so 4 is only the environment refusing the bundle (ArtifactWriteError).
@@ -115,11 +116,14 @@ def run_verdict_command(args: argparse.Namespace) -> int:
             record, log = bundle_log(path, run_dir.log_path(round_name(role, k)), scrub)
             inputs[role].append(record)
             parsed[role].append(log)
-        twice = [shown_name(path.name) for path, again in zip(given, _repeats(inputs[role]), strict=True) if again]
+        twice = [shown_name(path.name) for path, again in zip(given, _repeats(inputs[role], parsed[role]), strict=True)
+                 if again]
         if twice:
             # one process counted as two rounds would show no spread between them: a narrower interval than the data
-            raise InputError(f"--{role} gives one log twice ({', '.join(twice)} holds the same bytes as an earlier "
-                             f"--{role}): each --{role} is one round, one process of the arm",
+            raise InputError(f"--{role} gives one log twice ({', '.join(twice)} holds the same bytes, or the same "
+                             f"timing records at every step, as an earlier --{role}): each --{role} is one round, one "
+                             "process of the arm (a copy re-saved, with other line endings or compressed, is the same "
+                             "process)",
                              f"give every round's own log once, in the order they ran: --{role} r1.log --{role} r2.log")
     # Without a claim, two roles whose logs state two different CPs are judged at those: a CP=2 log
     # given as --baseline is not "CP=1 that did not take effect". A log whose CP did not take effect
@@ -192,13 +196,15 @@ def _logs_state(paths: list[Path]) -> str:
     return "log states" if len(paths) == 1 else "logs state"
 
 
-def _repeats(found: list[dict]) -> list[bool]:
-    """For each log taken, whether an earlier one read the same bytes."""
-    seen: set[str] = set()
+def _repeats(found: list[dict], logs: list) -> list[bool]:
+    """For each log taken, whether an earlier one is the same process's: the same bytes, or the same
+    timing records (evidence.timing_records: the same log with other bytes)."""
+    seen: set = set()
     out = []
-    for item in found:
-        out.append(item["sha256"] in seen)
-        seen.add(item["sha256"])
+    for item, log in zip(found, logs, strict=True):
+        keys = {item["sha256"]} | ({records} if (records := timing_records(log)) else set())
+        out.append(bool(keys & seen))
+        seen |= keys
     return out
 
 

@@ -104,6 +104,16 @@ def counted(parsed: ParsedLog, t: Thresholds) -> tuple[dict[int, dict[str, float
     return dict(every[last + 1:]), last + 1 if iterations else every[last][0] + 1
 
 
+def timing_records(parsed: ParsedLog) -> tuple:
+    """Every timing record of a log (train-side perf by rollout, Megatron-LM iterations), as one
+    comparable value; () when it has none. Two processes never time every step alike to the
+    microsecond slime prints: two logs with the same records are one process's, however their bytes
+    differ (a copy with a line added, line endings changed, compressed)."""
+    found = [train_perf(parsed)[0], _iterations(parsed)[0]]
+    return tuple(tuple(sorted((key, tuple(sorted(m.items()))) for key, m in records.items())) for records in found
+                 if records)
+
+
 def _steps(parsed: ParsedLog) -> tuple[dict[tuple[str, int], dict[str, float]], list[ConflictRecord]]:
     return merged((((s.kind, s.step), s.line, s.metrics) for s in parsed.steps), lambda key: f"{key[0]} {key[1]}")
 
