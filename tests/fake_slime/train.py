@@ -65,8 +65,10 @@ base = float(os.environ.get("FAKE_SLIME_BASE_S", "1.0"))
 factor = float(os.environ.get("FAKE_SLIME_CP_FACTOR", "1.05")) if cp > 1 else 1.0
 fault = os.environ.get("FAKE_SLIME_FAULT", "none")
 pause = float(os.environ.get("FAKE_SLIME_STEP_S", "0.05"))
-rng = random.Random(1234 + cp)
 pid = os.getpid()
+# Like real slime, no two processes time their steps alike (a verdict refuses one process's log given
+# as two rounds by its timing records); the spread stays the same, whatever the process.
+rng = random.Random(f"{1234 + cp}:{pid}")
 ledger_dir = os.environ.get("FAKE_SLIME_LEDGER")
 ledger = open(os.path.join(ledger_dir, f"cp{args.context_parallel_size}.ledger"), "a") if ledger_dir else None
 emitted = 0
