@@ -8,6 +8,7 @@ import gzip
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -273,3 +274,17 @@ def test_a_later_round_whose_gpus_no_log_shows_is_not_the_job_of_its_round_1():
     assert [(c.arm, c.status, c.effect) for c in rows(verdict, "same_round") if c.arm.startswith("cp1")] == [
         ("cp1.r2", "fail", v.INCONCLUSIVE), ("cp1.r3", "fail", v.INCONCLUSIVE)]
     assert verdict.status == v.INCONCLUSIVE
+
+
+@pytest.mark.parametrize("course, option", [
+    ({}, "--baseline"),  # logs given to cpverify verdict: each round's log
+    ({"order": ["cp1", "cp2"], "stopped": {"reason": "fixed_rounds", "detail": "1 round per arm"}}, "--rounds"),
+    ({"order": ["cp1", "cp2"], "stopped": {"reason": "budget", "detail": "another round would pass it"}}, "--budget"),
+])
+def test_one_round_per_arm_names_what_gives_it_a_second_by_why_it_has_one(course, option):
+    from cpverify.report.story import rounds_line
+
+    verdict = decide(rounds("cp1", 1, 1.0, 1), rounds("cp2", 2, 1.05, 1))
+    verdict.rounds.update(course)
+    named = set(re.findall(r"--[a-z-]+", rounds_line(verdict))) & {"--baseline", "--rounds", "--budget"}
+    assert named == {option}

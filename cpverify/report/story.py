@@ -259,7 +259,7 @@ def rounds_line(verdict: Verdict) -> str:
              + (", interleaved" if counts != [1] and rounds.get("order") else "")]
     if rounds.get("note"):
         parts.append(rounds["note"].split(": ", 1)[1] + ": the interval is as wide as one process per arm can "
-                     "show; `cpverify run --rounds auto` measures the spread")
+                     "show; " + _to_measure_the_spread(rounds))
     first = (rounds.get("comparisons") or [{}])[0]
     if len(first.get("round_ratios") or []) > 1:
         ratios = ", ".join(f"{r:.2f}" for r in first["round_ratios"][:12])
@@ -281,6 +281,16 @@ def rounds_line(verdict: Verdict) -> str:
         parts.append(f"{rounds['gpu_minutes']:.1f} GPU-minutes ({rounds['arm_seconds'] / 60:.1f} min of arm time on "
                      f"{rounds['gpus']} GPU{'s' if rounds['gpus'] != 1 else ''})")
     return " · ".join(parts)
+
+
+def _to_measure_the_spread(rounds: dict) -> str:
+    """What gives one round per arm a second: the budget that stopped `cpverify run` (it continues the
+    run), `--rounds auto` for a run that asked for one round, each round's log for given logs."""
+    if (rounds.get("stopped") or {}).get("reason") == "budget":
+        return "a larger --budget with the same --run-id continues the run and measures the spread"
+    if rounds.get("order"):  # the rounds `cpverify run` ran
+        return "`cpverify run --rounds auto` measures the spread"
+    return "each round's log given once (--baseline r1.log --baseline r2.log …) measures the spread"
 
 
 def setup_line(verdict: Verdict, env: dict | None) -> str:
