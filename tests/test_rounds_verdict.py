@@ -190,6 +190,20 @@ def test_two_revisions_at_one_cp_are_compared_candidate_against_base():
         decide(rounds("a", 1, 1.0, 1), rounds("b", 1, 1.0, 1, seed=2), comparisons=[("a", "b")])
 
 
+def test_the_reading_puts_a_cost_on_cp_only_where_the_arms_cp_differs():
+    """Forward-only passes that grow with actor_train put the cost in every forward pass; what CP adds
+    there (the ring exchange) is named only where the arms' CP differs, not for two revisions at one CP."""
+    from cpverify.report.story import reading
+
+    def per_pass(verdict) -> bool:
+        return any("(for CP:" in said for said in reading(verdict, verdict.primary))
+
+    ab = decide(rounds("cand-cp1", 1, 1.6, 3, seed=2, role=CANDIDATE), rounds("base-cp1", 1, 1.0, 3, role=BASE),
+                comparisons=[("cand-cp1", "base-cp1")])
+    cp = decide(rounds("cp1", 1, 1.0, 3), rounds("cp2", 2, 1.6, 3, seed=2))
+    assert (per_pass(ab), per_pass(cp)) == (False, True)
+
+
 # -- cpverify verdict: rounds given as logs --------------------------------------------------------------
 
 def _cli(*args, cwd):

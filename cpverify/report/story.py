@@ -113,12 +113,15 @@ def reading(verdict: Verdict, comp: Comparison) -> list[str]:
         if forward and primary.ratio > 1.1:  # below, run-to-run noise: no story to tell
             listed = ", ".join(f"{name} {r:.2f}×" for name, r in forward)
             if min(r for _, r in forward) >= 0.9 * primary.ratio:
-                said.append(f"The forward-only passes grow as much ({listed}): the cost is in CP's per-micro-batch "
-                            "work (the ring exchange, splitting packed sequences), not in the backward pass or the "
-                            "optimizer step alone.")
+                # what CP adds to every forward pass, said only where the arms' CP differs (an A/B at one CP)
+                per_pass = (" (for CP: the ring exchange, splitting packed sequences)"
+                            if base.cp_requested != cand.cp_requested else "")
+                said.append(f"The forward-only passes grow as much ({listed}): the cost is in work every forward "
+                            f"pass does{per_pass}, not in the backward pass or the optimizer step alone.")
             elif max(r for _, r in forward) <= 1.05:
-                said.append(f"The forward-only passes barely change ({listed}): the cost is in the backward pass "
-                            "or the optimizer step.")
+                # actor_train's forward computes the loss, which the forward-only passes never do
+                said.append(f"The forward-only passes barely change ({listed}): the cost is in what only training "
+                            "does: the loss, the backward pass or the optimizer step.")
     if base.layout and cand.layout and base.layout.get("world") and base.layout.get("world") == cand.layout.get("world"):
         world = base.layout["world"]
         gpus = "the same GPU" if world == 1 else f"the same {world} GPUs"
