@@ -15,7 +15,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from cpverify import terminal
@@ -274,6 +274,17 @@ ERROR_LINES = [
         "[rank0]:[E1225 12:58:32.712922209 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation "
         "timeout: WorkNCCL(SeqNum=17, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600043 "
         "milliseconds before timing out.",
+        {"nccl_timeout"},
+    ),
+    # the watchdog's own line after it (watchdogHandler), torch 2.4-2.6 and newer
+    (
+        "[rank3]:[E909 09:55:46.996672294 ProcessGroupNCCL.cpp:1709] [PG 0 (default_pg) Rank 3] Timeout at NCCL "
+        "work: 2070, last enqueued NCCL work: 2082, last completed NCCL work: 2069.",
+        {"nccl_timeout"},
+    ),
+    (
+        "[rank0]:[E ProcessGroupNCCL.cpp:2030] [PG ID 0 PG GUID 0(default_pg) Rank 0] Work timeout is detected by "
+        "watchdog at work: 31, last enqueued NCCL work: 58, last completed NCCL work: 30.",
         {"nccl_timeout"},
     ),
     (
@@ -1264,6 +1275,67 @@ def test_a_wrapped_message_is_not_joined_across_a_blank_line_or_with_unrelated_t
     classes = parse_lines([head, "", SHAPE[80:]]).error_classes()
     assert "tensor_shape_mismatch" not in classes
     assert "tensor_shape_mismatch" not in parse_lines([head, "INFO something else entirely"]).error_classes()
+
+
+def test_the_watchdogs_own_timeout_line_names_the_work_and_the_queue():
+    (timeout,) = parse_lines([
+        "[rank3]:[E909 09:55:46.996672294 ProcessGroupNCCL.cpp:1709] [PG 0 (default_pg) Rank 3] Timeout at NCCL "
+        "work: 2070, last enqueued NCCL work: 2082, last completed NCCL work: 2069."]).errors
+    assert timeout.cls == "nccl_timeout"
+    assert timeout.detail == {"seq": 2070, "last_enqueued": 2082, "last_completed": 2069}
+
+
+_PERF_KEYS = st.sampled_from(["perf/sleep_time", "perf/update_weights_time", "perf/train_wait_time",
+                              "perf/actor_train_time", "perf/step_time", "perf/actor_train_tflops"])
+
+
+@given(
+    metrics=st.dictionaries(_PERF_KEYS, st.floats(0, 1e4, allow_nan=False), min_size=1),
+    kind=st.sampled_from(["step", "perf", "critic-step"]),
+    prefix=st.sampled_from(["", ACTOR, "(MegatronTrainRayActor pid=38610) [2026-01-05 12:20:29] model.py:44 - "]),
+    width=st.integers(60, 240),  # no terminal is narrower
+)
+@settings(max_examples=80, deadline=None)
+def test_a_record_hard_wrapped_at_any_terminal_width_reads_as_the_whole_line(metrics, kind, prefix, width):
+    """A terminal wraps at its width without adding a character: every piece but the last is that wide.
+    (Where it wraps before the dict has begun, the record starts on the line its header does.)"""
+    line = f"{prefix}{kind} 7: {metrics!r}"
+    assume(width > line.index("{"))
+    pieces = [line[i : i + width] for i in range(0, len(line), width)]
+    whole = parse_lines(["before", line, "after"])
+    wrapped = parse_lines(["before", *pieces, "after"])
+    assert (wrapped.steps, wrapped.perf) == (whole.steps, whole.perf)
+    assert [r.line for r in wrapped.steps + wrapped.perf] == [2]
+    parser = LogParser()  # the same through feed(), line by line (the runner's path)
+    for number, piece in enumerate(["before", *pieces, "after"], 1):
+        parser.feed(piece, number)
+    assert {**parser.result().to_json(), "source": STORED_PLAIN} == wrapped.to_json()
+
+
+def test_a_record_cut_short_keeps_what_a_comma_closed_and_the_lines_after_it_are_read():
+    cut = TRAIN_PERF3[: TRAIN_PERF3.index("'perf/train_wait_time': 11") + len("'perf/train_wait_time': 11")]
+    whole, _ = parse_dict(TRAIN_PERF3[TRAIN_PERF3.index("{") :])
+    parsed = parse_lines([cut, "Traceback (most recent call last):", '  File "x.py", line 1, in f',
+                          "RuntimeError: CUDA error: an illegal memory access was encountered"])
+    (perf,) = parsed.perf
+    assert perf.line == 1 and perf.salvaged
+    # 11.3 cut to 11 is no value: the pairs before it are whole
+    assert perf.metrics == {k: v for k, v in whole.items() if k in
+                            ("perf/sleep_time", "perf/update_weights_time", "perf/wake_up_time",
+                             "perf/data_preprocess_time")}
+    assert {"python_traceback", "cuda_illegal_memory_access"} <= parsed.error_classes()
+    # a record cut on a short line is no wrap: the next line is never joined to it
+    short = parse_lines(["perf 3: {'perf/step_time': 14.1, 'perf/train_ti", "me': 2.0}"])
+    assert short.perf[0].metrics == {"perf/step_time": 14.1}
+
+
+def test_a_wrapped_record_ends_at_a_blank_line_a_ray_prefix_or_another_record():
+    head = TRAIN_PERF3[:100]
+    rest = TRAIN_PERF3[100:]
+    for after in ("", ACTOR + "INFO elsewhere " + rest, STEP3):
+        parsed = parse_lines([head, after, rest])
+        perf = next(p for p in parsed.perf if p.line == 1)
+        assert "perf/step_time" not in perf.metrics, after
 
 
 def test_gzip_and_utf16_through_stdin_and_the_cli(tmp_path):

@@ -520,3 +520,67 @@ def test_52_slimes_ep_error_quoted_without_its_header():
     assert [(e.cls, e.line) for e in parsed.errors] == [
         ("python_traceback", 3), ("megatron_world_size_not_divisible", 3), ("assertion_error", 3)]
     assert parsed.errors[0].detail["exception"] == "RuntimeError"
+
+
+def test_53_the_watchdogs_timeout_line_alone_behind_a_launcher_prefix_via_cli():
+    doc = cli_json("53_milabench-pr269-stderr-prefixed-timeout-at-nccl-work.log")
+    assert errors_of(doc) == {"nccl_timeout": 9}
+    # the line is hard-wrapped after `last enqueued `: the queue's numbers are on the next line
+    assert doc["errors"][0]["detail"]["seq"] == 2070
+
+
+def test_54_perf_dicts_hard_wrapped_by_the_terminal_keep_their_step_time():
+    parsed = api("54_slime-pr1102-cp2-perf-dicts-hard-wrapped.log")
+    assert [(p.rollout, p.side, p.line) for p in parsed.perf] == [(2, "train", 3), (5, "train", 9)]
+    two, five = parsed.perf
+    assert two.metrics["perf/step_time"] == 14.182998418807983
+    assert two.metrics["perf/wake_up_time"] == 1.9440078735351562  # `'perf/wake_up_ti` + `me': 1.94...`
+    assert two.salvaged  # the paste's own damage (`':_1.40...`, `'perf/train_timeT: 2.84...`) is left out
+    # perf 5 is cut by the excerpt: the pairs a comma closed, the cut last one left out
+    assert five.metrics["perf/log_probs_time"] == 0.22948408126831055
+    assert "perf/cp_seq_kl_prep_time" not in five.metrics and "perf/step_time" not in five.metrics
+    assert parsed.errors == [] and parsed.steps == []
+
+
+def test_55_torch_oom_naming_two_processes_after_py311_carets():
+    parsed = api("55_verl-issue5840-torch-oom-two-processes-py311-carets.log")
+    assert [(e.cls, e.line) for e in parsed.errors] == [("python_traceback", 5), ("cuda_oom", 5)]
+    oom = parsed.errors[1].detail
+    assert (oom["tried"], oom["gpu"], oom["capacity"], oom["free"], oom["allocated_by_pytorch"]) == (
+        "23.93 GiB", 0, "95.08 GiB", "22.35 GiB", "55.13 GiB")
+    (tb,) = parsed.tracebacks
+    assert (tb.line, tb.exception_line, [f.lineno for f in tb.frames]) == (2, 5, [118])
+
+
+def test_56_heartbeat_monitor_message_wrapped_at_116_columns():
+    parsed = api("56_vlm-r1-issue257-heartbeat-stuck-wrapped-at-116-columns.log")
+    assert [(e.cls, e.line) for e in parsed.errors] == [("nccl_heartbeat_stuck", 2), ("hang", 2)]
+    assert parsed.errors[0].detail["stuck_s"] == 480
+
+
+def test_57_watchdog_timeout_after_interleaved_what_lines():
+    parsed = api("57_open-r1-issue620-interleaved-what-watchdog-timeout-wrapped.log")
+    assert [(e.cls, e.line) for e in parsed.errors] == [("nccl_timeout", 11)]
+    detail = parsed.errors[0].detail
+    assert (detail["op"], detail["seq"], detail["timeout_ms"]) == ("BROADCAST", 4, 1800000)
+
+
+def test_58_raylet_kills_workers_for_memory_pressure_wrapped():
+    parsed = api("58_wmpo-issue3-raylet-memory-pressure-kill-wrapped.log")
+    assert [(e.cls, e.line) for e in parsed.errors] == [("ray_host_oom", 2), ("ray_actor_died", 2)]
+
+
+def test_59_ray_job_status_then_the_tail_of_an_accelerator_error_via_cli():
+    doc = cli_json("59_slime-issue1297-ray-job-status-then-accelerator-error.log")
+    assert errors_of(doc) == {"ray_job_failed": 1, "python_traceback": 9, "cuda_illegal_memory_access": 9}
+    assert doc["errors"][0]["detail"]["exit_code"] == 1
+    (tb,) = doc["tracebacks"]
+    assert (tb["line"], tb["exception_line"], len(tb["frames"])) == (3, 9, 2)
+
+
+def test_60_py313_traceback_with_a_blank_line_after_every_line():
+    parsed = api("60_sglang-jax-pr738-py313-traceback-double-spaced.log")
+    assert [(e.cls, e.line) for e in parsed.errors] == [("python_traceback", 1)]
+    (tb,) = parsed.tracebacks
+    assert tb.exception is None and len(tb.frames) == 8  # cut after the last frame's header
+    assert tb.frames[1].code == "return runner.run(main)"  # the `~~~^^^` line is no code

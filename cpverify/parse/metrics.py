@@ -8,8 +8,8 @@ import functools
 import re
 from dataclasses import dataclass, field
 
-from cpverify.parse.dicts import _SALVAGE_PAIR
-from cpverify.parse.records import UNKNOWN_ROLLOUT, PerfRecord
+from cpverify.parse.dicts import _SALVAGE_PAIR, parse_dict
+from cpverify.parse.records import UNKNOWN_ROLLOUT, PerfRecord, StepRecord
 
 # slime's logger.info(f"{kind} {n}: {dict}"); rollout/eval dicts are recognised, not kept.
 RECORD = re.compile(r"(?<![\w/.-])(critic-step|step|perf|rollout|eval) (\d+): (\{.*)$")
@@ -69,6 +69,15 @@ def record_match(msg: str) -> re.Match[str] | None:
     return RECORD.search(msg, max(0, digits - _RECORD_WORD))
 
 
+def record_of(kind: str, index: int, body: str, actor: str | None, lineno: int) -> StepRecord | PerfRecord:
+    """The record of `kind index: body` (a step, critic-step or perf dict's text) at line `lineno`."""
+    metrics, salvaged = parse_dict(body)
+    if kind == "perf":
+        metrics = normalise_perf(metrics)
+        return PerfRecord(index, perf_side(metrics, actor), lineno, metrics, salvaged)
+    return StepRecord(index, lineno, metrics, kind, salvaged)
+
+
 def memory_match(msg: str) -> re.Match[str] | None:
     """MEMORY.search(msg), from the first `Memory-Usage ` (or the `[Rank ` just before it)."""
     at = msg.find("Memory-Usage ")
@@ -85,6 +94,57 @@ def fragment_pairs(msg: str) -> list[tuple[str, float]]:
     if not pairs or _LETTER.search(_SALVAGE_PAIR.sub("", msg)):
         return []
     return pairs
+
+
+# A terminal hard-wraps a line only at its width, and no terminal is this narrow: a shorter line
+# that stops inside a dict was cut, not wrapped.
+MIN_WRAP_WIDTH = 60
+
+
+@dataclass(slots=True)
+class WrappedRecord:
+    """A slime record whose dict did not close on its line: a terminal may have hard-wrapped it.
+
+    A wrap splits a line at the terminal's width without adding a character, so every piece but
+    the last is as wide as the first; the pieces follow without a Ray prefix or a record of their
+    own. They are joined until the dict closes. A record that never does (the paste or the log
+    was cut) keeps the pairs a comma closed: its last number may have been cut inside.
+    """
+
+    kind: str
+    index: int
+    body: str  # the dict's text so far
+    actor: str | None
+    line: int
+    msg: str  # the first line's message
+    at: int  # where the record starts in it
+    width: int  # the first line's width
+    last_width: int = 0  # the width of the last piece joined
+    head_len: int = 0  # the length of the first line's part of body
+
+    def __post_init__(self) -> None:
+        self.last_width, self.head_len = self.width, len(self.body)
+
+    def join(self, piece: str, width: int, limit: int) -> bool:
+        """Join `piece` (the next line, `width` wide, no Ray prefix) when it can be the next piece:
+        the last piece was as wide as the first, and it starts no record of its own."""
+        if self.last_width < self.width - 1 or record_match(piece) is not None or len(self.body) + len(piece) > limit:
+            return False
+        self.body += piece
+        self.last_width = width
+        return True
+
+    @property
+    def closed(self) -> bool:
+        return self.body.rstrip().endswith("}")
+
+    @property
+    def unclosed(self) -> str:
+        """The dict's text as far as it can be trusted: its first line alone when nothing was
+        joined to it (as any line is read), else up to its last comma."""
+        if len(self.body) == self.head_len:
+            return self.body
+        return self.body[: self.body.rfind(",") + 1]
 
 
 @dataclass

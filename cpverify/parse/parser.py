@@ -21,7 +21,15 @@ from cpverify.credentials import is_secret_name
 from cpverify.parse.bars import Bar, last_bar
 from cpverify.parse.dicts import parse_dict
 from cpverify.parse.line_text import REPEATED, excerpt, unprefixed
-from cpverify.parse.metrics import Fragment, fragment_pairs, memory_match, normalise_perf, perf_side, record_match
+from cpverify.parse.metrics import (
+    MIN_WRAP_WIDTH,
+    Fragment,
+    WrappedRecord,
+    fragment_pairs,
+    memory_match,
+    record_match,
+    record_of,
+)
 from cpverify.parse.nccl import NcclLines
 from cpverify.parse.records import (
     MAX_CONFLICTS,
@@ -35,7 +43,6 @@ from cpverify.parse.records import (
     NcclFacts,
     ParsedLog,
     PerfRecord,
-    StepRecord,
     TimerRecord,
     _finite_value,
 )
@@ -124,7 +131,9 @@ class LogParser:
         self._tracebacks = Tracebacks(self._log.tracebacks)
         self._nccl = NcclLines(self._log.nccl)
         self._records: dict[str, list[ErrorRecord]] = {}  # class -> its records (fine and coarse twin)
-        self._held: tuple[Signature, str, int, str | None] | None = None  # a message that may go on
+        # a message that may go on: an error message (its signature, text, line, actor) or a record
+        self._held: tuple[Signature, str, int, str | None] | WrappedRecord | None = None
+        self._width = 0  # the width of the physical line (its piece) being read: a hard wrap's measure
         self._elastic = ElasticTable()
         self._megatron_args: dict[str, int] = {}  # cp, dp, tp, pp, world of Megatron's argument dump
         self._slow_bars: dict[str, tuple[Bar, int, str]] = {}  # desc -> a slow bar not finished yet, its line
@@ -168,14 +177,23 @@ class LogParser:
         log = self._log
         nccl = log.nccl
         layout = log.layout
-        perf = sorted(log.perf + self._fragment_records(), key=lambda p: p.line)
+        perf = log.perf + self._fragment_records()
+        steps = list(log.steps)
+        if type(self._held) is WrappedRecord:  # not closed yet: what its first line says, for now
+            held = self._held
+            record = record_of(held.kind, held.index, held.unclosed, held.actor, held.line)
+            if isinstance(record, PerfRecord):
+                perf.append(record)
+            else:
+                steps.append(record)
+        perf = sorted(perf, key=lambda p: p.line)
         errors = [replace(e, detail=dict(e.detail)) for e in log.errors]
         cut = self._tracebacks.open  # the log ends inside a traceback: the run was stopped, and the paste cut
         hang = self._stopped_waiting("a traceback cut before its exception", cut.line) if cut is not None else None
         if hang is not None:
             _insert_by_line(errors, [ErrorRecord("hang", hang["line"], excerpt(hang["msg"], 0), "hang", hang["detail"])])
         return ParsedLog(
-            steps=list(log.steps),
+            steps=steps,
             perf=perf,
             timers=list(log.timers),
             iterations=list(log.iterations),
@@ -220,8 +238,9 @@ class LogParser:
         text = text.rstrip("\n")
         for piece in text.split("\r") if "\r" in text else (text,):
             line = unprefixed(piece)
+            self._width = len(piece)
             if line is None:
-                self._held = None  # a wrapped message does not go on after a blank line
+                self._end_held()  # a wrapped message does not go on after a blank line
                 if self._tracebacks.open is not None:
                     self._tracebacks.idle()
                 continue
@@ -236,7 +255,10 @@ class LogParser:
             self._segment(seg, actor, lineno, repeat)
 
     def _segment(self, msg: str, actor: str | None, lineno: int, repeat: int | None) -> None:
-        if self._held is not None:
+        piece = False  # a piece of a wrapped record: its pairs are the record's, no fragment of their own
+        if type(self._held) is WrappedRecord:
+            piece = self._join_record(msg, actor)
+        elif self._held is not None:
             self._join_held(msg)
         if self._elastic.root_cause_until >= lineno or "Root Cause" in msg or "exitcode" in msg or "received by PID" in msg:
             self._elastic_row(msg, lineno)
@@ -256,7 +278,7 @@ class LogParser:
                 return
         if ".. " in msg and self._megatron_argument(msg, lineno):
             return
-        if "perf/" in msg and self._fragment_line(msg, lineno):
+        if "perf/" in msg and not piece and self._fragment_line(msg, lineno):
             return
         if "s/it]" in msg:
             self._bar(msg, lineno)
@@ -270,17 +292,43 @@ class LogParser:
         kind, index = m.group(1), integer(m.group(2))
         if kind in ("rollout", "eval") or index is None:
             return True  # known dicts, not part of the contract: never mistaken for errors
-        metrics, salvaged = parse_dict(m.group(3))
-        if kind == "perf":
-            metrics = normalise_perf(metrics)
-            self._log.perf.append(PerfRecord(index, perf_side(metrics, actor), lineno, metrics, salvaged))
+        body = m.group(3)
+        if self._width >= MIN_WRAP_WIDTH and not body.rstrip().endswith("}"):
+            self._held = WrappedRecord(kind, index, body, actor, lineno, msg, m.start(), self._width)
             return True
+        self._store_record(kind, index, body, actor, lineno, msg, m.start())
+        return True
+
+    def _store_record(self, kind: str, index: int, body: str, actor: str | None, lineno: int, msg: str,
+                      at: int) -> None:
+        """Keep a record (`at`: where it starts in `msg`, its first line)."""
+        record = record_of(kind, index, body, actor, lineno)
+        if isinstance(record, PerfRecord):
+            self._log.perf.append(record)
+            return
         last = self._last_step.get(kind)
         if last is not None and index < last:
-            self._error("run_restarted", lineno, msg, m.start(), {"step": index, "after_step": last, "kind": kind})
+            self._error("run_restarted", lineno, msg, at, {"step": index, "after_step": last, "kind": kind})
         self._last_step[kind] = index
-        self._log.steps.append(StepRecord(index, lineno, metrics, kind, salvaged))
+        self._log.steps.append(record)
+
+    def _join_record(self, msg: str, actor: str | None) -> bool:
+        """The line after a record that did not close: True when it is the record's next piece."""
+        held = self._held
+        assert type(held) is WrappedRecord
+        if actor is not None or not held.join(msg, self._width, MAX_LINE_BYTES):
+            self._end_held()
+            return False
+        if held.closed:
+            self._held = None
+            self._store_record(held.kind, held.index, held.body, held.actor, held.line, held.msg, held.at)
         return True
+
+    def _end_held(self) -> None:
+        """No more pieces: a record that never closed is read as far as it goes."""
+        held, self._held = self._held, None
+        if type(held) is WrappedRecord:
+            self._store_record(held.kind, held.index, held.unclosed, held.actor, held.line, held.msg, held.at)
 
     def _memory(self, msg: str, actor: str | None, lineno: int) -> bool:
         m = memory_match(msg)

@@ -181,9 +181,11 @@ def coarse_class(cls: str) -> str:
 
 _NCCL_TIMEOUT_DETAIL = _fields(
     op=r"OpType=(\w+)",
-    seq=r"SeqNum=(\d+)",
+    seq=r"(?:SeqNum=|[Tt]imeout (?:at NCCL work|is detected by watchdog at work): )(\d+)",
     timeout_ms=r"Timeout\(ms\)=(\d+)",
     ran_ms=r"ran for (\d+) milliseconds",
+    last_enqueued=r"last enqueued NCCL work: (\d+)",
+    last_completed=r"last completed NCCL work: (\d+)",
 )
 _OOM_DETAIL = _fields(
     tried=r"Tried to allocate ([\d.]+ [KMGT]?i?B)",
@@ -197,7 +199,12 @@ _OOM_DETAIL = _fields(
 # Every trigger contains a GATE_TOKENS word, case-insensitively (tests/test_logs.py checks it).
 SIGNATURES: tuple[Signature, ...] = (
     # NCCL / torch.distributed
-    _sig("nccl_timeout", "collective operation timeout", detail=_NCCL_TIMEOUT_DETAIL),
+    # ProcessGroupNCCL's watchdog: checkTimeout's `Watchdog caught collective operation timeout:
+    # WorkNCCL(SeqNum=...)`, then watchdogHandler's own line, `Timeout at NCCL work: N, last enqueued
+    # NCCL work: M, last completed NCCL work: K.` (torch 2.4-2.6; newer: `Work timeout is detected by
+    # watchdog at work: N, ...`), which a fragment may hold alone.
+    _sig("nccl_timeout", "collective operation timeout", "Timeout at NCCL work: ",
+         "Work timeout is detected by watchdog", detail=_NCCL_TIMEOUT_DETAIL),
     _sig(
         "dist_store_timeout",
         "DistStoreError",
