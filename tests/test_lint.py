@@ -425,6 +425,38 @@ def test_a_dropped_line_continuation_loses_the_flags_after_it():
     assert by_flag(findings, "--advantage-estimator")[0].severity == ERROR
 
 
+ISSUE_SCRIPTS = DATA / "issue-scripts"
+
+
+def test_a_paste_of_argument_arrays_alone_gives_train_py_their_options():
+    """An issue often quotes only a script's arrays: every line in `NAME=(...)` is a word of it, never
+    a command of its own, and together the arrays are what train.py is given."""
+    text = (ISSUE_SCRIPTS / "slime-issue1321-ppo-argument-arrays.sh").read_text(encoding="utf-8")
+    cmd = parse_command(text)
+    assert cmd.cut_off == []
+    assert [cmd.value(f) for f in ("--hf-checkpoint", "--tensor-model-parallel-size", "--rollout-batch-size",
+                                   "--adam-beta2")] == ["GLM/GLM-Z1-9B-0414/", "2", "16", "0.98"]
+    assert parallel_layout(cmd)["tp"] == 2
+    findings = lint_argv(text)
+    assert [f.flag for f in findings if f.severity == ERROR] == []
+    # the command itself, its environment and its MODEL_ARGS are not in the paste: lint cannot tell
+    assert {"--num-layers", "CUDA_DEVICE_MAX_CONNECTIONS"} <= {f.flag for f in findings if f.severity == WARNING}
+
+
+def test_argument_arrays_alone_still_show_what_slime_rejects():
+    text = (ISSUE_SCRIPTS / "slime-issue1802-sft-argument-arrays.sh").read_text(encoding="utf-8")
+    assert [f.flag for f in lint_argv(text) if f.severity == ERROR] == ["--use-dynamic-batch-size"]
+
+
+@pytest.mark.parametrize("layout", ["one line", "many lines"])
+def test_an_array_line_is_never_the_command_even_before_a_train_py_line(layout):
+    arrays = ("PERF=(--tensor-model-parallel-size 2 --context-parallel-size 2)" if layout == "one line"
+              else "PERF=(\n   --tensor-model-parallel-size 2\n   --context-parallel-size 2\n)")
+    text = f"{arrays}\npython3 train.py ${{PERF[@]}} --rollout-batch-size 8\n"
+    cmd = parse_command(text)
+    assert (cmd.value("--context-parallel-size"), cmd.value("--rollout-batch-size"), cmd.opaque) == ("2", "8", [])
+
+
 # --- the real entry point ---------------------------------------------------------------------------
 
 

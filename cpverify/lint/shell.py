@@ -12,6 +12,7 @@ from cpverify.errors import InputError
 from cpverify.lint.flags import flag_specs, is_option
 
 TRAIN_SCRIPTS = ("train.py", "train_async.py")
+NOT_PASTED = "the train.py command, not in the paste"  # what a paste of argument arrays alone leaves out
 
 
 @dataclass
@@ -171,18 +172,29 @@ def parse_command(command: str | Sequence[str], *, env: dict[str, str] | None = 
     from it by a missing backslash.
     """
     commands = _commands(command)
-    index = next((i for i, c in enumerate(commands) if any(_is_train(w) for w in c)), None)
+    in_array = _array_lines(commands)  # `NAME=(` ... `)`: a line in it is a word list, no command
+    index = next((i for i, c in enumerate(commands) if not in_array[i] and any(_is_train(w) for w in c)), None)
     if index is None:  # no train.py: the command with the first --flag
-        index = next((i for i, c in enumerate(commands) if any(is_option(w) for w in c)), 0)
+        index = next((i for i, c in enumerate(commands) if not in_array[i] and any(is_option(w) for w in c)), None)
     scope = _ShellScope()
-    for words in commands[:index]:
+    for words in commands[: len(commands) if index is None else index]:
         scope.run(words)
+    arrays_only = index is None and bool(scope.arrays)
+    if arrays_only:
+        # Only arrays (an issue quotes its CKPT_ARGS=(...), ROLLOUT_ARGS=(...)): slime's scripts pass
+        # every one of them to train.py, so together they are its options -- some of them: the
+        # command, its environment and its other arrays (MODEL_ARGS) are not in the paste.
+        commands, index = [*commands, [f"${{{name}[@]}}" for name in scope.arrays]], len(commands)
+    index = index or 0
     words = commands[index] if commands else []
     start = next((i + 1 for i, w in enumerate(words) if _is_train(w)), None)
     if start is None:  # just flags, or `python -u something --flags`: options begin at the first --flag
-        start = next((i for i, w in enumerate(words) if is_option(w)), len(words))
+        start = next((i for i, w in enumerate(words) if is_option(w) or _OPAQUE.match(w)), len(words))
     parsed = ParsedCommand(env={**(env or {}), **scope.exported})
     _read_launcher(words[:start], scope, parsed)
+    if arrays_only:
+        parsed.opaque.append(NOT_PASTED)
+        parsed.env_unknown = NOT_PASTED
     unseen = False  # after an opaque ${ARRAY[@]}: its last flag, which lint cannot see, may take the words
     for word in scope.expand_arrays(words[start:]):
         if word.startswith("$") and _OPAQUE.match(word) and scope.expand(word) == word:
@@ -203,6 +215,17 @@ def parse_command(command: str | Sequence[str], *, env: dict[str, str] | None = 
             break
         parsed.cut_off.append(words)
     return parsed
+
+
+def _array_lines(commands: list[list[str]]) -> list[bool]:
+    """Per command: whether it lies inside a multi-line `NAME=(...)` (its first line included)."""
+    inside, out = False, []
+    for words in commands:
+        opens = not inside and _ARRAY_START.match(words[0]) is not None
+        out.append(inside or opens)
+        if opens or inside:
+            inside = not any(w.endswith(")") for w in (words if inside else [words[0].split("=(", 1)[1], *words[1:]]))
+    return out
 
 
 def _takes_another(flag: str, values: list[str]) -> bool:
