@@ -1338,6 +1338,23 @@ def test_a_wrapped_record_ends_at_a_blank_line_a_ray_prefix_or_another_record():
         assert "perf/step_time" not in perf.metrics, after
 
 
+@pytest.mark.parametrize("code, signal", [(-9, "SIGKILL"), (-11, "SIGSEGV"), (1, None)])
+def test_a_dead_sglang_scheduler_is_a_startup_failure_with_the_exit_code_of_the_next_line(code, signal):
+    parsed = parse_lines(["[07-01 15:20:44] Rank 1 scheduler is dead. Please check if there are relevant logs.",
+                          f"[07-01 15:20:46] Exit code: {code}"])
+    (failure,) = [e for e in parsed.errors if e.cls == "sglang_server_startup_failure"]
+    assert (failure.line, failure.coarse, failure.detail["rank"], failure.detail["exit_code"]) == (
+        1, "sglang_startup_failure", 1, code)
+    assert failure.detail.get("signal") == signal
+
+
+def test_only_the_line_right_after_a_dead_scheduler_gives_its_exit_code():
+    parsed = parse_lines(["Rank 0 scheduler is dead. Please check if there are relevant logs.", "something else",
+                          "Exit code: -9"])
+    assert "exit_code" not in parsed.first_error("sglang_server_startup_failure").detail
+    assert parse_lines(["Exit code: -9"]).errors == []  # alone it says nothing of what exited
+
+
 def test_gzip_and_utf16_through_stdin_and_the_cli(tmp_path):
     import gzip as gz
 

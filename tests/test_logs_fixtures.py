@@ -584,3 +584,10 @@ def test_60_py313_traceback_with_a_blank_line_after_every_line():
     (tb,) = parsed.tracebacks
     assert tb.exception is None and len(tb.frames) == 8  # cut after the last frame's header
     assert tb.frames[1].code == "return runner.run(main)"  # the `~~~^^^` line is no code
+
+
+def test_61_sglang_scheduler_killed_at_start_up_via_cli():
+    doc = cli_json("61_sglang-issue15235-scheduler-dead-exit-code-minus-9.log")
+    assert errors_of(doc) == {"sglang_server_startup_failure": 1, "sglang_startup_failure": 1, "python_traceback": 3}
+    detail = doc["errors"][0]["detail"]
+    assert (detail["rank"], detail["exit_code"], detail["signal"]) == (0, -9, "SIGKILL")

@@ -134,6 +134,10 @@ class WrappedRecord:
         self.last_width = width
         return True
 
+    def record(self) -> StepRecord | PerfRecord:
+        """The record as far as it goes."""
+        return record_of(self.kind, self.index, self.unclosed, self.actor, self.line)
+
     @property
     def closed(self) -> bool:
         return self.body.rstrip().endswith("}")

@@ -177,23 +177,16 @@ class LogParser:
         log = self._log
         nccl = log.nccl
         layout = log.layout
-        perf = log.perf + self._fragment_records()
-        steps = list(log.steps)
-        if type(self._held) is WrappedRecord:  # not closed yet: what its first line says, for now
-            held = self._held
-            record = record_of(held.kind, held.index, held.unclosed, held.actor, held.line)
-            if isinstance(record, PerfRecord):
-                perf.append(record)
-            else:
-                steps.append(record)
-        perf = sorted(perf, key=lambda p: p.line)
+        held = self._held.record() if type(self._held) is WrappedRecord else None  # not closed yet: so far
+        perf = sorted([*log.perf, *self._fragment_records(), *([held] if isinstance(held, PerfRecord) else [])],
+                      key=lambda p: p.line)
         errors = [replace(e, detail=dict(e.detail)) for e in log.errors]
         cut = self._tracebacks.open  # the log ends inside a traceback: the run was stopped, and the paste cut
         hang = self._stopped_waiting("a traceback cut before its exception", cut.line) if cut is not None else None
         if hang is not None:
             _insert_by_line(errors, [ErrorRecord("hang", hang["line"], excerpt(hang["msg"], 0), "hang", hang["detail"])])
         return ParsedLog(
-            steps=steps,
+            steps=[*log.steps, *([held] if held is not None and not isinstance(held, PerfRecord) else [])],
             perf=perf,
             timers=list(log.timers),
             iterations=list(log.iterations),
@@ -546,12 +539,16 @@ class LogParser:
             if repeat:
                 detail["repeated"] = repeat
             self._error(sig.cls, lineno, msg, m.start() if m else msg.find(trigger), detail)
+            if sig.then is not None and self._held is None:
+                self._held = (sig, msg, lineno, actor)
 
     def _join_held(self, msg: str) -> None:
         """The line after a message cut short: a terminal's hard wrap split it without a character."""
         sig, head, lineno, actor = self._held  # type: ignore[misc]
         self._held = None
         if sig.cls in self._seen or sig.regex is None:
+            if sig.then is not None:
+                self._enrich(sig.cls, sig.then(msg))
             return
         joined = head + msg
         m = sig.regex.search(joined)

@@ -59,11 +59,14 @@ class Signature:
     # A line holding one of these is no such error, whatever else it says (torch_memory_saver's
     # `CUDA_ERROR_OUT_OF_MEMORY (may not be an issue ...)`: the allocator frees its cache and retries).
     unless: tuple[str, ...] = ()
+    # The detail the next line may add, whatever it holds (SGLang logs a dead scheduler's exit code
+    # on the line after, in words the gate does not know).
+    then: Callable[[str], dict[str, Any]] | None = None
 
 
 def _sig(cls: str, *triggers: str, rx: str | None = None, detail=None, joins=False, enriches=False,
-         unless: tuple[str, ...] = ()) -> Signature:
-    return Signature(cls, triggers, re.compile(rx) if rx else None, detail, joins, enriches, unless)
+         unless: tuple[str, ...] = (), then=None) -> Signature:
+    return Signature(cls, triggers, re.compile(rx) if rx else None, detail, joins, enriches, unless, then)
 
 
 def _fields(**patterns: str) -> Callable[[re.Match[str] | None, str], dict[str, Any]]:
@@ -94,6 +97,16 @@ def _launcher_failed(_m: re.Match[str] | None, text: str) -> dict[str, Any]:
 
 
 _EXITCODE = re.compile(r"exitcode\s*:\s*(-?\d{1,4})\b")
+_PROCESS_EXIT = re.compile(r"\bExit code: (-?\d{1,4})\s*$")
+
+
+def _process_exit(text: str) -> dict[str, Any]:
+    """A multiprocessing exit code as SGLang logs it (`Exit code: -9`): a negative one is a signal."""
+    found = _PROCESS_EXIT.search(text)
+    if found is None:
+        return {}
+    code = int(found.group(1))
+    return {"exit_code": code, **(signal_detail(-code) if code < 0 else {})}
 _RAY_EXIT_TYPE = re.compile(r"Worker exit type: ([A-Z_]{1,40})")
 _RAY_EXIT_DETAIL = re.compile(r"Worker exit detail: (.{1,300}?)(?= There are some| Some common|$)")
 
@@ -359,6 +372,10 @@ SIGNATURES: tuple[Signature, ...] = (
     _sig("ray_placement_group_wait", "Waiting for placement group", detail=_fields(elapsed_s=r"elapsed ([\d.]+)s")),
     # SGLang (and slime's view of it)
     _sig("sglang_server_startup_failure", "Initialization failed", "Server process terminated unexpectedly"),
+    # SGLang's engine, a scheduler process dead before it was ready (_wait_for_scheduler_ready): `Rank N
+    # scheduler is dead. Please check if there are relevant logs.`, then `Exit code: N` (-9: SIGKILL).
+    _sig("sglang_server_startup_failure", "scheduler is dead. Please check", rx=r"Rank (\d+) scheduler is dead",
+         detail=lambda m, _t: {"rank": int(m.group(1))} if m else {}, then=_process_exit),
     _sig("sglang_scheduler_exception", "Scheduler hit an exception", "Exception in run_scheduler_process"),
     _sig("sglang_child_process_failed", "It usually means the child failed", "Child process unexpectedly failed",
          detail=_fields(exit_code=r"with an exit code (-?\d+)")),  # SGLang's engine: SIGQUIT, or older SIGCHLD
@@ -452,7 +469,7 @@ GATE_TOKENS = (
     "size of the tensor",
     "shapes cannot",
     "invalid for input of size",
-    "actor is dead",
+    " is dead",  # Ray's `The actor is dead because ...`, SGLang's `Rank 0 scheduler is dead.`
     "root cause",
     "exitcode",
     "received by pid",
