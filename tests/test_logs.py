@@ -1567,6 +1567,8 @@ _EXCEPTIONS = [
     "RuntimeError: CUDA error: an illegal memory access was encountered",
     "RuntimeError: world_size (8) is not divisible by expert_tensor_model_pipeline_parallel size (16)",
     "ray.exceptions.RayTaskError(ValueError): ray::RolloutManager.generate() (pid=918378, ip=10.0.0.1)",
+    "Exception: Capture cuda graph failed: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed",
+    "ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)",
 ]
 
 
@@ -1584,6 +1586,20 @@ def test_a_traceback_without_its_header_gives_what_it_gives_with_it(frames, exce
     assert traceback.line == len(body) + 1  # the exception's line: nothing above it says "traceback"
     assert (traceback.detail["exception"], traceback.detail["frames_from"]) == (exception.split(":")[0], 1)
     assert headed.first_error("python_traceback").detail["exception"] == exception.split(":")[0]
+
+
+@settings(max_examples=100, deadline=None)
+@given(frames=st.lists(st.sampled_from(_FRAMES), min_size=1, max_size=4), exception=st.sampled_from(_EXCEPTIONS),
+       depth=st.integers(0, 3), prefix=st.sampled_from(["", ACTOR]))
+def test_an_exception_groups_margin_hides_nothing_of_its_tracebacks(frames, exception, depth, prefix):
+    """Python 3.11+ prints the tracebacks inside an exception group behind a margin (`  | `, nested
+    ones further in, the first line `  + Exception Group Traceback ...`)."""
+    lines = ["Traceback (most recent call last):", *(line for pair in frames for line in pair), exception]
+    margin = " " * (2 + 2 * depth)
+    grouped = [prefix + margin + ("+ " if i == 0 else "| ") + line for i, line in enumerate(lines)]
+    plain, seen = parse_lines([prefix + line for line in lines]), parse_lines(grouped)
+    assert [(tb.exception, tb.frames) for tb in seen.tracebacks] == [(tb.exception, tb.frames) for tb in plain.tracebacks]
+    assert seen.error_classes() == plain.error_classes()
 
 
 def test_frames_that_end_in_no_exception_are_no_traceback_error():

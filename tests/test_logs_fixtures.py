@@ -591,3 +591,22 @@ def test_61_sglang_scheduler_killed_at_start_up_via_cli():
     assert errors_of(doc) == {"sglang_server_startup_failure": 1, "sglang_startup_failure": 1, "python_traceback": 3}
     detail = doc["errors"][0]["detail"]
     assert (detail["rank"], detail["exit_code"], detail["signal"]) == (0, -9, "SIGKILL")
+
+
+def test_62_a_bare_exception_ends_the_sglang_schedulers_start_up_traceback():
+    parsed = api("62_sglang-issue4205-bare-exception-capture-cuda-graph-failed.log")
+    assert [(e.cls, e.line) for e in parsed.errors] == [
+        ("python_traceback", 3), ("sglang_server_startup_failure", 18), ("sglang_startup_failure", 18)]
+    (tb,) = parsed.tracebacks
+    assert (tb.exception_line, len(tb.frames), tb.frames[-1].func) == (18, 7, "__init__")
+    assert tb.exception.startswith("Exception: Capture cuda graph failed")
+
+
+def test_63_nested_exception_group_tracebacks_behind_their_margins():
+    parsed = api("63_anyio-issue863-nested-exception-group-tracebacks.log")
+    assert [(e.cls, e.line) for e in parsed.errors] == [("python_traceback", 5)]
+    assert parsed.errors[0].detail == {"exception": "ExceptionGroup", "frames_from": 1}
+    assert [(tb.line, tb.exception_line, len(tb.frames)) for tb in parsed.tracebacks] == [
+        (1, 5, 2), (7, 12, 2), (14, 17, 1), (22, None, 1)]
+    assert parsed.tracebacks[2].exception == "Exception: Something went wrong"
+    assert parsed.tracebacks[2].frames[0].code == 'raise Exception("Something went wrong")'

@@ -3,7 +3,9 @@
 A traceback (`tracebacks` of the parse) is its header line, its frames with their source line
 and the exception line that ends it. A paste may lose the header (and Ray prints none for a
 remote one): frames alone open one. One cut before its exception is given up after a few lines
-without a frame. torchrun prefixes each rank's line with `[rankN]:`, which is taken off.
+without a frame. torchrun prefixes each rank's line with `[rankN]:`, which is taken off, and so
+is the margin Python 3.11+ draws around an exception group's tracebacks (`  + Exception Group
+Traceback ...`, then `  | ` before each of its lines, nested ones further in).
 """
 
 from __future__ import annotations
@@ -22,7 +24,11 @@ _PATIENCE = 8  # lines without a frame before a cut traceback is given up
 _RANK_PREFIX = re.compile(r"^\[rank\d+\]:\s?")
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)(?:, in (.+?))?\s*$')
 _CARETS = re.compile(r"^\s*[\^~]+\s*$")
-_EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*?(?:Error|Exception|Interrupt|Exit)(?:\([\w.]*\))?)(?::\s*(.*))?$")
+# `RuntimeError: ...`, `torch.OutOfMemoryError`, and the bare base classes: SGLang raises `Exception(...)`,
+# asyncio's TaskGroup an `ExceptionGroup`.
+_EXCEPTION = re.compile(r"^((?:[A-Za-z_][\w.]*?(?:Error|Exception|Interrupt|Exit|ExceptionGroup)|Exception|ExceptionGroup)"
+                        r"(?:\([\w.]*\))?)(?::\s*(.*))?$")
+_GROUP_MARGIN = re.compile(r"^\s*[|+] ")  # traceback.TracebackException.format of an exception group
 # An exception under these SGLang frames is a server that never came up.
 _SGLANG_STARTUP_FUNCS = frozenset(
     {
@@ -36,6 +42,7 @@ _SGLANG_STARTUP_FUNCS = frozenset(
         "launch_engine",
         "load_model",
         "init_memory_pool",
+        "init_cuda_graphs",
     }
 )
 # An exception that says someone stopped waiting: Ctrl-C, a wait that timed out (ray.get's GetTimeoutError).
@@ -82,6 +89,8 @@ class Tracebacks:
         """(whether the line was a traceback line only, the traceback it ended)."""
         if msg.startswith("[rank"):  # torchrun's per-rank prefix: "[rank0]:   File ..."
             msg = _RANK_PREFIX.sub("", msg, count=1)
+        if "| " in msg or "+ " in msg:
+            msg = _GROUP_MARGIN.sub("", msg, count=1)
         if TB_HEADER in msg:
             self._start(lineno, headed=True)
             return False, None  # the header is classified (python_traceback, or what precedes it)
