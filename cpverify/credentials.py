@@ -329,8 +329,10 @@ _PEM_BLANK = re.compile(r"\s*(?:\([^()\n]*\))?\s*")  # escape sequences are spac
 # The separator: `=` or `:`; the dots of an argument dump (Megatron's `_print_args`, as slime prints
 # it: `  wandb_key ....... VALUE`, as many dots as the name is short), whose value is the rest of
 # the line; or, for a --flag only, a space or a comma between quoted words (an argv list's repr).
+# A quoted value may lack its closing quote where the line ends: an excerpt or a table cell cut it.
 _VALUE = re.compile(r"""(?P<sep>[ \t]*[=:][ \t]*|(?P<dots>[ \t]+\.+[ \t]+)|[ \t]+|,[ \t]*(?=["']))"""
-                    r"""(?P<value>\\"(?:[^"\\\n]|\\[^"])*\\"|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|[^\s,;'"}\])]+)""")
+                    r"""(?P<value>\\"(?:[^"\\\n]|\\[^"])*(?:\\"|$)|"(?:[^"\\\n]|\\.)*(?:"|$)|'(?:[^'\\\n]|\\.)*(?:'|$)"""
+                    r"""|[^\s,;'"}\])]+)""", re.MULTILINE)
 _SCHEMES = {"bearer", "basic", "token", "digest", "negotiate", "ntlm", "apikey", "key"}
 
 # The gate: a line that holds none of these words (lower-cased) can hold no value-shaped secret and no

@@ -312,3 +312,31 @@ def test_pair_names_are_found_as_the_pattern_finds_them(text):
     from cpverify.pair_names import NAME, names
 
     assert [m.span() for m in names(text)] == [m.span() for m in NAME.finditer(text)]
+
+
+_KEY = "3f9a1c0e7b2d4a6f8e0c1b3d5f7a9c2e4b6d8f0a"
+_QUOTED_SECRETS = [  # a secret in quotes, as an argv list's repr, a JSON env, a shell word print it
+    f"subprocess.CalledProcessError: Command '['python3', 'train.py', '--wandb-key', '{_KEY}', '--x']' returned 1.",
+    f'--runtime-env-json={{"env_vars": {{"WANDB_API_KEY": "{_KEY}", "NCCL_DEBUG": "INFO"}}}}',
+    f'ray job submit -- python3 train.py --wandb-key "{_KEY}" --use-wandb',
+]
+
+
+@pytest.mark.parametrize("line", _QUOTED_SECRETS)
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_a_quoted_secret_cut_by_an_excerpt_or_a_table_cell_shows_none_of_itself(line, data):
+    """A table cell or an excerpt cuts a line where its width ends, maybe inside a quoted secret, before
+    the terminal's redaction sees it: the cut value, its closing quote gone, is a value all the same."""
+    start = line.index(_KEY)
+    cut = data.draw(st.integers(start + 4, start + len(_KEY)))
+    shown = Redactor(identity=False)(line[:cut])
+    assert not any(_KEY[i:i + 4] in shown for i in range(len(_KEY) - 3)), shown
+
+
+def test_cpverify_parse_shows_no_part_of_a_key_its_error_table_cuts(tmp_path, capsys):
+    log = tmp_path / "arm.log"
+    log.write_text(_QUOTED_SECRETS[0] + "\n", encoding="utf-8")  # the key lies across the table's 100th column
+    assert main(["parse", str(log)]) == 0
+    table = capsys.readouterr().out
+    assert "subprocess_failed" in table and not any(_KEY[i:i + 4] in table for i in range(len(_KEY) - 3))
