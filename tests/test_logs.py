@@ -843,6 +843,22 @@ def test_ansi_carriage_returns_and_repeated_suffix_on_one_physical_line():
     assert [(p.side, p.line) for p in parsed.perf] == [("train", 3)]  # bare `[36m` remnant stripped
 
 
+RAY_DEDUP_NOTE = ("(Ray deduplicates logs by default. Set RAY_DEDUP_LOGS=0 to disable log deduplication, or see "
+                  "https://docs.ray.io/en/master/ray-observability/user-guides/configure-logging.html#log-deduplication "
+                  "for more options.)")
+
+
+@pytest.mark.parametrize("note", ["", " " + RAY_DEDUP_NOTE, " " + RAY_DEDUP_NOTE + "   "])
+def test_the_first_deduplicated_line_and_rays_note_after_it_read_as_any_other(note):
+    """Ray appends its note to the first line it deduplicates in a session: the line is read all the same."""
+    timeout = ERROR_LINES[0][0]
+    parsed = parse_lines([ACTOR + STEP3 + " [repeated 2x across cluster]" + note,
+                          ACTOR + timeout + " [repeated 7x across cluster]" + note])
+    (step,) = parsed.steps
+    assert step.salvaged is False and step.metrics["train/step"] == 3
+    assert parsed.first_error("nccl_timeout").detail["repeated"] == 7
+
+
 def _strip_then_unprefix(seg: str) -> tuple[str | None, str] | None:
     """The reference unprefixed must equal: every colour code removed first, then the prefix."""
     seg = terminal.CSI.sub("", seg)

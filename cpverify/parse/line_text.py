@@ -3,7 +3,9 @@ prefix taken off, and the excerpt of it an error record keeps.
 
   * Ray prefixes a worker's line with its actor, `(MegatronTrainRayActor pid=N, ip=...) `, in
     colour on a TTY; a log copied without the escape character keeps `[36m` remnants.
-  * `[repeated Nx across cluster]` ends a line Ray deduplicated (REPEATED).
+  * `[repeated Nx across cluster]` ends a line Ray deduplicated (REPEATED); the first such line
+    of a session goes on with Ray's note `(Ray deduplicates logs by default. Set RAY_DEDUP_LOGS=0
+    ...)`.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ _PREFIX = re.compile(
     r"(?: \+[\w.]+)?\)(?:\x1b?\[[0-9;]{0,8}m)*\s?"
 )
 _BARE_REMNANT = re.compile(r"^(?:\[[0-9;]{1,8}m)+")
-REPEATED = re.compile(r"\[repeated (\d+)x across cluster\]\s*$")
+REPEATED = re.compile(r"\[repeated (\d+)x across cluster\](?: \(Ray deduplicates logs by default\.[^()]*\))?\s*$")
 
 # Ray prefixes seen, by their text before the `)` (the first in a line that has one): (what
 # follows the `)` up to the message -- colour codes and a blank --, the actor). A log has a few
