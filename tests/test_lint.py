@@ -448,6 +448,16 @@ def test_argument_arrays_alone_still_show_what_slime_rejects():
     assert [f.flag for f in lint_argv(text) if f.severity == ERROR] == ["--use-dynamic-batch-size"]
 
 
+def test_a_bash_x_trace_is_read_as_the_commands_it_traces():
+    """`bash -x` prints each command behind `+ ` (`++ ` one level in), an array as one line: a pasted trace
+    is the script it ran, here cut before its train.py command."""
+    text = (ISSUE_SCRIPTS / "slime-issue1569-bash-x-trace-cut.txt").read_text(encoding="utf-8")
+    cmd = parse_command(text)
+    assert (cmd.value("--num-layers"), cmd.value("--hf-checkpoint"), cmd.value("--rotary-base")) == (
+        "36", "/home/user/Qwen3-4B-Instruct-2507", "5000000")  # CKPT_ARGS's comes last, and wins
+    assert [f.flag for f in lint_argv(text) if f.severity == ERROR] == []
+
+
 @pytest.mark.parametrize("layout", ["one line", "many lines"])
 def test_an_array_line_is_never_the_command_even_before_a_train_py_line(layout):
     arrays = ("PERF=(--tensor-model-parallel-size 2 --context-parallel-size 2)" if layout == "one line"

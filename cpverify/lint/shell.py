@@ -171,7 +171,8 @@ def parse_command(command: str | Sequence[str], *, env: dict[str, str] | None = 
     fill `$NAME` and `${NAME[@]}`, and lines after it that start with a --flag were cut off
     from it by a missing backslash.
     """
-    commands = _commands(command)
+    # `bash -x` prints each command it runs behind `+ ` (`++ ` one level in): the trace of a script
+    commands = [c[1:] if len(c) > 1 and not c[0].strip("+") else c for c in _commands(command)]
     in_array = _array_lines(commands)  # `NAME=(` ... `)`: a line in it is a word list, no command
     index = next((i for i, c in enumerate(commands) if not in_array[i] and any(_is_train(w) for w in c)), None)
     if index is None:  # no train.py: the command with the first --flag
