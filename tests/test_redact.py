@@ -21,19 +21,23 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import cpverify
 from cpverify import redact, report
 from cpverify import verdict as v
 from cpverify.artifacts import RunDir
-from cpverify.credentials import SECRET, TOKEN, Credentials
 from cpverify.model import ArmResult
 from cpverify.parse import ErrorRecord
 from cpverify.redact import (
     GATE_WORDS,
+    SECRET,
+    TOKEN,
     VALUE_KINDS,
+    Credentials,
     LineScrubber,
     Pseudonyms,
     Redactor,
     contains_secret,
+    environment,
     is_secret_name,
     print_json,
     redact_json,
@@ -68,13 +72,13 @@ SECRETS = [HF, GHP, GH_PAT, AWS_ID, AWS_SECRET, WANDB, BEARER, PASSWORD, URL_PAS
 @pytest.fixture
 def this_machine(monkeypatch):
     """Pretend to be a named host with a named user and secrets in the environment."""
-    monkeypatch.setattr(redact.socket, "gethostname", lambda: HOST)
-    monkeypatch.setattr(redact.getpass, "getuser", lambda: USER)
+    monkeypatch.setattr(environment.socket, "gethostname", lambda: HOST)
+    monkeypatch.setattr(environment.getpass, "getuser", lambda: USER)
     monkeypatch.setenv("HOME", "/home/alice")
     monkeypatch.setenv("HF_TOKEN", ENV_ONLY)
-    redact._machine_identity.cache_clear()
+    environment.machine_identity.cache_clear()
     yield
-    redact._machine_identity.cache_clear()
+    environment.machine_identity.cache_clear()
 
 
 PLANTED_TEXT = (
@@ -233,7 +237,7 @@ def test_secret_names(name, secret):
 def test_of_slimes_known_flags_exactly_the_credentials_are_secret():
     """A flag wrongly taken for a secret is masked in commands.sh and the logs: a broken reproduction.
     (--router-request-id-headers holds header names, --...-experts-per-token a count.)"""
-    flags = Path(redact.__file__).with_name("data").joinpath("known_flags.txt").read_text().split()
+    flags = Path(cpverify.__file__).with_name("data").joinpath("known_flags.txt").read_text().split()
     assert [flag for flag in flags if is_secret_name(flag)] == [
         "--router-api-key", "--router-control-plane-api-keys", "--router-oracle-password", "--router-postgres-db-url",
         "--sglang-admin-api-key", "--sglang-api-key", "--sglang-ssl-keyfile-password", "--wandb-key"]
@@ -458,7 +462,7 @@ def _containers(value) -> set[int]:
 @given(JSON_VALUES)
 def test_print_json_prints_json_dumps_of_the_redacted_value(this_machine, value):
     out = io.StringIO()
-    with mock.patch.object(redact, "_JSON_BATCH", 2), contextlib.redirect_stdout(out):  # lists go in pieces
+    with mock.patch.object(redact.terminal, "_JSON_BATCH", 2), contextlib.redirect_stdout(out):  # lists go in pieces
         print_json(value)
     assert out.getvalue() == json.dumps(Redactor().json(value)) + "\n"
 

@@ -1,4 +1,4 @@
-"""cpverify.redact_lines: a block of lines redacted at once is, line for line, what the per-line
+"""cpverify.redact.lines: a block of lines redacted at once is, line for line, what the per-line
 redactor (Redactor.lines) makes of them, on any input: the gate only chooses which lines the rules
 read, never what they make of them. Both engines, any cut of the lines into blocks."""
 
@@ -10,10 +10,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from cpverify import redact
-from cpverify.parse.scan import ENGINES
-from cpverify.redact import Pseudonyms, Redactor
-from cpverify.redact_lines import BlockRedactor
+from cpverify.redact import BlockRedactor, Pseudonyms, Redactor, environment
+from cpverify.redact.lines import ENGINES
 
 # Pieces of what the rules look for, whole and cut, in any case: credentials of several shapes,
 # a PEM block across lines, hosts and addresses of each form identity_of knows, odd Unicode
@@ -47,7 +45,7 @@ SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[Heal
 @pytest.fixture(autouse=True)
 def _machine(monkeypatch: pytest.MonkeyPatch) -> None:
     """This machine as one whose names the rules replace: its host, its user, its home."""
-    monkeypatch.setattr(redact, "_machine_identity", lambda: (("Gpu-Box-7.corp.lan", "Gpu-Box-7"), "alice", "/home/alice"))
+    monkeypatch.setattr(environment, "machine_identity", lambda: (("Gpu-Box-7.corp.lan", "Gpu-Box-7"), "alice", "/home/alice"))
 
 
 def _redactor(identity: bool = True) -> Redactor:

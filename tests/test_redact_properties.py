@@ -309,6 +309,6 @@ _NAME_PIECES = st.sampled_from(["HF_TOKEN", "token", "api_key", "--wandb-key", "
 @given(text=st.lists(st.one_of(_NAME_PIECES, st.text(max_size=4)), max_size=24).map("".join))
 def test_pair_names_are_found_as_the_pattern_finds_them(text):
     """The names of NAME=value pairs, found only around their stems, are every match of the pattern, in order."""
-    from cpverify.pair_names import NAME, names
+    from cpverify.redact.names import NAME, names
 
     assert [m.span() for m in names(text)] == [m.span() for m in NAME.finditer(text)]

@@ -1,7 +1,7 @@
 """A log's lines redacted a block at a time: line for line what Redactor.lines() makes of them, found
 cheaply (the bundle's copy of a given log, the logs in the archive: tens of MiB).
 
-Every rule of cpverify.credentials and Redactor.identity_of runs on a line only where a cheap test
+Every rule of cpverify.redact.credentials and cpverify.redact.identity runs on a line only where a cheap test
 says it can match: a gate word, a literal secret, a name, a pattern such as `\\d.\\d+.\\d+.\\d`. Per
 line, those tests cost more than the rest of a verdict. Here one scan of a block finds the lines
 that hold any of them (Hyperscan, every term at once; where it is not installed, one bytes.find
@@ -22,11 +22,17 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from cpverify.credentials import GATE_WORDS, Credentials
-from cpverify.parse.scan import hyperscan
+from cpverify.redact.credentials import GATE_WORDS, Credentials
 
 if TYPE_CHECKING:
-    from cpverify.redact import Redactor
+    from cpverify.redact.redactor import Redactor
+
+try:  # as cpverify.parse.scan's block scan; the redaction is below the parse, so it asks for itself
+    import hyperscan
+except ImportError:  # no wheels for Linux on ARM: each word is then one bytes.find pass
+    hyperscan = None  # type: ignore[assignment]
+
+ENGINES = ("find",) if hyperscan is None else ("hyperscan", "find")
 
 _NOT_ASCII = re.compile(rb"[\x80-\xff]")
 
@@ -111,7 +117,7 @@ class BlockRedactor:
         self._redactor = redactor
         self._rules = Credentials(redactor.literals)
         self._line = functools.partial(redactor.line_of, self._rules)  # Redactor.lines(), its state in reach
-        engine = engine or ("hyperscan" if hyperscan is not None else "find")
+        engine = engine or ENGINES[0]
         anycase, cased, patterns = redactor.gate_terms()
         self._names, self._known = set(anycase), set(anycase)  # hosts learned after these are scanned apart
         self._fixed = (_Terms(_ascii(only), [], [], engine) if only is not None else
