@@ -3,7 +3,7 @@ by its words (HF_TOKEN, hfToken and --hf-token are hf + token); `names` finds wh
 NAME=value pair can stand in a line; `literal_secret` says which values of secret-named variables
 are worth removing wherever they appear.
 
-A name right after `$` or `${` is a shell reference (commands.sh's ": "${HF_TOKEN:?...}""), not a pair.
+Where `names` finds one: a name right after `$` or `${` is a shell reference (commands.sh's ": "${HF_TOKEN:?...}""), not a pair.
 The lookahead keeps the scan cheap: only names holding a secret-ish word are considered at all; a name starts
 at a dotted run's head (`args.wandb_key`) and looks 128 characters ahead: time linear in a long dotted run.
 A name's dots join words (spring.datasource.password), never end it: `wandb_key .....` is a name and padding.
