@@ -30,7 +30,7 @@ PIECES = [
     "\x1b]8;;https://u:pw12345678@h.lan/\x07link\x1b]8;;\x07", "tqdm \u2588\u2588\u2588 50%", "\ufffd\udcff",
     "Timer actor_train end (elapsed: 2.9s)", "perf/tokens_per_gpu_per_sec': 245.8", "step 3: {'train/loss': 0.1}",
     "SECRET_THING=literal-s3cret-value", "literal-s3cret-value", "gpu-box-7", "GPU-BOX-7.corp.lan", "alice",
-    "/home/alice/ckpt", "ALICE",
+    "/home/alice/ckpt", "ALICE", "GITHUB_PAT=Zq8xV3mN1pL7wR2t", "apiKeyFoo", "--model-path /x", "token.", "keys", "_pat",
 ]
 _WORD = st.one_of(st.sampled_from(PIECES), st.sampled_from(PIECES).map(str.upper),
                   st.sampled_from(PIECES).flatmap(lambda p: st.integers(0, len(p)).map(lambda i: p[:i])),

@@ -14,7 +14,7 @@ what each holds and which of them touch the world).
 """
 
 from cpverify.redact.credentials import (
-    GATE_WORDS,
+    GATE,
     Credentials,
     contains_secret,
     follows_secret_flag,
@@ -28,7 +28,7 @@ from cpverify.redact.redactor import LineScrubber, Redactor, redact_json, redact
 from cpverify.redact.terminal import print_json, redacted_terminal
 from cpverify.redact.values import PRIVATE_KEY, SECRET, TOKEN, VALUE_KINDS, ValueKind
 
-__all__ = ["GATE_WORDS", "PRIVATE_KEY", "SECRET", "TOKEN", "USER", "VALUE_KINDS", "BlockRedactor", "Credentials",
+__all__ = ["GATE", "PRIVATE_KEY", "SECRET", "TOKEN", "USER", "VALUE_KINDS", "BlockRedactor", "Credentials",
            "LineScrubber", "Pseudonyms", "Redactor", "ValueKind", "contains_secret", "follows_secret_flag",
            "is_secret_name", "literal_secret", "literal_worthy", "print_json", "redact_json", "redact_text",
            "redacted_terminal", "scrub_credentials", "secret_arguments", "secret_fragments"]

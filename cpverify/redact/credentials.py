@@ -53,15 +53,25 @@ _VALUE = re.compile(r"""(?P<sep>[ \t]*[=:][ \t]*|(?P<dots>[ \t]+\.+[ \t]+)|[ \t]
                     r"""(?P<value>\\"(?:[^"\\\n]|\\[^"])*\\"|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|[^\s,;'"}\])]+)""")
 _SCHEMES = {"bearer", "basic", "token", "digest", "negotiate", "ntlm", "apikey", "key"}
 
-# The gate: a line that holds none of these words (lower-cased) can hold no value-shaped secret and no
-# secret pair, so the rules never see it -- most lines of a training log (NCCL INFO, access logs,
-# progress bars). benchmarks/scrub_throughput.md measures what it costs.
-# test_redact.py checks that every rule's trigger contains one of them.
-GATE_WORDS = ("://", "-----begin", "hf_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "akia", "asia", "sk-", "k_live_",
-              "k_test_", "xox", "xapp-", "aiza", "pypi-", "npm_", "sg.", "eyj", "nvapi-", "ya29.", "gsk_", "dapi",
-              "local-", "wandb_v1_", "bearer", "basic", *NAME_STEMS,
+# The gate: a line that holds none of these words (lower-cased) and no match of GATE_PATTERNS can hold
+# no value-shaped secret and no secret pair, so the rules never see it -- most lines of a training log
+# (NCCL INFO, access logs, progress bars, metric dicts). benchmarks/scrub_throughput.md measures what it
+# costs. test_redact.py checks that every rule's trigger passes it.
+_ENDING_STEMS = ("token", "pat", "key")  # see GATE_PATTERNS
+GATE_WORDS = ("://", "-----begin", "hf_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "akia", "asia", "sk-",
+              "k_live_", "k_test_", "xox", "xapp-", "aiza", "pypi-", "npm_", "sg.", "eyj", "nvapi-", "ya29.", "gsk_",
+              "dapi", "local-", "wandb_v1_", "bearer", "basic", *(s for s in NAME_STEMS if s not in _ENDING_STEMS),
               # the commands of _COMMAND_PASSWORDS (sshpass: "pass"; every registry tool and wandb: "login")
               "curl", "mysql", "mariadb", "redis-cli", "smbclient", "openssl", "sqlcmd", "mongo", "ldap", "login")
+# The stems a name is secret by only where its last word ends in them (HF_TOKEN, GITHUB_PAT, WANDB_KEY,
+# --api-keys: is_secret_name) or, for a key, after api, access or private (API_KEY_ID): in a line,
+# such a stem is followed by nothing but the separators of a name's words before the name ends (a
+# character no name holds, or a dot that none follows, as cpverify.redact.names reads a name). A metric's
+# `tokens_per_gpu_per_sec`, a `--model-path`, a `keyboard` are none: they no longer send every line of a
+# training log that names one through the rules. Patterns over the line in lower case; no lookaround
+# (Hyperscan has none).
+_NAME_END = r"(?:\.?[_-])*(?:\.?(?:[^A-Za-z0-9_.-]|$)|\.\.)"
+GATE_PATTERNS = (rf"(?:token|pat|keys?){_NAME_END}", r"(?:api|access|private)[_.-]*key")
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
@@ -84,18 +94,18 @@ def _trie(words: Iterable[str]) -> str:
     return build(root)
 
 
-# One line: a single regex call (its fixed cost beats 40 `in` tests); a block: 40 finds over it.
-_GATE_LINE: dict[type, re.Pattern] = {str: re.compile(_trie(GATE_WORDS)), bytes: re.compile(_trie(GATE_WORDS).encode())}
+# One regex for every word and pattern: a single call (its fixed cost beats 40 `in` tests), over a line or a block.
+GATE = re.compile("|".join((_trie(GATE_WORDS), *GATE_PATTERNS)))  # search the text in lower case
+_GATE_LINE: dict[type, re.Pattern] = {str: GATE, bytes: re.compile(GATE.pattern.encode())}
 _NEEDS = re.compile(_trie(word for kind in VALUE_KINDS for word in kind.needs))  # found: some value rule may match
 
 
 def _gated(lines: list, literals: re.Pattern | None) -> list[int]:
     """Indices of the lines (str or bytes, one type) that hold a gate word or a literal secret
     (`literals`: one pattern of them all, of the lines' type)."""
-    gate = _GATE_LINE[type(lines[0])]
     if len(lines) == 1:  # the common streaming case: no join, no offsets
         line = lines[0]
-        return [0] if gate.search(line.lower()) or (literals and literals.search(line)) else []
+        return [0] if _gate_passes(line) or (literals and literals.search(line)) else []
     block = lines[0][:0].join(lines)
     starts, offset = [], 0
     for line in lines:
@@ -112,10 +122,23 @@ def _gated(lines: list, literals: re.Pattern | None) -> list[int]:
 
     # One scan of the gate's trie (cheaper than a find per word once there are 50 words), over the
     # block in lower case, ASCII only: str.lower() may lengthen a text ('İ'): the offsets are the block's.
-    hits(gate, block.lower() if isinstance(block, bytes) or block.isascii() else block.translate(_ASCII_LOWER))
+    ascii_block = block.isascii()
+    hits(_GATE_LINE[type(block)], block.lower() if isinstance(block, bytes) or ascii_block else block.translate(_ASCII_LOWER))
+    if not ascii_block:  # a line the ASCII lower case left a letter of: as the rules read it
+        hot.update(i for i, line in enumerate(lines) if i not in hot and not line.isascii() and _gate_passes(line))
     if literals:
         hits(literals, block)
     return sorted(hot)
+
+
+def _gate_passes(line: str | bytes) -> bool:
+    """Does the gate let one line through? Read in lower case as the rules read a name: str.lower(),
+    which makes the Kelvin sign a k as is_secret_name's lower() and the (?i) of a name's stems do
+    (bytes.lower() leaves it)."""
+    if line.isascii():
+        return _GATE_LINE[type(line)].search(line.lower()) is not None
+    text = line if isinstance(line, str) else line.decode("utf-8", "surrogateescape")
+    return GATE.search(text.lower()) is not None
 
 
 def _redact_pairs(text: str) -> str:

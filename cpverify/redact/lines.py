@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from cpverify.redact.credentials import GATE_WORDS, Credentials
+from cpverify.redact.credentials import GATE_PATTERNS, GATE_WORDS, Credentials
 
 if TYPE_CHECKING:
     from cpverify.redact.redactor import Redactor
@@ -43,14 +43,17 @@ def _ascii(words: Iterable[str]) -> list[bytes]:
 
 
 class _Terms:
-    """What a scan looks for: words in any case, words in their case, patterns (bytes)."""
+    """What a scan looks for: words in any case, words in their case, patterns in their case, patterns
+    of lower-case text in any case (bytes)."""
 
-    def __init__(self, anycase: list[bytes], cased: list[bytes], patterns: list[bytes], engine: str) -> None:
+    def __init__(self, anycase: list[bytes], cased: list[bytes], patterns: list[bytes], engine: str,
+                 anycase_patterns: tuple[bytes, ...] = ()) -> None:
         self.anycase, self.cased = anycase, cased
         self.patterns = [re.compile(pattern) for pattern in patterns]
+        self.anycase_patterns = [re.compile(pattern) for pattern in anycase_patterns]
         self._database: Any = None
         if engine == "hyperscan":
-            self._database = _compiled(tuple(anycase), tuple(cased), tuple(patterns))
+            self._database = _compiled(tuple(anycase), tuple(cased), tuple(patterns), anycase_patterns)
 
     def lines(self, block: bytes, starts: list[int], first: int = 0) -> set[int]:
         """Indices of the lines of `block` (they begin at `starts`) from line `first` on that hold a term."""
@@ -66,15 +69,16 @@ class _Terms:
                     hot.add(index)
                     line_end = starts[index + 1] if index + 1 < len(starts) else len(block)
 
-            if self.anycase or self.cased or self.patterns:
+            if self.anycase or self.cased or self.patterns or self.anycase_patterns:
                 self._database.scan(memoryview(block)[begin:], match_event_handler=on_match)
             return hot
         lowered = block.lower()  # bytes.lower(): ASCII letters only, the offsets are the block's
         for text, words in ((lowered, self.anycase), (block, self.cased)):
             for word in words:
                 _hits(hot, starts, lambda at, w=word, t=text: t.find(w, at), begin)
-        for pattern in self.patterns:
-            _hits(hot, starts, lambda at, p=pattern: (m.start() if (m := p.search(block, at)) else -1), begin)
+        for text, patterns in ((block, self.patterns), (lowered, self.anycase_patterns)):
+            for pattern in patterns:
+                _hits(hot, starts, lambda at, p=pattern, t=text: (m.start() if (m := p.search(t, at)) else -1), begin)
         return hot
 
 
@@ -95,14 +99,16 @@ def _expression(word: bytes) -> bytes:
 
 
 @functools.lru_cache(maxsize=8)
-def _compiled(anycase: tuple[bytes, ...], cased: tuple[bytes, ...], patterns: tuple[bytes, ...]) -> Any:
+def _compiled(anycase: tuple[bytes, ...], cased: tuple[bytes, ...], patterns: tuple[bytes, ...],
+              anycase_patterns: tuple[bytes, ...]) -> Any:
     """One Hyperscan database for every term: milliseconds to compile, so once per set of terms."""
-    expressions = [*map(_expression, anycase), *map(_expression, cased), *patterns]
+    expressions = [*map(_expression, anycase), *map(_expression, cased), *patterns, *anycase_patterns]
     if not expressions:
         return None
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     database.compile(expressions=expressions, ids=list(range(len(expressions))),
-                     flags=[hyperscan.HS_FLAG_CASELESS] * len(anycase) + [0] * (len(cased) + len(patterns)))
+                     flags=[hyperscan.HS_FLAG_CASELESS] * len(anycase) + [0] * (len(cased) + len(patterns))
+                     + [hyperscan.HS_FLAG_CASELESS] * len(anycase_patterns))
     return database
 
 
@@ -122,7 +128,8 @@ class BlockRedactor:
         self._names, self._known = set(anycase), set(anycase)  # hosts learned after these are scanned apart
         self._fixed = (_Terms(_ascii(only), [], [], engine) if only is not None else
                        _Terms(_ascii([*GATE_WORDS, *anycase]), _ascii([*self._rules.literals, *cased]),
-                              [pattern.pattern.encode() for pattern in patterns], engine))
+                              [pattern.pattern.encode() for pattern in patterns], engine,
+                              tuple(pattern.encode() for pattern in GATE_PATTERNS)))
 
     def __call__(self, lines: list[bytes]) -> list[bytes]:
         out = list(lines)
