@@ -21,14 +21,13 @@ from cpverify.redact.credentials import (
     secret_arguments,
     secret_fragments,
 )
-from cpverify.redact.identity import USER, Pseudonyms
+from cpverify.redact.identity import Pseudonyms
 from cpverify.redact.lines import BlockRedactor
-from cpverify.redact.names import is_secret_name, literal_secret, literal_worthy
+from cpverify.redact.names import is_secret_name, literal_secret
 from cpverify.redact.redactor import LineScrubber, Redactor, redact_json, redact_text, scrub_credentials
 from cpverify.redact.terminal import print_json, redacted_terminal
-from cpverify.redact.values import PRIVATE_KEY, SECRET, TOKEN, VALUE_KINDS, ValueKind
+from cpverify.redact.values import SECRET, TOKEN, VALUE_KINDS
 
-__all__ = ["GATE", "PRIVATE_KEY", "SECRET", "TOKEN", "USER", "VALUE_KINDS", "BlockRedactor", "Credentials",
-           "LineScrubber", "Pseudonyms", "Redactor", "ValueKind", "contains_secret", "follows_secret_flag",
-           "is_secret_name", "literal_secret", "literal_worthy", "print_json", "redact_json", "redact_text",
-           "redacted_terminal", "scrub_credentials", "secret_arguments", "secret_fragments"]
+__all__ = ["GATE", "SECRET", "TOKEN", "VALUE_KINDS", "BlockRedactor", "Credentials", "LineScrubber", "Pseudonyms",
+           "Redactor", "contains_secret", "follows_secret_flag", "is_secret_name", "literal_secret", "print_json",
+           "redact_json", "redact_text", "redacted_terminal", "scrub_credentials", "secret_arguments", "secret_fragments"]

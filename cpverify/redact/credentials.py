@@ -58,18 +58,17 @@ _SCHEMES = {"bearer", "basic", "token", "digest", "negotiate", "ntlm", "apikey",
 # (NCCL INFO, access logs, progress bars, metric dicts). benchmarks/scrub_throughput.md measures what it
 # costs. test_redact.py checks that every rule's trigger passes it.
 _ENDING_STEMS = ("token", "pat", "key")  # see GATE_PATTERNS
-GATE_WORDS = ("://", "-----begin", "hf_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "akia", "asia", "sk-",
-              "k_live_", "k_test_", "xox", "xapp-", "aiza", "pypi-", "npm_", "sg.", "eyj", "nvapi-", "ya29.", "gsk_",
+GATE_WORDS = ("://", "-----begin", "hf_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "akia",
+              "asia", "sk-", "k_live_", "k_test_", "xox", "xapp-", "aiza", "pypi-", "npm_", "sg.", "eyj", "nvapi-", "ya29.", "gsk_",
               "dapi", "local-", "wandb_v1_", "bearer", "basic", *(s for s in NAME_STEMS if s not in _ENDING_STEMS),
               # the commands of _COMMAND_PASSWORDS (sshpass: "pass"; every registry tool and wandb: "login")
               "curl", "mysql", "mariadb", "redis-cli", "smbclient", "openssl", "sqlcmd", "mongo", "ldap", "login")
 # The stems a name is secret by only where its last word ends in them (HF_TOKEN, GITHUB_PAT, WANDB_KEY,
-# --api-keys: is_secret_name) or, for a key, after api, access or private (API_KEY_ID): in a line,
-# such a stem is followed by nothing but the separators of a name's words before the name ends (a
-# character no name holds, or a dot that none follows, as cpverify.redact.names reads a name). A metric's
-# `tokens_per_gpu_per_sec`, a `--model-path`, a `keyboard` are none: they no longer send every line of a
-# training log that names one through the rules. Patterns over the line in lower case; no lookaround
-# (Hyperscan has none).
+# --api-keys: is_secret_name) or, for a key, after api, access or private (API_KEY_V2): in a line, such
+# a stem is followed by nothing but the separators of a name's words before the name ends (a character
+# no name holds, or a dot that none follows, as cpverify.redact.names reads a name). A metric's
+# `tokens_per_gpu_per_sec`, a `--model-path`, a `keyboard` are none, and the lines of a training log
+# that name them pass by. Patterns over the line in lower case, without lookaround (Hyperscan has none).
 _NAME_END = r"(?:\.?[_-])*(?:\.?(?:[^A-Za-z0-9_.-]|$)|\.\.)"
 GATE_PATTERNS = (rf"(?:token|pat|keys?){_NAME_END}", r"(?:api|access|private)[_.-]*key")
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
