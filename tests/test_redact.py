@@ -28,11 +28,7 @@ from cpverify.artifacts import RunDir
 from cpverify.model import ArmResult
 from cpverify.parse import ErrorRecord
 from cpverify.redact import (
-    GATE,
     SECRET,
-    TOKEN,
-    VALUE_KINDS,
-    Credentials,
     LineScrubber,
     Pseudonyms,
     Redactor,
@@ -46,6 +42,8 @@ from cpverify.redact import (
     scrub_credentials,
     secret_fragments,
 )
+from cpverify.redact.credentials import GATE, Credentials
+from cpverify.redact.values import TOKEN, VALUE_KINDS
 from helpers.secrets_corpus import CORPUS, SURVIVORS, secret_values
 from helpers.slime_log import synthetic_arm
 

@@ -22,7 +22,6 @@ from hypothesis import strategies as st
 from cpverify.cli import main
 from cpverify.lint import Finding, format_findings, lint_argv
 from cpverify.redact import (
-    VALUE_KINDS,
     BlockRedactor,
     LineScrubber,
     Redactor,
@@ -30,6 +29,7 @@ from cpverify.redact import (
     redact_text,
     scrub_credentials,
 )
+from cpverify.redact.values import VALUE_KINDS
 
 TESTS = Path(__file__).resolve().parent
 FAST = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])

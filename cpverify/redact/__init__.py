@@ -9,13 +9,12 @@ definition cover both:
 * **identity** (host names, IPs, the user name, home paths) is replaced in what is meant to be
   shared (Redactor with identity=True). The raw logs keep it: it is the evidence of which node failed.
 
-This package's face: import from `cpverify.redact`, not from its modules (ARCHITECTURE.md names
-what each holds and which of them touch the world).
+This is the package's face: the rest of cpverify imports from `cpverify.redact` alone (its tests
+also read the rules' parts in its modules). ARCHITECTURE.md names what each module holds and which
+of them touch the world.
 """
 
 from cpverify.redact.credentials import (
-    GATE,
-    Credentials,
     contains_secret,
     follows_secret_flag,
     secret_arguments,
@@ -26,8 +25,8 @@ from cpverify.redact.lines import BlockRedactor
 from cpverify.redact.names import is_secret_name, literal_secret
 from cpverify.redact.redactor import LineScrubber, Redactor, redact_json, redact_text, scrub_credentials
 from cpverify.redact.terminal import print_json, redacted_terminal
-from cpverify.redact.values import SECRET, TOKEN, VALUE_KINDS
+from cpverify.redact.values import SECRET
 
-__all__ = ["GATE", "SECRET", "TOKEN", "VALUE_KINDS", "BlockRedactor", "Credentials", "LineScrubber", "Pseudonyms",
-           "Redactor", "contains_secret", "follows_secret_flag", "is_secret_name", "literal_secret", "print_json",
-           "redact_json", "redact_text", "redacted_terminal", "scrub_credentials", "secret_arguments", "secret_fragments"]
+__all__ = ["SECRET", "BlockRedactor", "LineScrubber", "Pseudonyms", "Redactor", "contains_secret", "follows_secret_flag",
+           "is_secret_name", "literal_secret", "print_json", "redact_json", "redact_text", "redacted_terminal",
+           "scrub_credentials", "secret_arguments", "secret_fragments"]
