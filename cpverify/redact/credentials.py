@@ -100,8 +100,8 @@ _NEEDS = re.compile(_trie(word for kind in VALUE_KINDS for word in kind.needs)) 
 
 
 def _gated(lines: list, literals: re.Pattern | None) -> list[int]:
-    """Indices of the lines (str or bytes, one type) that hold a gate word or a literal secret
-    (`literals`: one pattern of them all, of the lines' type)."""
+    """Indices of the lines (str or bytes, one type) that the gate lets through or that hold a literal
+    secret (`literals`: one pattern of them all, of the lines' type)."""
     if len(lines) == 1:  # the common streaming case: no join, no offsets
         line = lines[0]
         return [0] if _gate_passes(line) or (literals and literals.search(line)) else []
@@ -119,7 +119,7 @@ def _gated(lines: list, literals: re.Pattern | None) -> list[int]:
             hot.add(index)
             found = pattern.search(text, starts[index + 1]) if index + 1 < len(starts) else None
 
-    # One scan of the gate's trie (cheaper than a find per word once there are 50 words), over the
+    # One scan of the gate (cheaper than a find per word once there are 50 words), over the
     # block in lower case, ASCII only: str.lower() may lengthen a text ('İ'): the offsets are the block's.
     ascii_block = block.isascii()
     hits(_GATE_LINE[type(block)], block.lower() if isinstance(block, bytes) or ascii_block else block.translate(_ASCII_LOWER))

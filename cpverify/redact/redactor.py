@@ -30,7 +30,7 @@ class LineScrubber:
 
     The same rules as Redactor's credentials, holding a PEM block open across lines and so across
     the writes a workload splits it into; identity stays (the log is the evidence). Cheap enough for
-    every line a workload prints: lines without a gate word skip straight through.
+    every line a workload prints: the lines the gate skips go straight through.
     """
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
@@ -42,8 +42,6 @@ class LineScrubber:
     def lines(self, lines: list[bytes]) -> list[bytes]:
         """Consecutive lines at once: the gate is cheapest over a whole block (a pipe read of many lines)."""
         return self._rules.lines(lines, decode=True)
-
-
 
 
 class Redactor:
