@@ -13,16 +13,13 @@ import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 from cpverify.artifacts import DEFAULT_BASE, HashingReader, atomic_writer, fix_for_write, new_run_id
 from cpverify.errors import ArtifactWriteError, InputError
 from cpverify.inputs import shown_name
 from cpverify.parse import ParsedLog, open_text, parse_stream
-from cpverify.redact_lines import BlockRedactor
-
-if TYPE_CHECKING:
-    from cpverify.redact import Redactor
+from cpverify.redact import BlockRedactor, Redactor
 
 
 def check_out_apart(out: str | os.PathLike[str], inputs: dict[str, Path], *, flag: str = "--out") -> None:
@@ -71,7 +68,7 @@ def _without_cut_word(head: bytes, reach: int = 4096) -> bytes:
 
 class _BundledCopy(io.RawIOBase):
     """A log's text as the bundle keeps it, read as a stream: its lines redacted a block at a time
-    by `redact` (cpverify.redact_lines.BlockRedactor), a line longer than `line_bytes` cut to its
+    by `redact` (cpverify.redact.BlockRedactor), a line longer than `line_bytes` cut to its
     head (saying how much was left out), and the first `max_bytes` written to `out` as they pass.
     Whoever reads it (the parser) reads every line; the copy stops at a line's end once full
     (`complete` False). Memory: a block and a line."""

@@ -225,6 +225,20 @@ def test_a_private_module_is_imported_only_from_its_own_package():
     assert offenders == []
 
 
+def test_the_redaction_is_used_through_its_face():
+    """cpverify.redact's modules are its parts: the rest of the package imports what it exports, so
+    one definition of a secret has one way in."""
+    offenders = []
+    for name, tree in modules().items():
+        if _within(name, ("cpverify.redact",)):
+            continue
+        for node in ast.walk(tree):
+            imported = ([alias.name for alias in node.names] if isinstance(node, ast.Import) else
+                        [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
+            offenders += [f"{_where(name, node)}: {module}" for module in imported if module.startswith("cpverify.redact.")]
+    assert offenders == []
+
+
 MAX_MODULE_LINES = 600
 # Modules allowed past MAX_MODULE_LINES, each with why and until when.
 OVER_LENGTH = {

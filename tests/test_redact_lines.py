@@ -1,4 +1,4 @@
-"""cpverify.redact_lines: a block of lines redacted at once is, line for line, what the per-line
+"""cpverify.redact.lines: a block of lines redacted at once is, line for line, what the per-line
 redactor (Redactor.lines) makes of them, on any input: the gate only chooses which lines the rules
 read, never what they make of them. Both engines, any cut of the lines into blocks."""
 
@@ -10,10 +10,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from cpverify import redact
-from cpverify.parse.scan import ENGINES
-from cpverify.redact import Pseudonyms, Redactor
-from cpverify.redact_lines import BlockRedactor
+from cpverify.redact import BlockRedactor, Pseudonyms, Redactor, environment
+from cpverify.redact.lines import ENGINES
 
 # Pieces of what the rules look for, whole and cut, in any case: credentials of several shapes,
 # a PEM block across lines, hosts and addresses of each form identity_of knows, odd Unicode
@@ -32,7 +30,7 @@ PIECES = [
     "\x1b]8;;https://u:pw12345678@h.lan/\x07link\x1b]8;;\x07", "tqdm \u2588\u2588\u2588 50%", "\ufffd\udcff",
     "Timer actor_train end (elapsed: 2.9s)", "perf/tokens_per_gpu_per_sec': 245.8", "step 3: {'train/loss': 0.1}",
     "SECRET_THING=literal-s3cret-value", "literal-s3cret-value", "gpu-box-7", "GPU-BOX-7.corp.lan", "alice",
-    "/home/alice/ckpt", "ALICE",
+    "/home/alice/ckpt", "ALICE", "GITHUB_PAT=Zq8xV3mN1pL7wR2t", "apiKeyFoo", "--model-path /x", "token.", "keys", "_pat",
 ]
 _WORD = st.one_of(st.sampled_from(PIECES), st.sampled_from(PIECES).map(str.upper),
                   st.sampled_from(PIECES).flatmap(lambda p: st.integers(0, len(p)).map(lambda i: p[:i])),
@@ -47,7 +45,7 @@ SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[Heal
 @pytest.fixture(autouse=True)
 def _machine(monkeypatch: pytest.MonkeyPatch) -> None:
     """This machine as one whose names the rules replace: its host, its user, its home."""
-    monkeypatch.setattr(redact, "_machine_identity", lambda: (("Gpu-Box-7.corp.lan", "Gpu-Box-7"), "alice", "/home/alice"))
+    monkeypatch.setattr(environment, "machine_identity", lambda: (("Gpu-Box-7.corp.lan", "Gpu-Box-7"), "alice", "/home/alice"))
 
 
 def _redactor(identity: bool = True) -> Redactor:

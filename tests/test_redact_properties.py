@@ -19,10 +19,17 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from cpverify import credentials
 from cpverify.cli import main
 from cpverify.lint import Finding, format_findings, lint_argv
-from cpverify.redact import VALUE_KINDS, LineScrubber, Redactor, redact_text, scrub_credentials
+from cpverify.redact import (
+    BlockRedactor,
+    LineScrubber,
+    Redactor,
+    credentials,
+    redact_text,
+    scrub_credentials,
+)
+from cpverify.redact.values import VALUE_KINDS
 
 TESTS = Path(__file__).resolve().parent
 FAST = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -298,6 +305,52 @@ def test_a_value_rule_is_skipped_only_where_it_cannot_match(kind, data):
     assume(kind.pattern.search(text))
     assert kind.may_match(text.lower())
     assert credentials._NEEDS.search(text.lower())  # the test of all rules' words at once lets it through too
+    if kind.pattern.sub(kind.replace, text) != text:
+        assert credentials.GATE.search(text.lower())  # and so does the gate, before any rule
+
+
+# Pieces of names as a line holds them: the stems the gate reads by where they stand (a name's last
+# word, or a key after api/access/private), in every case, joined by a name's separators or not.
+_STEM_PIECES = st.sampled_from(["token", "TOKEN", "Token", "tokens", "pat", "PAT", "Pat", "path", "key", "KEY", "Key", "keys",
+                                "api", "API", "Api", "access", "private", "hf", "db", "id", "Id", "ID", "x", "X", "9", "s",
+                                "_", "-", ".", "..", "--", "/", "perf/", "'", '"', "\\", "=", ": ", " ", ",", "é",
+                                "\u212a", "$", "Zq8xV3mN1pL7wR2t"])
+
+
+@settings(max_examples=800, deadline=None)
+@given(text=st.lists(_STEM_PIECES, max_size=16).map("".join))
+def test_a_line_the_gate_skips_is_one_no_rule_changes(text):
+    """The gate reads `token`, `pat` and `key` by where they stand; a line it skips, every rule leaves
+    as it is (the rules run here without the gate)."""
+    if not credentials.GATE.search(text.lower()):
+        assert credentials.Credentials(()).line(text) == text
+
+
+# slime's metric keys, as its RolloutManager and trainer print them in a `perf N: {...}` line
+_METRIC_KEYS = ["rollout/response_len/mean", "perf/rollout_time", "perf/tokens_per_gpu_per_sec",
+                "perf/longest_sample_tokens_per_sec", "perf/actor_train_tok_per_s", "perf/step_time",
+                "perf/log_probs_tflops", "train/pg_clipfrac", "rollout/raw_reward", "perf/wait_time_ratio"]
+_PLANTED = st.tuples(st.sampled_from(["HF_TOKEN", "hf_token", "accessToken", "GITHUB_PAT", "github_pat", "wandb_key",
+                                      "--wandb-key", "api_key", "apiKey", "API_KEY_V2", "private_key_pem", "router_api_keys",
+                                      "db_password", "session_token"]),
+                     st.from_regex(r"\A[A-Za-z0-9]{10,24}\Z").filter(lambda v: any(c.isdigit() for c in v)))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(keys=st.lists(st.sampled_from(_METRIC_KEYS), min_size=1, max_size=8), planted=_PLANTED,
+       at=st.integers(0, 8), value=st.floats(0, 1e4, allow_nan=False))
+def test_a_secret_in_a_metric_line_is_redacted(keys, planted, at, value):
+    """A metric line is skipped by the gate, but not one that holds a secret-named pair: the secret
+    goes from the shared files (a block at a time and a line at a time) and from the log stream."""
+    name, secret = planted
+    pairs = [f"'{key}': {value!r}" for key in keys]
+    pairs.insert(min(at, len(pairs)), f"'{name}': '{secret}'")
+    line = "(RolloutManager pid=31845) [2026-08-21 10:00:03] rollout.py:1193 - perf 7: {" + ", ".join(pairs) + "}\n"
+    redactor = Redactor()
+    outs = [BlockRedactor(redactor)([line.encode()])[0].decode(), redactor.lines()(line),
+            LineScrubber()(line.encode()).decode()]
+    assert [out for out in outs if secret in out] == []
+    assert all(out.count("<redacted:secret>") == 1 for out in outs)
 
 
 _NAME_PIECES = st.sampled_from(["HF_TOKEN", "token", "api_key", "--wandb-key", "x" * 130, "y" * 120, "z" * 9, "a.b",
@@ -309,7 +362,7 @@ _NAME_PIECES = st.sampled_from(["HF_TOKEN", "token", "api_key", "--wandb-key", "
 @given(text=st.lists(st.one_of(_NAME_PIECES, st.text(max_size=4)), max_size=24).map("".join))
 def test_pair_names_are_found_as_the_pattern_finds_them(text):
     """The names of NAME=value pairs, found only around their stems, are every match of the pattern, in order."""
-    from cpverify.pair_names import NAME, names
+    from cpverify.redact.names import NAME, names
 
     assert [m.span() for m in names(text)] == [m.span() for m in NAME.finditer(text)]
 

@@ -17,7 +17,6 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-from cpverify.credentials import is_secret_name
 from cpverify.parse.bars import Bar, last_bar
 from cpverify.parse.dicts import parse_dict
 from cpverify.parse.line_text import REPEATED, excerpt, unprefixed
@@ -48,6 +47,7 @@ from cpverify.parse.records import (
 )
 from cpverify.parse.signatures import SIGNATURES, TB_HEADER, Signature, coarse_class, gated, integer, number
 from cpverify.parse.tracebacks import ElasticTable, Ended, Tracebacks
+from cpverify.redact import is_secret_name
 
 # A logical line is never kept longer than this: a 10 MB tqdm line or binary junk
 # must not make memory grow with the line.

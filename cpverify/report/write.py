@@ -20,8 +20,7 @@ from cpverify.artifacts import (
     open_in_place,
 )
 from cpverify.errors import ArtifactWriteError
-from cpverify.redact import Redactor
-from cpverify.redact_lines import BlockRedactor
+from cpverify.redact import BlockRedactor, Redactor
 from cpverify.report import plots as plotting
 from cpverify.report.data import finite, render_json
 from cpverify.report.markdown import failure_lines, render_markdown
@@ -107,7 +106,7 @@ def _archive_log(src: IO[bytes], out: IO[bytes], scrub: Redactor, name: str) -> 
     A text `scrub` wrote itself and vouches for (its sha256: the bundle's copy of a log given to
     `cpverify verdict`, redacted as it was written) goes as it is, but for its lines that name a host
     `scrub` learned after the text began (an NCCL prefix late in a log names the host an early line
-    named bare); every other text goes through the rules (cpverify.redact_lines). What goes as it is
+    named bare); every other text goes through the rules (cpverify.redact.lines). What goes as it is
     is hashed again as it goes: changed meanwhile, it fails."""
     digest = HashingReader(src).drain().sha256.hexdigest()
     learned = scrub.vouched(digest)  # the hosts named since it was begun: their lines are redacted again

@@ -1,7 +1,7 @@
 """A log's lines redacted a block at a time: line for line what Redactor.lines() makes of them, found
 cheaply (the bundle's copy of a given log, the logs in the archive: tens of MiB).
 
-Every rule of cpverify.credentials and Redactor.identity_of runs on a line only where a cheap test
+Every rule of cpverify.redact.credentials and cpverify.redact.identity runs on a line only where a cheap test
 says it can match: a gate word, a literal secret, a name, a pattern such as `\\d.\\d+.\\d+.\\d`. Per
 line, those tests cost more than the rest of a verdict. Here one scan of a block finds the lines
 that hold any of them (Hyperscan, every term at once; where it is not installed, one bytes.find
@@ -22,11 +22,17 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from cpverify.credentials import GATE_WORDS, Credentials
-from cpverify.parse.scan import hyperscan
+from cpverify.redact.credentials import GATE_PATTERNS, GATE_WORDS, Credentials
 
 if TYPE_CHECKING:
-    from cpverify.redact import Redactor
+    from cpverify.redact.redactor import Redactor
+
+try:  # as cpverify.parse.scan's block scan; the redaction is below the parse, so it asks for itself
+    import hyperscan
+except ImportError:  # no wheels for Linux on ARM: each word is then one bytes.find pass
+    hyperscan = None  # type: ignore[assignment]
+
+ENGINES = ("find",) if hyperscan is None else ("hyperscan", "find")
 
 _NOT_ASCII = re.compile(rb"[\x80-\xff]")
 
@@ -37,14 +43,17 @@ def _ascii(words: Iterable[str]) -> list[bytes]:
 
 
 class _Terms:
-    """What a scan looks for: words in any case, words in their case, patterns (bytes)."""
+    """What a scan looks for: words in any case, words in their case, patterns in their case, patterns
+    of lower-case text in any case (bytes)."""
 
-    def __init__(self, anycase: list[bytes], cased: list[bytes], patterns: list[bytes], engine: str) -> None:
+    def __init__(self, anycase: list[bytes], cased: list[bytes], patterns: list[bytes], engine: str,
+                 anycase_patterns: tuple[bytes, ...] = ()) -> None:
         self.anycase, self.cased = anycase, cased
         self.patterns = [re.compile(pattern) for pattern in patterns]
+        self.anycase_patterns = [re.compile(pattern) for pattern in anycase_patterns]
         self._database: Any = None
         if engine == "hyperscan":
-            self._database = _compiled(tuple(anycase), tuple(cased), tuple(patterns))
+            self._database = _compiled(tuple(anycase), tuple(cased), tuple(patterns), anycase_patterns)
 
     def lines(self, block: bytes, starts: list[int], first: int = 0) -> set[int]:
         """Indices of the lines of `block` (they begin at `starts`) from line `first` on that hold a term."""
@@ -60,15 +69,16 @@ class _Terms:
                     hot.add(index)
                     line_end = starts[index + 1] if index + 1 < len(starts) else len(block)
 
-            if self.anycase or self.cased or self.patterns:
+            if self.anycase or self.cased or self.patterns or self.anycase_patterns:
                 self._database.scan(memoryview(block)[begin:], match_event_handler=on_match)
             return hot
         lowered = block.lower()  # bytes.lower(): ASCII letters only, the offsets are the block's
         for text, words in ((lowered, self.anycase), (block, self.cased)):
             for word in words:
                 _hits(hot, starts, lambda at, w=word, t=text: t.find(w, at), begin)
-        for pattern in self.patterns:
-            _hits(hot, starts, lambda at, p=pattern: (m.start() if (m := p.search(block, at)) else -1), begin)
+        for text, patterns in ((block, self.patterns), (lowered, self.anycase_patterns)):
+            for pattern in patterns:
+                _hits(hot, starts, lambda at, p=pattern, t=text: (m.start() if (m := p.search(t, at)) else -1), begin)
         return hot
 
 
@@ -89,14 +99,16 @@ def _expression(word: bytes) -> bytes:
 
 
 @functools.lru_cache(maxsize=8)
-def _compiled(anycase: tuple[bytes, ...], cased: tuple[bytes, ...], patterns: tuple[bytes, ...]) -> Any:
+def _compiled(anycase: tuple[bytes, ...], cased: tuple[bytes, ...], patterns: tuple[bytes, ...],
+              anycase_patterns: tuple[bytes, ...]) -> Any:
     """One Hyperscan database for every term: milliseconds to compile, so once per set of terms."""
-    expressions = [*map(_expression, anycase), *map(_expression, cased), *patterns]
+    expressions = [*map(_expression, anycase), *map(_expression, cased), *patterns, *anycase_patterns]
     if not expressions:
         return None
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     database.compile(expressions=expressions, ids=list(range(len(expressions))),
-                     flags=[hyperscan.HS_FLAG_CASELESS] * len(anycase) + [0] * (len(cased) + len(patterns)))
+                     flags=[hyperscan.HS_FLAG_CASELESS] * len(anycase) + [0] * (len(cased) + len(patterns))
+                     + [hyperscan.HS_FLAG_CASELESS] * len(anycase_patterns))
     return database
 
 
@@ -111,12 +123,13 @@ class BlockRedactor:
         self._redactor = redactor
         self._rules = Credentials(redactor.literals)
         self._line = functools.partial(redactor.line_of, self._rules)  # Redactor.lines(), its state in reach
-        engine = engine or ("hyperscan" if hyperscan is not None else "find")
+        engine = engine or ENGINES[0]
         anycase, cased, patterns = redactor.gate_terms()
         self._names, self._known = set(anycase), set(anycase)  # hosts learned after these are scanned apart
         self._fixed = (_Terms(_ascii(only), [], [], engine) if only is not None else
                        _Terms(_ascii([*GATE_WORDS, *anycase]), _ascii([*self._rules.literals, *cased]),
-                              [pattern.pattern.encode() for pattern in patterns], engine))
+                              [pattern.pattern.encode() for pattern in patterns], engine,
+                              tuple(pattern.encode() for pattern in GATE_PATTERNS)))
 
     def __call__(self, lines: list[bytes]) -> list[bytes]:
         out = list(lines)
