@@ -181,7 +181,7 @@ FIX_MORE_ROUNDS = ("run more rounds, each a process of its own, on otherwise idl
                    "one: `cpverify verdict --baseline r1.log --baseline r2.log --candidate r1.log --candidate r2.log`")
 
 
-_PER_PHASE = {
+PER_PHASE = {
     "slime": "read the per-phase rows: log_probs and ref_log_probs growing as much as actor_train point at "
              "per-micro-batch CP work rather than the interconnect (slime#1062)",
     "probe": "compare the bandwidth probe's bus bandwidth with the GPUs' link (cpverify probe --bandwidth)",
@@ -208,7 +208,7 @@ def fix_slow_cp(workload: str, *, transports: tuple[str, ...] = (), slow_path: b
         known.append(f"NCCL used {', '.join(transports)} in both arms")
     if old_nccl is False:
         known.append("NCCL is recent")
-    steps += [_PER_PHASE[workload], _SHORT_SEQUENCES[workload], "turn off MIG and GPU power limits (nvidia-smi -pl)"]
+    steps += [PER_PHASE[workload], _SHORT_SEQUENCES[workload], "turn off MIG and GPU power limits (nvidia-smi -pl)"]
     if slow_path is None:
         steps.append(FIX_COLLECT)
     ruled_out = f" ({' and '.join(known)}: not the cause)" if known else ""
