@@ -144,6 +144,8 @@ FIX_NONFINITE = ("a loss or gradient norm of NaN or inf means training broke in 
                  "it with CP=1 on the same rollouts (--profile train-only, slime's grad-norm check) and rule out FA3 "
                  "(--attention-backend flash), then report it upstream with this bundle; if CP=1 breaks too, fix the "
                  "run itself (learning rate, data) before judging CP")
+FIX_CP_NOT_APPLIED = ("check the spelling of --context-parallel-size in the train args (slime silently ignores unknown "
+                      "flags); run `cpverify lint`")
 FIX_INCOMPLETE = ("judge the whole log of a finished arm (a copy taken while the arm ran ends mid-step); if the arm's "
                   "own log ends there, the arm died: read its last lines (the Evidence section) and rerun")
 
