@@ -192,7 +192,7 @@ def test_terminal_summary_lists_problems_with_fixes():
 
 def test_terminal_summary_survives_redaction_unchanged():
     """The terminal output is redacted as it is printed: the verdict's own words must hold nothing a
-    redactor takes for a secret (`PASS: no errors` once printed as `PASS: <redacted:secret> errors`)."""
+    redactor takes for a secret (`PASS: no errors` must not become `PASS: <redacted:secret> errors`)."""
     from cpverify.redact import Redactor
 
     for verdict in (_verdict(), _verdict(2.0)):

@@ -261,7 +261,7 @@ def test_compare_handles_missing_and_non_positive_baselines():
 
 @pytest.mark.parametrize("bad", [-1.0, 0.0, -0.0, math.nan, math.inf, -math.inf])
 def test_a_candidate_value_that_is_not_a_duration_gives_no_ratio(bad):
-    """Negated or zeroed candidate timings once gave ratios of -1.02 and 0.00 (issue 10)."""
+    """A negated, zero or non-finite candidate timing gives no ratio and no interval, never -1.02 or 0.00."""
     good = [1.0, 1.1, 0.9, 1.05]
     est = stats.compare(good, [1.0, 1.02, bad, 0.98])
     assert est.ratio is None and est.ci is None and "1 in the candidate" in est.note
