@@ -545,7 +545,8 @@ def test_verdict_md_stays_under_githubs_limit_whatever_the_input(cps, lengths, e
 
 
 def test_the_recorded_sweep_fits_and_keeps_its_first_screen():
-    """benchmarks/pipeline-h200x4's sweep verdict was 71,531 characters: GitHub refused it."""
+    """A sweep verdict (benchmarks/pipeline-h200x4's: 71,531 characters rendered in full) fits GitHub's
+    comment limit and keeps its first screen."""
     verdict = _sweep_verdict()
     md = report.render_markdown(verdict, env={"doctor": {"x": "y" * 40_000}}, commands="z\n" * 20_000)
     assert report.size(md) <= report.BUDGET
