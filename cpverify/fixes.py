@@ -144,6 +144,8 @@ FIX_NONFINITE = ("a loss or gradient norm of NaN or inf means training broke in 
                  "it with CP=1 on the same rollouts (--profile train-only, slime's grad-norm check) and rule out FA3 "
                  "(--attention-backend flash), then report it upstream with this bundle; if CP=1 breaks too, fix the "
                  "run itself (learning rate, data) before judging CP")
+FIX_CP_NOT_APPLIED = ("check the spelling of --context-parallel-size in the train args (slime silently ignores unknown "
+                      "flags); run `cpverify lint`")
 FIX_INCOMPLETE = ("judge the whole log of a finished arm (a copy taken while the arm ran ends mid-step); if the arm's "
                   "own log ends there, the arm died: read its last lines (the Evidence section) and rerun")
 
@@ -181,7 +183,7 @@ FIX_MORE_ROUNDS = ("run more rounds, each a process of its own, on otherwise idl
                    "one: `cpverify verdict --baseline r1.log --baseline r2.log --candidate r1.log --candidate r2.log`")
 
 
-_PER_PHASE = {
+PER_PHASE = {
     "slime": "read the per-phase rows: log_probs and ref_log_probs growing as much as actor_train point at "
              "per-micro-batch CP work rather than the interconnect (slime#1062)",
     "probe": "compare the bandwidth probe's bus bandwidth with the GPUs' link (cpverify probe --bandwidth)",
@@ -208,7 +210,7 @@ def fix_slow_cp(workload: str, *, transports: tuple[str, ...] = (), slow_path: b
         known.append(f"NCCL used {', '.join(transports)} in both arms")
     if old_nccl is False:
         known.append("NCCL is recent")
-    steps += [_PER_PHASE[workload], _SHORT_SEQUENCES[workload], "turn off MIG and GPU power limits (nvidia-smi -pl)"]
+    steps += [PER_PHASE[workload], _SHORT_SEQUENCES[workload], "turn off MIG and GPU power limits (nvidia-smi -pl)"]
     if slow_path is None:
         steps.append(FIX_COLLECT)
     ruled_out = f" ({' and '.join(known)}: not the cause)" if known else ""

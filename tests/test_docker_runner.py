@@ -372,7 +372,7 @@ def test_no_engine_is_blocked_with_the_fix(monkeypatch, host):
     monkeypatch.setenv("DOCKER_HOST", host)
     with pytest.raises(EnvironmentBlocked) as raised:
         connect(timeout=5)
-    assert "no Docker engine answers" in str(raised.value) and raised.value.fix == DOCKER_FIXES["not_running"]
+    assert raised.value.fix == DOCKER_FIXES["not_running"]
 
 
 @pytest.mark.docker

@@ -66,7 +66,7 @@ def test_truncated_weights_are_caught_by_their_checksum(cache):
     blob.write_bytes(blob.read_bytes()[:100])  # an interrupted download
     with pytest.raises(ModelError) as err:
         fetch.ensure_model(snapshot, model_args=PROFILE.model_args)
-    assert "model.safetensors is truncated or corrupted" in err.value.problem
+    assert "model.safetensors" in err.value.problem  # the file to fetch again
     assert "cpverify fetch" in err.value.fix
 
 
@@ -82,8 +82,7 @@ def test_missing_files_are_named(cache):
     (snapshot / "config.json").unlink()
     (snapshot / "model.safetensors").unlink()
     problems = fetch.verify_snapshot(snapshot).problems
-    assert "missing config.json" in problems
-    assert "missing model weights (*.safetensors)" in problems
+    assert len(problems) == 2 and any("config.json" in p for p in problems) and any("safetensors" in p for p in problems)
 
 
 def test_missing_directory_is_a_model_error(tmp_path):
@@ -96,7 +95,7 @@ def test_wrong_model_for_the_profile_model_args(cache):
     snapshot = make_model_cache(cache, PROFILE.model_repo, PROFILE.model_revision, config=config)
     with pytest.raises(ModelError) as err:
         fetch.ensure_model(snapshot, model_args=PROFILE.model_args)
-    assert "num_hidden_layers=28 but MODEL_ARGS has --num-layers 24" in err.value.problem
+    assert "num_hidden_layers=28" in err.value.problem and "--num-layers 24" in err.value.problem  # both sides
     assert "hidden_size=1536" in err.value.problem
 
 
@@ -181,7 +180,8 @@ def test_staging_leaves_no_temporary_file_and_a_failed_write_names_the_cache(tmp
                          f"try:\n    fetch.stage_dataset(fetch.Path({str(PROFILE.dataset_path())!r}), "
                          f"fetch.Path({str(locked)!r}))\n"
                          "except ArtifactWriteError as e:\n    print(e.problem, '|', e.fix)")
-        assert proc.returncode == 0 and "could not write" in proc.stdout and "--cache" in proc.stdout, proc.stderr
+        assert proc.returncode == 0 and "|" in proc.stdout, proc.stderr  # the ArtifactWriteError was raised
+        assert "--cache" in proc.stdout.split("|", 1)[1]  # its fix names the option that moves the cache
         assert list(locked.iterdir()) == []
 
 

@@ -240,8 +240,8 @@ def test_arm_commands_match_the_probe_profile(seq_len):
 
 
 def test_the_probe_command_defaults_to_the_probe_profile(capsys):
-    """`cpverify probe` once warmed up 5 steps where `cpverify run --profile probe` warms up 3:
-    the two measured different runs by default."""
+    """`cpverify probe` and `cpverify run --profile probe` plan the same warm-up and measured
+    steps by default: two fronts of one measurement."""
     profile = get_profile("probe")
     assert main(["probe", "--dry-run", "--seq-len", "16384"]) == 0
     printed = capsys.readouterr().out

@@ -85,7 +85,7 @@ def test_missing_directory_and_suffix(tmp_path):
         load_prompts(tmp_path)
     with pytest.raises(DatasetError) as err:
         load_prompts(write(tmp_path, GOOD, name="p.json"))
-    assert "does not end in .jsonl" in err.value.problem and "suffix" in err.value.fix
+    assert "p.json" in err.value.problem and ".jsonl" in err.value.fix  # the file, and the suffix to give it
 
 
 def test_oversized_line_is_refused_without_loading_it(tmp_path):

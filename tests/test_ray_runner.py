@@ -132,7 +132,7 @@ def test_unreachable_address_is_blocked_with_the_fix(tmp_path):
     result = runner.run_arm(fake_slime("cp1", "--num-rollout", "2"), log_path=tmp_path / "cp1.log", limits=LIMITS)
     assert time.monotonic() - t0 < 10
     assert result.outcome == Outcome.BLOCKED and result.exit_code is None
-    assert f"http://127.0.0.1:{port}" in result.reason and "no Ray dashboard answers" in result.reason
+    assert f"http://127.0.0.1:{port}" in result.reason  # the address it tried
     assert "ray start --head" in result.fix and "--ray-address" in result.fix
     assert not (tmp_path / "cp1.log").exists()
     with pytest.raises(EnvironmentBlocked):
@@ -234,7 +234,7 @@ def test_failure_exit_is_failed_with_the_exit_code(ray_head, ray_run_id, tmp_pat
     """No --num-rollout: slime's own AssertionError, exit 1; exit137: the driver killed by SIGKILL."""
     result, log_path = run(ray_head, ray_run_id, tmp_path, fake_slime("cp1", *extra, FAKE_SLIME_FAULT=fault))
     assert result.outcome == Outcome.FAILED and result.exit_code == code, result.reason
-    assert f"exited with code {code}" in result.reason and submission_id(ray_run_id, "cp1") in result.reason
+    assert submission_id(ray_run_id, "cp1") in result.reason  # the job to look up
     assert job_status(ray_head, submission_id(ray_run_id, "cp1")) == "FAILED"
     if fault == "none":
         assert "num_rollout is not set" in log_path.read_text()
@@ -355,7 +355,7 @@ def test_a_job_that_never_gets_its_resources_is_stopped_and_says_so(ray_head, ra
     monkeypatch.setattr(runner, "job_spec", lambda a: {**plain(a), "entrypoint_num_cpus": 64})
     result = runner.run_arm(arm("pending", "echo", "never", workdir="/tmp"), log_path=tmp_path / "pending.log",
                             limits=Limits(deadline_s=60, hang_s=4, stall_s=60))
-    assert result.outcome == Outcome.HANG and "never started" in result.reason and "PENDING" in result.reason
+    assert result.outcome == Outcome.HANG and "PENDING" in result.reason  # the job's status, as Ray states it
     assert "ray status" in result.fix
     # Ray cannot stop a job whose supervisor is not scheduled yet; such a job holds nothing, and the
     # reason says so rather than the runner waiting out its stop limit
@@ -408,7 +408,8 @@ def test_train_only_with_the_ray_runner(ray_head, tmp_path, monkeypatch):
     verdict = json.loads((tmp_path / run_id / "verdict.json").read_text())
     assert code == 0 and verdict["status"] == "PASS", verdict["headline"]
     gate = next(c for c in verdict["checks"] if c["name"].startswith("numerics:"))
-    assert gate["status"] == "pass" and "all 24 steps" in gate["detail"]
+    assert gate["status"] == "pass"
+    assert "all 24 steps" in gate["detail"]  # how many steps slime checked: only the row says
     for name in ("cp1-s1k", "cp2-s1k"):
         assert job_status(ray_head, submission_id(run_id, name)) == "SUCCEEDED"
 

@@ -71,7 +71,9 @@ def test_a_later_round_that_ran_another_job_is_no_round_of_its_arm():
     assert verdict.status == v.INCONCLUSIVE
     found = {c.arm: c for c in rows(verdict, "same_round")}
     assert set(found) == {"cp1.r2", "cp1.r3", "cp2.r2", "cp2.r3"}
-    assert found["cp2.r2"].effect == v.INCONCLUSIVE and "rollout_max_response_len 1024 vs 8192" in found["cp2.r2"].detail
+    assert found["cp2.r2"].effect == v.INCONCLUSIVE
+    # no structured field names the differing argument: the row's text is where the reader finds it
+    assert "rollout_max_response_len 1024 vs 8192" in found["cp2.r2"].detail
     assert all(found[arm].status == "pass" for arm in ("cp1.r2", "cp1.r3", "cp2.r3"))
 
 
@@ -90,7 +92,7 @@ def test_one_round_per_arm_says_the_spread_was_not_measured_and_uses_the_prior()
     verdict = decide(rounds("cp1", 1, 1.0, 1), rounds("cp2", 2, 1.05, 1))
     section = verdict.to_json()["rounds"]
     assert section["per_arm"] == {"cp1": 1, "cp2": 1} and section["measured"] is False
-    assert "between-round noise not measured" in section["note"] and str(PRIOR_SD) in section["note"]
+    assert str(PRIOR_SD) in section["note"]  # the prior the interval stands on instead, named
     est = verdict.primary.metrics[v.PRIMARY_METRIC]
     assert [e.statistic for e in est.estimates] == list(across.STATISTICS)
     assert all(e.interval.sd == pytest.approx(PRIOR_SD) and e.between_sd is None for e in est.estimates)
@@ -218,7 +220,9 @@ def test_cli_refuses_a_log_given_twice_as_two_rounds(tmp_path):
     two = str(synthetic_arm(cp=2, actor_train_time=1.0, seed=2).write(tmp_path / "b.log"))
     proc = _cli("--baseline", one, "--baseline", str(copy), "--candidate", two, "--out", str(tmp_path / "o"),
                 cwd=tmp_path)
-    assert proc.returncode == EXIT_USAGE and "gives one log twice" in proc.stderr and "fix:" in proc.stderr
+    problem, fix = proc.stderr.split("fix:", 1)
+    assert proc.returncode == EXIT_USAGE and "copy.log" in problem and fix.strip()
+    assert not list(tmp_path.glob("o/**/verdict.json"))  # nothing judged
 
 
 @pytest.mark.parametrize("copied", ["a line added", "crlf", "gzip"])
@@ -242,7 +246,8 @@ def test_cli_refuses_rounds_of_one_option_that_state_two_cps(tmp_path):
     other = str(synthetic_arm(cp=2, actor_train_time=1.0, seed=3).write(tmp_path / "c.log"))
     two = str(synthetic_arm(cp=2, actor_train_time=1.0, seed=2).write(tmp_path / "b.log"))
     proc = _cli("--baseline", one, "--baseline", other, "--candidate", two, "--out", str(tmp_path / "o"), cwd=tmp_path)
-    assert proc.returncode == EXIT_USAGE and "state different CPs" in proc.stderr
+    assert proc.returncode == EXIT_USAGE and "c.log" in proc.stderr  # the round that states another CP
+    assert not list(tmp_path.glob("o/**/verdict.json"))  # nothing judged
 
 
 def test_the_readmes_example_is_what_three_real_rounds_per_arm_give(tmp_path):

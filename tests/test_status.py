@@ -47,8 +47,8 @@ def test_every_run_points_latest_at_itself_and_latest_continues_it(tmp_path):
 def test_latest_without_a_run_is_bad_input_naming_the_fix(tmp_path):
     proc = _cpverify(tmp_path, "--only", "lint", env={"CPVERIFY_RUN_ID": LATEST})
     assert proc.returncode == 2
-    assert f"--run-id latest: {tmp_path / LATEST} does not point at a run" in proc.stderr
-    assert "start a run first" in proc.stderr
+    problem, fix = proc.stderr.split("fix:", 1)
+    assert str(tmp_path / LATEST) in problem and fix.strip()  # the link it followed, then what to do
     with pytest.raises(InputError):
         latest_run_id(tmp_path)
 
@@ -60,7 +60,7 @@ def test_a_directory_named_latest_is_left_alone_and_the_run_goes_on(tmp_path):
         point_latest(RunDir.create(base=tmp_path, run_id="r1"))
     proc = _cpverify(tmp_path, "--run-id", "r2", "--only", "lint")
     assert proc.returncode == 0, proc.stderr
-    assert f"warning: could not point {tmp_path / LATEST} at r2" in proc.stderr
+    assert str(tmp_path / LATEST) in proc.stderr  # the run goes on; the warning names the link it left alone
     assert (tmp_path / LATEST / "keep.txt").read_text() == "mine"
     assert not list(tmp_path.glob(".latest.*"))  # no temporary link left behind
 
@@ -154,5 +154,5 @@ def test_nox_stops_at_its_first_step_on_a_missing_checkout_naming_it(tmp_path, n
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 1 and lines[-1] == "status: bad input (exit 2 from cpverify run --only doctor)", lines[-5:]
     said = (proc.stdout + proc.stderr).splitlines()  # nox passes the step's own output on to its stdout
-    assert f"cpverify: error: --slime-dir {missing} does not exist or is not a directory" in said
+    assert [line for line in said if "--slime-dir" in line and str(missing) in line]  # the option and its value
     assert not (tmp_path / "artifacts" / LATEST).exists()  # no run started

@@ -24,7 +24,7 @@ from test_verdict import ARGS, REAL, SCHEMA
 from cpverify import verdict as v
 from cpverify.parse import parse_stream
 from cpverify.verdict.evidence import FAR_BEYOND_NOISE
-from cpverify.verdict.pair_checks import WORK_TOLERANCE, ratio_floor
+from cpverify.verdict.pair_checks import FIX_GRAD_NORM_CHECK, WORK_TOLERANCE, ratio_floor
 from helpers.rounds import arm_rounds
 from helpers.slime_log import SlimeLog, synthetic_arm
 
@@ -371,7 +371,7 @@ def gate(verdict: v.Verdict) -> v.Check:
 @pytest.mark.parametrize("planned", [True, False])
 def test_the_grad_norm_check_the_dumps_show_is_the_numerics_gate(planned):
     verdict = judge(*handoff_pair(), planned=planned)
-    assert verdict.status == v.PASS and gate(verdict).status == "pass" and "every one matched" in gate(verdict).detail
+    assert verdict.status == v.PASS and gate(verdict).status == "pass" and gate(verdict).effect is None
 
 
 @pytest.mark.parametrize("shown", [
@@ -382,7 +382,7 @@ def test_the_grad_norm_check_the_dumps_show_is_the_numerics_gate(planned):
 def test_a_planned_grad_norm_check_the_log_does_not_show_never_matched(shown):
     verdict = judge(*handoff_pair(**shown), planned=True)
     assert verdict.status == v.INCONCLUSIVE
-    assert gate(verdict).effect == v.INCONCLUSIVE and "every one matched" not in gate(verdict).detail
+    assert gate(verdict).effect == v.INCONCLUSIVE and gate(verdict).fix == FIX_GRAD_NORM_CHECK
 
 
 @pytest.mark.parametrize("shown", [{"saved": "/w/elsewhere-{rollout_id}.pt"}, {"dumps": (False, True)}])
@@ -394,7 +394,8 @@ def test_a_grad_norm_check_against_a_file_the_baseline_did_not_write_proves_noth
 def test_real_train_only_logs_show_slimes_grad_norm_check():
     folder = REAL / "slime-train-only-h200x2" / "kit-check-12rollouts"
     verdict = judge(_real(folder / "slime-cp1.log"), _real(folder / "slime-cp2.log"))
-    assert gate(verdict).status == "pass" and "all 12 steps" in gate(verdict).detail
+    assert gate(verdict).status == "pass"
+    assert "all 12 steps" in gate(verdict).detail  # how many steps slime checked: only the row says
 
 
 def test_a_step_zero_with_rounding_differences_is_within_noise():

@@ -2,8 +2,8 @@
 
 hypothesis generates CP=1/CP=2 pairs in slime's real line format (tests/helpers/slime_log.py:
 the test double for slime, which cannot run here), every log goes through the real parser as
-text, and the real decide() judges it. The rules are the ones a wrong PASS would break
-(issue 10): a real slowdown, an error signature, a step cut short, a timing that is not a
+text, and the real decide() judges it. The rules are the ones a wrong PASS would break:
+a real slowdown, an error signature, a step cut short, a timing that is not a
 duration or an unconfirmed CP never PASS; the order the arms are given in and the unit the
 timings are in never change the decision.
 

@@ -79,7 +79,7 @@ def test_when_no_python_imports_torch_the_first_is_named_with_what_it_lacks(pyth
         pytest.skip(f"{chosen.path} on this machine's PATH imports torch")
     assert chosen.path == str(plain)
     assert chosen.missing == {"torch": "ModuleNotFoundError: No module named 'torch'"}
-    assert f"none of {plain}, " in chosen.fix() and "--python" in chosen.fix() and "CPVERIFY_PYTHON" in chosen.fix()
+    assert str(plain) in chosen.fix() and "--python" in chosen.fix() and "CPVERIFY_PYTHON" in chosen.fix()
 
 
 def test_an_explicit_python_is_used_as_given_even_without_torch(pythons):
@@ -95,7 +95,7 @@ def test_an_explicit_python_that_does_not_exist_is_bad_input(tmp_path):
     with pytest.raises(InputError) as raised:
         workload_python(str(tmp_path / "nope" / "python3"))
     assert raised.value.exit_code == 2
-    assert "no such interpreter" in raised.value.problem and "--python" in raised.value.fix
+    assert str(tmp_path / "nope" / "python3") in raised.value.problem and "--python" in raised.value.fix
 
 
 def test_imports_are_checked_from_the_workload_directory(pythons):
@@ -108,6 +108,12 @@ def test_imports_are_checked_from_the_workload_directory(pythons):
 
 
 # ----------------------------------------------------------------------------- cpverify run
+
+
+def _doctor(run_dir):
+    """The doctor's facts and checks (by name) as the run recorded them in env.json."""
+    doctor = json.loads((run_dir / "env.json").read_text())["doctor"]
+    return doctor["facts"], {c["name"]: c for c in doctor["checks"]}
 
 
 @pytest.fixture
@@ -131,13 +137,17 @@ def test_probe_without_torch_is_blocked_by_the_doctor_naming_the_python_and_the_
     proc, run_dir = run("--profile", "probe", "--gpus", "0,1", "--python", str(plain),
                         "--only", "doctor,lint,cp1,cp2,verdict")
     assert proc.returncode == 4, proc.stderr[-3000:]
-    assert f"workload python: {plain} (--python); it cannot import torch" in proc.stderr
+    facts, checks = _doctor(run_dir)
+    chosen = facts["workload_python"]
+    assert (chosen["value"]["path"], chosen["source"], list(chosen["value"]["missing"])) == (str(plain), "--python",
+                                                                                          ["torch"])
+    assert checks["workload_python"]["status"] == "fail" and checks["workload_python"]["required"]
+    assert checks["gpu_count"]["status"] == "pass"  # the recorded host has its two GPUs
     verdict = json.loads((run_dir / "verdict.json").read_text())
     assert verdict["status"] == "BLOCKED"
-    assert f"workload_python: the workload's Python {plain} (--python) cannot import torch" in verdict["headline"]
-    assert "gpu_count" not in verdict["headline"]  # the recorded host has its two GPUs
+    runners = [c for c in verdict["checks"] if c["name"] == "runner"]
+    assert runners and {(c["effect"], c["fix"]) for c in runners} == {("BLOCKED", checks["workload_python"]["fix"])}
     fixes = " ".join(c["fix"] for c in verdict["checks"])
-    assert "pass --python (or export CPVERIFY_PYTHON)" in fixes
     assert "--num-rollout" not in verdict["headline"] and "custom-megatron" not in fixes  # no slime advice
     assert not list((run_dir / "logs").glob("cp*.log"))  # no arm ran: no GPU was held
     env = json.loads((run_dir / "env.json").read_text())
@@ -149,8 +159,10 @@ def test_the_arm_steps_check_the_python_even_without_the_doctor(run, pythons):
     proc, run_dir = run("--profile", "probe", "--gpus", "0,1", "--only", "lint,cp1,verdict",
                         env={"CPVERIFY_PYTHON": str(plain)})
     assert proc.returncode == 4, proc.stderr[-3000:]
-    headline = json.loads((run_dir / "verdict.json").read_text())["headline"]
-    assert f"the workload's Python {plain} (CPVERIFY_PYTHON) cannot import torch" in headline
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert verdict["status"] == "BLOCKED"
+    # the arm's reason is its only record of the interpreter: it names the path and how it was chosen
+    assert str(plain) in verdict["headline"] and "CPVERIFY_PYTHON" in verdict["headline"]
     assert not list((run_dir / "logs").glob("cp*.log"))
 
 
@@ -159,10 +171,13 @@ def test_slime_profile_needs_torch_and_slime_from_the_checkout(run, pythons):
     proc, run_dir = run("--profile", "smoke", "--gpus", "0,1", "--slime-dir", str(FAKE_SLIME), "--python",
                         str(plain), "--only", "doctor,verdict")
     assert proc.returncode == 4, proc.stderr[-3000:]
-    assert "cannot import torch" in json.loads((run_dir / "verdict.json").read_text())["headline"]
+    assert json.loads((run_dir / "verdict.json").read_text())["status"] == "BLOCKED"
+    facts, checks = _doctor(run_dir)
+    assert "torch" in facts["workload_python"]["value"]["missing"] and checks["workload_python"]["status"] == "fail"
     proc, run_dir = run("--profile", "smoke", "--gpus", "0,1", "--slime-dir", str(FAKE_SLIME), "--python",
                         str(with_torch), "--only", "doctor,lint", run_id="w2")
     assert proc.returncode == 0, proc.stderr[-3000:]
+    # doctor and lint alone write no env.json: the terminal's line is the only record of the choice
     assert f"workload python: {with_torch} (--python)\n" in proc.stderr
 
 
@@ -173,9 +188,9 @@ def test_the_default_is_a_python_that_imports_torch_and_the_doctor_asks_it(run, 
     proc, run_dir = run("--profile", "probe", "--gpus", "0,1", "--only", "doctor,lint,verdict",
                         path=_path(plain.parent, with_torch.parent, rest=two_gpu_host["PATH"]))
     assert proc.returncode == 4, proc.stderr[-3000:]  # BLOCKED only because the arms never ran
-    chosen = f"workload python: {with_torch} (the first Python on PATH that imports torch and cpverify.probe.workload)"
-    assert chosen in proc.stderr
     env = json.loads((run_dir / "env.json").read_text())
+    chosen = env["doctor"]["facts"]["workload_python"]
+    assert chosen["value"]["path"] == str(with_torch) and chosen["value"]["tried"][0] == str(plain)  # PATH's order
     torch = env["doctor"]["facts"]["torch"]
     assert torch["value"]["torch"] == "2.11.0+stand-in" and torch["source"].startswith(str(with_torch))
     checks = {c["name"]: c for c in env["doctor"]["checks"]}
@@ -183,7 +198,8 @@ def test_the_default_is_a_python_that_imports_torch_and_the_doctor_asks_it(run, 
     assert checks["workload_python"]["status"] == "pass"
     commands = (run_dir / "commands.sh").read_text()
     assert f"{with_torch} -m torch.distributed.run" in commands  # the arms run with it, and say so
-    assert "the arm was never run" in json.loads((run_dir / "verdict.json").read_text())["headline"]
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert verdict["status"] == "BLOCKED" and not [a for a in verdict["arms"] if a["log_lines"]]  # never run
 
 
 def test_the_standalone_probe_uses_the_same_choice(pythons):
@@ -197,8 +213,8 @@ def test_the_standalone_probe_uses_the_same_choice(pythons):
     blocked = subprocess.run([sys.executable, "-m", "cpverify", "probe", "--python", str(plain)], capture_output=True,
                              text=True, env=env, cwd=ROOT, timeout=120, check=False)
     assert blocked.returncode == 4
-    assert f"the workload's Python {plain} (--python) cannot import torch" in blocked.stderr
-    assert "fix: pass --python" in blocked.stderr
+    problem, fix = blocked.stderr.split("fix:", 1)  # the error names the interpreter, then the fix
+    assert str(plain) in problem and "--python" in fix
 
 
 def test_a_python_without_torch_for_the_probe_is_told_the_extra_that_installs_it():

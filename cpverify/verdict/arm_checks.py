@@ -9,6 +9,7 @@ from typing import Any
 
 from cpverify.fixes import (
     FIX_CONFLICTING_LOG,
+    FIX_CP_NOT_APPLIED,
     FIX_DAMAGED_TIMINGS,
     FIX_INCOMPLETE,
     FIX_NONFINITE,
@@ -109,8 +110,7 @@ def check_cp_effective(arm: ArmFacts) -> Iterator[Check]:
         yield Check("cp_effective", CheckStatus.FAIL,
                     f"CP did not take effect: requested CP={ev.cp_requested}, the run reports cp={layout.cp} "
                     f"(tp={layout.tp} pp={layout.pp} dp={layout.dp}{LAYOUT_SOURCES[layout.source]})",
-                    "check the spelling of --context-parallel-size in the train args (slime silently "
-                    "ignores unknown flags); run `cpverify lint`", ev.name, FAIL)
+                    FIX_CP_NOT_APPLIED, ev.name, FAIL)
     else:
         yield Check("cp_effective", CheckStatus.PASS, f"cp={layout.cp} tp={layout.tp} pp={layout.pp} dp={layout.dp}"
                     f"{LAYOUT_SOURCES[layout.source]}", arm=ev.name)

@@ -191,7 +191,8 @@ def decide(evidence: list[ArmEvidence], *, comparisons: list[tuple[str, str]],
                              primaries, t, look)
     return Verdict(status=status, summary=summary, rule=decision_rule(t), thresholds=t,
                    arms=[arms[ev.name] for ev in evidence], comparisons=results, checks=checks,
-                   numerics=all_numerics, errors=errors, labels=labels, workload=workload, rounds=section)
+                   numerics=all_numerics, errors=errors, labels=labels, workload=workload, rounds=section,
+                   told=shown)
 
 
 def _reason(status: str, checks: list[Check], primary: stats.RatioEstimate | None, base: str, cand: str,

@@ -251,6 +251,9 @@ class Verdict:
     # The rounds: how many per arm, each round's ratio, their spread, the A/A reading, the look and
     # (cpverify run) the design and why it stopped (cpverify.verdict.across.section)
     rounds: dict = field(default_factory=dict)
+    # The failed check the headline tells (None for a PASS): what the headline's wording is about,
+    # for callers that must not parse it. Not serialised: verdict.json has the checks themselves.
+    told: Check | None = None
 
     @property
     def headline(self) -> str:
