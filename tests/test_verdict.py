@@ -605,7 +605,7 @@ def test_real_log_with_steps_but_no_perf_is_inconclusive_and_says_why():
     assert verdict.status == v.INCONCLUSIVE
     assert check(verdict, "counted_steps", "cp2").effect == v.INCONCLUSIVE
     parsed = parse_file(REAL / "02_slime-issue1136-cp-step11-train-metrics.log")
-    assert parsed.steps and not parsed.perf  # the case the row explains (its wording: tests/golden/verdict)
+    assert parsed.steps and not parsed.perf  # the case the row explains (its wording: tests/golden/wording)
 
 
 def test_real_nccl_logs_feed_the_transport_and_version_checks():
@@ -724,7 +724,7 @@ def test_an_inconclusive_speed_row_says_inconclusive(make_arm, tmp_path):
     md = report.render_markdown(verdict)
     row = next(line for line in md.splitlines() if "`speed:cp2 vs cp1`" in line)
     assert row.startswith("- ❔ ") and "❌" not in md
-    assert check(verdict, "speed:cp2 vs cp1").meaning == v.INCONCLUSIVE  # the summary's wording: golden/verdict
+    assert check(verdict, "speed:cp2 vs cp1").meaning == v.INCONCLUSIVE  # the summary's wording: golden/wording
 
 
 @pytest.mark.parametrize("workload", ["slime", "probe"])

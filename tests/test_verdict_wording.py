@@ -2,7 +2,7 @@
 
 The other verdict tests assert what must hold on structured fields (a check's name, status,
 effect, fix; the check the headline tells, `Verdict.told`); the wording a maintainer reads is
-recorded here once, per scenario, in tests/golden/verdict/<scenario>.json. A change that MEANS to
+recorded here once, per scenario, in tests/golden/wording/<scenario>.json. A change that MEANS to
 reword the verdict rewrites them on purpose, and the diff shows the new wording:
 
     CPVERIFY_UPDATE_GOLDEN=1 python3 -m pytest -q tests/test_verdict_wording.py
@@ -22,7 +22,7 @@ from cpverify.model import ArmResult
 from cpverify.parse import ParsedLog
 from helpers.slime_log import synthetic_arm
 
-GOLDEN = Path(__file__).resolve().parent / "golden" / "verdict"
+GOLDEN = Path(__file__).resolve().parent / "golden" / "wording"
 UPDATE = os.environ.get("CPVERIFY_UPDATE_GOLDEN") == "1"
 ROUNDS = 4
 ARGS = {"seq_length": 4096, "rollout_max_response_len": 1024, "max_tokens_per_gpu": 1088, "num_layers": 24,
