@@ -154,6 +154,22 @@ def test_no_stage_imports_a_later_stage_or_a_runner():
     assert offenders == []
 
 
+def test_the_steps_read_the_run_spec_not_the_command_line():
+    """`cpverify run`'s Namespace is read in one place (run_spec.run_spec): the driver and its steps
+    take the frozen RunSpec, so a default, a "none" or a check of an option lives in one definition."""
+    readers = []
+    for name, tree in modules().items():
+        if not _within(name, ("cpverify.pipeline", "cpverify.steps")):
+            continue
+        for function in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
+            uses = [n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == "args"]
+            uses += [n for n in ast.walk(function) if isinstance(n, ast.Attribute) and n.attr == "args"
+                     and not (isinstance(n.value, ast.Name) and n.value.id in ("exc", "again"))]
+            if uses and not (name == "cpverify.pipeline" and function.name == "run"):
+                readers.append(f"{_where(name, uses[0])} ({function.name})")
+    assert readers == []
+
+
 def _type_checking_only(tree: ast.Module) -> set[ast.AST]:
     """The imports under `if TYPE_CHECKING:`, which never run."""
     return {inner for node in ast.walk(tree)
