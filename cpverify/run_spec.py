@@ -116,8 +116,7 @@ def selected_steps(only: str | None) -> list[str]:
 def matrix_assignments(args) -> list[str]:
     """--cp 1,2,4 and --seq-len 8K,32K,128K as profile overrides (after --set, so they win)."""
     out = []
-    for flag, field_name, text in (("--cp", "cp_sizes", getattr(args, "cp", None)),
-                                   ("--seq-len", "seq_lens", getattr(args, "seq_len", None))):
+    for flag, field_name, text in (("--cp", "cp_sizes", args.cp), ("--seq-len", "seq_lens", args.seq_len)):
         if not text:
             continue
         try:
