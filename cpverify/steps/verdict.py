@@ -9,7 +9,7 @@ import sys
 from cpverify import course
 from cpverify.errors import EXIT_BLOCKED, EnvironmentBlocked
 from cpverify.inputs import shown_command
-from cpverify.model import BASE, ArmResult, Outcome
+from cpverify.model import BASE, ArmResult, CheckStatus, Outcome
 from cpverify.parse import ParsedLog
 from cpverify.plan import GRAD_NORM_LOAD
 from cpverify.plan import design as ab_design
@@ -29,7 +29,7 @@ def step_verdict(ctx: Context) -> int:
         # Outside an arm's round (fetch, lint, between the rounds, this very step): what was measured stands,
         # but the run did not end as planned, so it cannot pass.
         detail = f"the run was {interrupted.why} during {step_name(interrupted.step)}"
-        run_checks.append(Check("interrupted", "fail", detail, "rerun when ready", effect=INCONCLUSIVE, brief=detail))
+        run_checks.append(Check("interrupted", CheckStatus.FAIL, detail, "rerun when ready", effect=INCONCLUSIVE, brief=detail))
     verdict = judge(ctx, evidence(ctx), look=course.verdict_look(ctx.record, plan.arms), run_checks=run_checks)
     verdict.rounds.update(course.summary(ctx.record, plan.arms, gpus=len(plan.gpus)))
     _write(ctx, verdict)
