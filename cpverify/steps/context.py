@@ -14,6 +14,7 @@ from cpverify.artifacts import RunDir
 from cpverify.errors import InputError
 from cpverify.model import Arm
 from cpverify.plan import Plan
+from cpverify.profiles import Profile
 from cpverify.redact import Pseudonyms, Redactor
 from cpverify.revisions import revisions
 from cpverify.run_spec import RunSpec
@@ -35,7 +36,7 @@ class Context:
     rechecked: set[str] = field(default_factory=set)  # what this process has checked again itself (not from state)
 
     @property
-    def profile(self):
+    def profile(self) -> Profile:
         return self.spec.profile
 
     @property
