@@ -5,9 +5,10 @@
 
   plan.json   written once, by the first step of the run: everything that decides what the arms
               run (the plan's commands and environments, the profile's thresholds and limits, the
-              runner, what the containers mount, the image asked for). Every later step builds the
-              same from its own arguments and is refused (exit 2) if it differs, so `--only cp2
-              --set env=...` cannot give cp2 an environment cp1 did not have.
+              runner, what the containers mount, the image asked for). Every later process of the
+              run builds its plan once from its own arguments and is refused (exit 2) if it
+              differs, so `--only cp2 --set env=...` cannot give cp2 an environment cp1 did not
+              have. It is checked, not loaded: it holds secret values as ${NAME}.
   state.json  a RunRecord: facts for env.json (doctor, image, model, compileall, lint), each
               round of each arm with its result and the sha256 of the log it wrote (the verdict
               reads exactly those bytes), the rounds' design, looks and why they stopped, and why

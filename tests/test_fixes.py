@@ -17,7 +17,7 @@ from cpverify import verdict as v
 from cpverify.lint import deep as deep_lint
 from cpverify.model import Limits, Outcome
 from cpverify.parse import parse_file
-from cpverify.pipeline import error_classes
+from cpverify.steps.lint import error_classes
 from cpverify.plan import build_plan
 from cpverify.profiles import get_profile
 from cpverify.runners.watch import LogWatcher

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cpverify import pipeline, revisions, workspace
+from cpverify import revisions, run_spec, workspace
 from cpverify.cli import build_parser, main
 from cpverify.errors import EXIT_FAIL, InputError
 from cpverify.model import round_name
@@ -53,7 +53,7 @@ def run_args(*argv: str):
 def profile_for(*argv: str):
     args = run_args(*argv)
     return resolve_profile(args.profile, toml=args.config,
-                           assignments=[*args.assignments, *pipeline.matrix_assignments(args)])
+                           assignments=[*args.assignments, *run_spec.matrix_assignments(args)])
 
 
 # -- matrices ---------------------------------------------------------------------------------
@@ -73,7 +73,7 @@ def test_cp_and_seq_len_flags_make_a_probe_matrix_compared_against_cp1():
 def test_matrix_flags_win_over_set_and_are_checked():
     assert profile_for("--profile", "smoke", "--set", "cp_sizes=1,2", "--set", "gpus=4", "--cp", "1 4").cp_sizes == (1, 4)
     with pytest.raises(InputError, match="--cp"):
-        pipeline.matrix_assignments(run_args("--cp", "1,two"))
+        run_spec.matrix_assignments(run_args("--cp", "1,two"))
     with pytest.raises(InputError, match="do not divide gpus=2"):  # CP 4 on the profile's 2 GPUs
         profile_for("--profile", "probe", "--cp", "1,2,4")
     assert main(["run", "--profile", "smoke", "--seq-len", "8K", "--runner", "local", "--only", "lint"]) == 2
@@ -280,13 +280,14 @@ def test_docker_mounts_both_checkouts_read_only_at_their_own_paths(tmp_path):
     args = run_args("--profile", "smoke", "--runner", "docker", "--slime-dir", str(base), "--slime-dir-candidate",
                     str(cand), "--cache", str(tmp_path / "cache"), "--out", str(tmp_path / "out"))
     from cpverify.artifacts import RunDir
+    from cpverify.steps.context import Context
 
-    ctx = pipeline.Context(args=args, profile=get_profile("smoke"), run_dir=RunDir.create(base=args.out, run_id="d"))
-    plan = pipeline.build_run_plan(ctx)
+    ctx = Context(spec=run_spec.run_spec(args), run_dir=RunDir.create(base=args.out, run_id="d"))
+    plan = ctx.plan
     assert {a.name: a.workdir for a in plan.arms} == {
         "base-cp1": workspace.CONTAINER_SLIME, "base-cp2": workspace.CONTAINER_SLIME,
         "cand-cp1": workspace.CONTAINER_SLIME_CANDIDATE, "cand-cp2": workspace.CONTAINER_SLIME_CANDIDATE}
-    mounts = {m.target: m for m in pipeline._isolated_mounts(ctx)}
+    mounts = {m.target: m for m in ctx.isolated_mounts()}
     assert mounts[workspace.CONTAINER_SLIME].source == base and mounts[workspace.CONTAINER_SLIME].read_only
     assert mounts[workspace.CONTAINER_SLIME_CANDIDATE].source == cand
     assert mounts[workspace.CONTAINER_SLIME_CANDIDATE].read_only

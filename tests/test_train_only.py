@@ -29,7 +29,7 @@ from cpverify.lint import ERROR, WARNING, Finding
 from cpverify.lint import deep as deep_lint
 from cpverify.model import Arm
 from cpverify.overrides import with_overrides
-from cpverify.pipeline import error_classes
+from cpverify.steps.lint import error_classes
 from cpverify.plan import (
     GRAD_NORM_LOAD,
     GRAD_NORM_SAVE,

@@ -32,6 +32,8 @@ Fault-injection tests (tests/faults) add:
                          transport does; print NCCL's real error and exit 1 when it does not fit
   FAKE_SLIME_ECHO_PROMPTS  N = print the first N prompts of --prompt-data, as a rollout's sample
                          dump does (where a secret in the dataset would show)
+  FAKE_SLIME_SEED_DIR    a directory: the n-th process of a CP draws the n-th timings and prints the
+                         n-th pid (a counter file per process there): a run's outputs are the same every time
   FAKE_SLIME_PRINT_FILE  a file: print its text at start-up in writes of FAKE_SLIME_WRITE_BYTES
                          bytes (default 7), each flushed, so lines -- and a PEM block -- reach the
                          reader in pieces (what a workload's own output may hold)
@@ -69,6 +71,12 @@ pid = os.getpid()
 # Like real slime, no two processes time their steps alike (a verdict refuses one process's log given
 # as two rounds by its timing records); the spread stays the same, whatever the process.
 rng = random.Random(f"{1234 + cp}:{pid}")
+if os.environ.get("FAKE_SLIME_SEED_DIR"):  # reproducible: the n-th process of a CP draws the n-th timings
+    seen = os.listdir(os.environ["FAKE_SLIME_SEED_DIR"])
+    drawn = sum(name.startswith(f"cp{cp}-") for name in seen)
+    open(os.path.join(os.environ["FAKE_SLIME_SEED_DIR"], f"cp{cp}-{drawn}"), "w").close()
+    rng = random.Random(f"{1234 + cp}:{drawn}")
+    pid = 1000 * cp + 10 * drawn  # the pid its lines print, the same every time
 ledger_dir = os.environ.get("FAKE_SLIME_LEDGER")
 ledger = open(os.path.join(ledger_dir, f"cp{args.context_parallel_size}.ledger"), "a") if ledger_dir else None
 emitted = 0
@@ -121,7 +129,7 @@ if int(os.environ.get("FAKE_SLIME_ECHO_PROMPTS", "0")) and args.prompt_data:
             say(f"(RolloutManager pid={pid}) sample prompt: {content}")
 shm_bytes = int(os.environ.get("FAKE_SLIME_SHM_BYTES", "0"))
 if shm_bytes:
-    segment = f"/dev/shm/nccl-fake-{pid}"
+    segment = f"/dev/shm/nccl-fake-{os.getpid()}"
     fd = os.open(segment, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         os.posix_fallocate(fd, 0, shm_bytes)  # what NCCL's shmOpen does
@@ -195,7 +203,7 @@ for rollout in range(args.num_rollout):
     if fault == "exit0_mid_step" and rollout == 5:
         sys.exit(0)
     if fault == "exit137" and rollout == 2:
-        os.kill(pid, signal.SIGKILL)
+        os.kill(os.getpid(), signal.SIGKILL)
     if fault == "segfault" and rollout == 2:
         # A real invalid read, not kill(SIGSEGV): as PID 1 of a container a process ignores the
         # signals it sends itself, but not a fault.

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from cpverify.pipeline import CONTAINER_WORK
+from cpverify.workspace import CONTAINER_WORK
 from cpverify.profiles import SLIME_ENV, get_profile
 from helpers.hfcache import make_model_cache
 from helpers.runner_util import pid_alive, wait_for
