@@ -1585,6 +1585,9 @@ _EXCEPTIONS = [
     "ray.exceptions.RayTaskError(ValueError): ray::RolloutManager.generate() (pid=918378, ip=10.0.0.1)",
     "Exception: Capture cuda graph failed: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed",
     "ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)",
+    "StopIteration",
+    "UserWarning: an error raised from a warning filter",
+    "slime.utils.errors.RolloutCollapsed: every reward of the batch is NaN",
 ]
 
 
@@ -1616,6 +1619,12 @@ def test_an_exception_groups_margin_hides_nothing_of_its_tracebacks(frames, exce
     plain, seen = parse_lines([prefix + line for line in lines]), parse_lines(grouped)
     assert [(tb.exception, tb.frames) for tb in seen.tracebacks] == [(tb.exception, tb.frames) for tb in plain.tracebacks]
     assert seen.error_classes() == plain.error_classes()
+
+
+@pytest.mark.parametrize("logged", ["INFO: Shutting down", "Note: NumExpr detected 16 cores", "WARNING: retrying"])
+def test_a_lone_word_after_the_frames_is_a_loggers_line_not_the_exception(logged):
+    parsed = parse_lines(["Traceback (most recent call last):", *(line for pair in _FRAMES for line in pair), logged])
+    assert parsed.tracebacks[0].exception is None
 
 
 def test_frames_that_end_in_no_exception_are_no_traceback_error():

@@ -1010,6 +1010,35 @@ def test_an_arm_short_of_its_own_num_rollout_is_unfinished_without_a_plan(make_a
     assert check(verdict, "complete", "cp1").status == "pass"
 
 
+UNCAUGHT = ["Traceback (most recent call last):",
+            '  File "/root/slime/train.py", line 101, in <module>',
+            "    train(args)",
+            '  File "/root/slime/slime/ray/actor_group.py", line 88, in async_train',
+            "    raise SomethingNoSignatureNames('the ring exchange lost a chunk')",
+            "SomethingNoSignatureNames: the ring exchange lost a chunk"]
+
+
+@pytest.mark.parametrize("where", ["after_the_last_record", "before_the_last_record"])
+def test_a_log_that_ends_in_an_uncaught_exception_is_unfinished_without_a_count(tmp_path, where):
+    """Given logs that state no --num-rollout: a CP=2 log that ends in an exception after its last
+    record stopped there, whatever the exception; one handled mid-run (records after it) did not."""
+    cp2 = synthetic_arm(cp=2, actor_train_time=1.0, seed=2, rollouts=10 if where == "after_the_last_record" else 0)
+    for line in UNCAUGHT:
+        cp2.raw(line)
+    if where == "before_the_last_record":
+        for rid in range(8):
+            cp2.iteration(rid, actor_train_time=1.0)
+    verdict = decide(v.ArmEvidence("cp1", 1, parse_file(synthetic_arm(cp=1, actor_train_time=1.0, seed=1)
+                                                         .write(tmp_path / "cp1.log"))),
+                     v.ArmEvidence("cp2", 2, parse_file(cp2.write(tmp_path / "cp2.log"))), pass_ratio=3.0)
+    complete = check(verdict, "complete", "cp2")
+    if where == "after_the_last_record":
+        assert verdict.status == v.INCONCLUSIVE and verdict.told is complete
+        assert complete.effect == v.INCONCLUSIVE and complete.fix == FIX_INCOMPLETE
+    else:
+        assert complete.status == "pass" and verdict.status == v.PASS
+
+
 def test_a_resumed_run_is_counted_from_its_first_rollout():
     log = SlimeLog()
     log.megatron_arguments({**ARGS, "num_rollout": 12, "context_parallel_size": 2, "data_parallel_size": 1})

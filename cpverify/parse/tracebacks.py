@@ -25,8 +25,11 @@ _RANK_PREFIX = re.compile(r"^\[rank\d+\]:\s?")
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)(?:, in (.+?))?\s*$')
 _CARETS = re.compile(r"^\s*[\^~]+\s*$")
 # `RuntimeError: ...`, `torch.OutOfMemoryError`, and the bare base classes: SGLang raises `Exception(...)`,
-# asyncio's TaskGroup an `ExceptionGroup`.
-_EXCEPTION = re.compile(r"^((?:[A-Za-z_][\w.]*?(?:Error|Exception|Interrupt|Exit|ExceptionGroup)|Exception|ExceptionGroup)"
+# asyncio's TaskGroup an `ExceptionGroup`. Any class can be raised (StopIteration, a UserWarning made an
+# error, a project's own): a CamelCase name of two words or more is one too; a lone word (INFO:, Note:)
+# is a logger's line that fell inside the traceback, not its end.
+_EXCEPTION = re.compile(r"^((?:[A-Za-z_][\w.]*?(?:Error|Exception|Interrupt|Exit|ExceptionGroup|Warning)|Exception"
+                        r"|ExceptionGroup|(?:[A-Za-z_][\w]*\.)*[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+)"
                         r"(?:\([\w.]*\))?)(?::\s*(.*))?$")
 _GROUP_MARGIN = re.compile(r"^\s*[|+] ")  # traceback.TracebackException.format of an exception group
 # An exception under these SGLang frames is a server that never came up.

@@ -181,6 +181,11 @@ def check_complete(arm: ArmFacts) -> Iterator[Check]:
             unfinished.append(f"the run was started with --num-rollout {planned} (its argument dump) and "
                               f"{_count(missing)} rollout(s) have no train-side perf record (rollouts "
                               f"{spans_text(missing)})")
+    elif ev.result is None and (ended := _ended_in_exception(parsed)):
+        # No plan and no --num-rollout: nothing says how many rollouts the run meant to do, but a run
+        # whose log ends in an uncaught exception after its last record stopped there (the exception
+        # may be one no signature names: its traceback is the only sign). Not a PASS on what it did.
+        unfinished.append(ended)
     if unfinished:
         yield Check("complete", CheckStatus.FAIL, "; ".join(unfinished), FIX_INCOMPLETE, ev.name, INCONCLUSIVE,
                     brief=f"arm {ev.name} did not finish: {'; '.join(unfinished)}")
@@ -188,6 +193,18 @@ def check_complete(arm: ArmFacts) -> Iterator[Check]:
         detail = "no step left unfinished" + (f"; all {ev.expected_rollouts} planned rollouts have a perf record"
                                               if ev.expected_rollouts is not None else " (no planned rollout count)")
         yield Check("complete", CheckStatus.PASS, detail, arm=ev.name)
+
+
+def _ended_in_exception(parsed) -> str | None:
+    """Where the log ends in a Python exception printed after its last step, perf or iteration record."""
+    records = [r.line for kind in (parsed.steps, parsed.perf, parsed.iterations) for r in kind]
+    ended = [t for t in parsed.tracebacks if t.exception_line and t.exception_line > max(records, default=0)]
+    if not records or not ended:
+        return None
+    last = ended[-1]
+    return (f"the log ends in an uncaught exception at line {last.exception_line} "
+            f"({excerpt(last.exception or 'exception', 80)}) after its last record (line {max(records)}), and it "
+            "states no --num-rollout to count its rollouts against")
 
 
 def check_consistent(arm: ArmFacts) -> Iterator[Check]:
