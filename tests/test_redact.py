@@ -158,7 +158,8 @@ def test_every_rule_is_behind_the_gate():
     for name in ("PGPASSWORD", "DB_PASS", "GITHUB_PAT", "MY_SERVICE_CREDS", "SENTRY_DSN", "DATABASE_URL",
                  "RAY_JOB_HEADERS", "COOKIE", "SESSION", "X-Amz-Signature", "sig", "JWT", "SLACK_WEBHOOK",
                  "connection_string", "apiKey", "Authorization", "BEARER", "DB_PWD", "HF_TOKEN", "hfToken", "--wandb-key",
-                 "--router-control-plane-api-keys", "API_KEY_V2", "accessKeyValue", "hf_token_", "github.pat"):
+                 "--router-control-plane-api-keys", "API_KEY_V2", "accessKeyValue", "hf_token_", "github.pat",
+                 "MY_TOKEN_2", "TOKEN1", "HF_TOKEN_VALUE", "WANDB_API_KEY_PROD", "my_key_2", "privatekey", "GH_PAT_OLD"):
         assert is_secret_name(name) and GATE.search(f"{name}=v4lue-8d2".lower()), name
 
 
@@ -242,6 +243,11 @@ def test_the_stream_and_the_artifacts_apply_one_definition(picked, block_sizes):
     ("--rl-skip-bos-token", False), ("--memory-keys", False), ("pass_ratio", False), ("HF_ENDPOINT", False),
     ("PASSWORD_FILE", False), ("SSH_AUTH_SOCK", False), ("aws_access_key_id", False), ("X-Amz-Date", False),
     ("--rm-url", False), ("signature_version", False), ("PATH", False), ("PASS", False), ("pat", False),
+    # qualifiers after the noun say which credential, not what the value is
+    ("MY_TOKEN_2", True), ("TOKEN1", True), ("HF_TOKEN_VALUE", True), ("refresh_token_v2", True),
+    ("WANDB_API_KEY_PROD", True), ("hub_token_new", True), ("my_key_2", True), ("privatekey", True),
+    ("GH_PAT_OLD", True), ("PASSWORD_FILE_2", False), ("max_tokens_2", False), ("--input-key-2", False),
+    ("token_ids", False), ("num_tokens_new", False),
 ])
 def test_secret_names(name, secret):
     assert is_secret_name(name) is secret

@@ -21,7 +21,7 @@ import bisect
 import re
 from collections.abc import Iterable, Sequence
 
-from cpverify.redact.names import NAME_STEMS, is_secret_name, literal_worthy, names
+from cpverify.redact.names import NAME_STEMS, QUALIFIERS, is_secret_name, literal_worthy, names
 from cpverify.redact.values import (
     EMPTY,
     NO_VALUE,
@@ -72,7 +72,9 @@ GATE_WORDS = ("://", "-----begin", "hf_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_"
 # `tokens_per_gpu_per_sec`, a `--model-path`, a `keyboard` are none, and the lines of a training log
 # that name them pass by. Patterns over the line in lower case, without lookaround (Hyperscan has none).
 _NAME_END = r"(?:\.?[_-])*(?:\.?(?:[^A-Za-z0-9_.-]|$)|\.\.)"
-GATE_PATTERNS = (rf"(?:token|pat|keys?){_NAME_END}", r"(?:api|access|private)[_.-]*key")
+# The qualifiers a name may carry after its noun (HF_TOKEN_2, TOKEN1, API_KEY_PROD: names.QUALIFIERS).
+_QUALIFIED = r"\d*(?:[_.-]+(?:\d+|v\d+|" + "|".join(QUALIFIERS) + r"))*"
+GATE_PATTERNS = (rf"(?:token|pat|keys?){_QUALIFIED}{_NAME_END}", r"(?:api|access|private)[_.-]*key")
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 

@@ -54,10 +54,30 @@ _PLAIN_WORD = re.compile(r"[a-z]+(?:[_.-][a-z]+)*")
 _SHELL_DIRS = {"pwd", "oldpwd"}
 
 
+# Words after the noun that say WHICH credential it is, not what the value is: HF_TOKEN_2, TOKEN1,
+# WANDB_API_KEY_PROD, GH_TOKEN_OLD, API_KEY_V2. The name is judged as if they were not there.
+QUALIFIERS = ("new", "old", "prod", "production", "dev", "staging", "test", "value", "val", "b64", "base64", "raw",
+              "backup", "alt", "tmp", "temp", "orig")
+_QUALIFIER = re.compile(r"\d+|v\d+|" + "|".join(QUALIFIERS))
+_GLUED_DIGITS = re.compile(r"(?<=[a-z])\d+$")
+_GLUED_KEY_OWNERS = {first for first, second in (("api", "key"), ("access", "key"), ("private", "key"),
+                                                 ("secret", "key"), ("session", "key"))}
+
+
 def _name_words(name: str) -> list[str]:
     name = name.strip("\"'-")
     name = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)  # apiKey -> api_Key
     return [w.lower() for w in re.split(r"[_.\-/]+", name) if w]
+
+
+def _judged_words(name: str) -> list[str]:
+    """A name's words as is_secret_name judges them: the qualifiers after its noun left off."""
+    words = _name_words(name)
+    while len(words) > 1 and _QUALIFIER.fullmatch(words[-1]) and (words[-2], words[-1]) not in _PAIRS:
+        words.pop()
+    if words and (bare := _GLUED_DIGITS.sub("", words[-1])):
+        words[-1] = bare
+    return words
 
 
 @functools.lru_cache(maxsize=4096)  # names repeat on every line of a log
@@ -65,11 +85,13 @@ def is_secret_name(name: str) -> bool:
     """Does a variable, flag, header, query parameter or field name say that its value is a credential?"""
     if name.strip("\"'-").lower() in _SHELL_DIRS:
         return False
-    words = _name_words(name)
+    words = _judged_words(name)
     if not words:
         return False
     last, previous = words[-1], (words[-2] if len(words) > 1 else "")
     if (previous, last) in _PAIRS:
+        return True
+    if last.endswith("key") and last[:-3] in _GLUED_KEY_OWNERS:  # privatekey, ACCESSKEY
         return True
     if last in _META:
         return False
@@ -107,7 +129,7 @@ def literal_secret(name: str, value: str) -> bool:
     """Is `value`, held by a variable or flag called `name`, a secret to remove wherever it appears?"""
     if not (is_secret_name(name) and literal_worthy(value)):
         return False
-    words = _name_words(name)
+    words = _judged_words(name)
     return not (words and words[-1] in _SOMETIMES_SECRET and _PLAIN_WORD.fullmatch(value.strip()))
 
 
