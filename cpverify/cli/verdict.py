@@ -24,6 +24,7 @@ from cpverify.fixes import FIX_INCOMPLETE
 from cpverify.given_logs import bundle_log, check_out_apart
 from cpverify.inputs import shown_command, shown_name
 from cpverify.model import WORKLOADS, CheckStatus, round_name
+from cpverify.plan.build import arm_name
 from cpverify.redact import Redactor
 from cpverify.verdict import FAIL, INCONCLUSIVE, PASS, ArmEvidence, Check, Thresholds, decide
 from cpverify.verdict.evidence import timing_records
@@ -142,7 +143,7 @@ def run_verdict_command(args: argparse.Namespace) -> int:
               f"CP={requested[c_role]} ({shown_name(str(paths[c_role][0]))}) against CP={requested[b_role]} "
               f"({shown_name(str(paths[b_role][0]))})", file=sys.stderr)
     b_cp, c_cp = requested[b_role], requested[c_role]
-    arms = {f"cp{b_cp}": b_role, f"cp{c_cp}": c_role}
+    arms = {arm_name(b_cp): b_role, arm_name(c_cp): c_role}
     evidence, cut = [], []
     for name, role in arms.items():
         for k, log in enumerate(parsed[role], start=1):

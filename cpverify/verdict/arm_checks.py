@@ -278,7 +278,7 @@ def summarize(arm: ArmFacts) -> ArmSummary:
         values={t.primary_metric: list(primary.values())},
         metrics={m: stats.summarize(v) for m, v in samples.items() if v}, nccl=nccl_facts, lines=parsed.lines,
         samples=samples, work=arm.work, log_path=ev.log_path or (ev.result.log_path if ev.result else None),
-        arm=ev.planned, round=ev.round, warmup=arm.warmup)
+        arm=ev.planned, round=ev.round, warmup=arm.warmup, role=ev.role, seq_len=ev.seq_len, slime_ref=ev.slime_ref)
 
 
 def failure(arm: ArmFacts, checks: list[Check]) -> dict | None:

@@ -135,7 +135,10 @@ class ArmEvidence:
     # planned arm this log is a round of ("": `name` itself), and which round (1, 2, ...).
     arm: str = ""
     round: int = 1
+    # What the arm varied, as the plan's Arm carries it (model.Arm; never read back from a name):
     role: str | None = None  # BASE or CANDIDATE in an A/B of two slime revisions (cpverify.model)
+    seq_len: int | None = None  # its response length, in a profile of sequence lengths
+    slime_ref: str | None = None  # the label of the slime revision it ran, when known
 
     @property
     def planned(self) -> str:
@@ -195,6 +198,10 @@ class ArmSummary:
     arm: str = ""  # the planned arm this round belongs to ("": name)
     round: int = 1
     warmup: int = 0  # the warm-up left out: rollouts < warmup (records, for Megatron-LM iterations)
+    # What the arm varied (ArmEvidence's; the plots and the sweep table read these, not the name)
+    role: str | None = None
+    seq_len: int | None = None
+    slime_ref: str | None = None
 
     @property
     def planned(self) -> str:
