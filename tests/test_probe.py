@@ -358,6 +358,18 @@ def test_summary_of_recorded_h200_arms():
     assert {c["status"] for c in bypass["checks"]} == {"fail"}
 
 
+
+def test_the_probe_ratio_is_taken_between_the_arms_cps_whatever_their_names():
+    """The ratio is CP=cp's median over CP=1's, by the CP each result carries; an arm of no CP (the
+    bandwidth measurement, cp 0) is in no ratio."""
+    logs = {1: str(DATA / "h200x2-cp1-s16k.log"), 2: str(DATA / "h200x2-cp2-s16k.log")}
+    summary = probe.summarize({"bandwidth": {"cp": 0, "returncode": 0, "log": logs[1]},
+                               "ring": {"cp": 2, "returncode": 0, "log": logs[2]},
+                               "cp2-s16k": {"cp": 1, "returncode": 0, "log": logs[1]}}, cp=2)
+    medians = {name: arm["actor_train_time_median_s"] for name, arm in summary["arms"].items()}
+    assert summary["ratio_actor_train_time"] == pytest.approx(medians["ring"] / medians["cp2-s16k"])
+
+
 # ---------------------------------------------------------- the real workload, on CPU, with gloo
 
 
