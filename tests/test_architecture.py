@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import ast
 import graphlib
+import json
 import re
 from pathlib import Path
 
 import pytest
 
 from cpverify import config, runners
+from cpverify.errors import InputError
+from cpverify.model import ArmResult, Outcome
+from cpverify.run_state import ArmRecord, RunRecord
+from cpverify.verdict.model import OUTCOME_EFFECTS
 
 PACKAGE = Path(__file__).resolve().parents[1] / "cpverify"
 # Code that runs inside the workload's own process, not in cpverify's.
@@ -346,6 +351,24 @@ def test_one_status_vocabulary():
     assert offenders == {}
     assert all(_within(name, STATUS_USERS) for name in BARE_STATUS_LEFT)
 
+
+
+@pytest.mark.parametrize("outcome", [*Outcome, "exploded"])
+def test_an_outcome_read_back_is_one_of_the_outcomes_and_forces_its_effect(tmp_path, outcome):
+    """Every Outcome has its effect on the verdict (OUTCOME_EFFECTS, keyed by the members); a state.json
+    whose round ended otherwise is bad input, not a row of unknown meaning."""
+    assert set(OUTCOME_EFFECTS) == set(Outcome) and {type(key) for key in OUTCOME_EFFECTS} == {Outcome}
+    record = RunRecord(arms={"cp1": ArmRecord(ArmResult("cp1", Outcome.OK, 0, Path("cp1.log"), 1.0), "logs/cp1.log",
+                                              "0" * 64, 1)})
+    state = record.to_json()
+    state["arms"]["cp1"]["outcome"] = str(outcome)
+    (tmp_path / "state.json").write_text(json.dumps(state))
+    if outcome in list(Outcome):
+        read = RunRecord.load(tmp_path / "state.json", new_run_id="new").arms["cp1"].result.outcome
+        assert type(read) is Outcome and read == outcome
+    else:
+        with pytest.raises(InputError):
+            RunRecord.load(tmp_path / "state.json", new_run_id="new")
 
 # An arm's name is made in one place (plan.build.arm_name, model.round_name for its rounds) from what
 # model.Arm carries as data: its CP, response length, A/B role and round. What an arm is flows as

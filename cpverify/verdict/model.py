@@ -22,8 +22,8 @@ SCHEMA_VERSION = 1
 
 # The statuses (model.Status) by the names the verdict's rules use.
 PASS, FAIL, INCONCLUSIVE, BLOCKED = Status.PASS, Status.FAIL, Status.INCONCLUSIVE, Status.BLOCKED
-SEVERITY: dict[str, int] = {PASS: 0, INCONCLUSIVE: 1, BLOCKED: 2, FAIL: 3}
-EXIT_CODES: dict[str, int] = {PASS: EXIT_OK, FAIL: EXIT_FAIL, INCONCLUSIVE: EXIT_INCONCLUSIVE, BLOCKED: EXIT_BLOCKED}
+SEVERITY: dict[Status, int] = {PASS: 0, INCONCLUSIVE: 1, BLOCKED: 2, FAIL: 3}
+EXIT_CODES: dict[Status, int] = {PASS: EXIT_OK, FAIL: EXIT_FAIL, INCONCLUSIVE: EXIT_INCONCLUSIVE, BLOCKED: EXIT_BLOCKED}
 
 PRIMARY_METRIC = "perf/actor_train_time"
 # Train-side timings slime prints per rollout. actor_train, log_probs and ref_log_probs are
@@ -40,7 +40,7 @@ NUMERICS_METRICS = ("train/entropy_loss", "train/kl_loss", "train/grad_norm",
 # The verdict status an error class forces; absent classes force FAIL. None: shown as a
 # warning only -- these lines also appear in runs that go on to train normally (a retried
 # HTTP request, a logged-and-handled traceback, a placement group that is granted later).
-ERROR_EFFECTS: dict[str, str | None] = {
+ERROR_EFFECTS: dict[str, Status | None] = {
     "nccl_warn": None, "sglang_http_500": None, "sglang_http_5xx": None, "python_traceback": None,
     "ray_placement_group_wait": None, "resource_wait": None,
     "run_restarted": INCONCLUSIVE,  # two runs in one log: the timings mix, nothing failed for sure
@@ -55,7 +55,7 @@ WRAPPER_ERRORS = frozenset({"ray_task_error", "ray_actor_died", "ray_actor_unava
                             "python_traceback", "python_fatal_error"})
 
 # Runner outcomes (cpverify.runners.base) and the verdict status each forces.
-OUTCOME_EFFECTS: dict[str, Status | None] = {
+OUTCOME_EFFECTS: dict[Outcome, Status | None] = {
     Outcome.OK: None, Outcome.BLOCKED: BLOCKED, Outcome.INTERRUPTED: INCONCLUSIVE, Outcome.FAILED: FAIL,
     Outcome.FATAL: FAIL, Outcome.HANG: FAIL, Outcome.STALLED: FAIL, Outcome.DEADLINE: FAIL}
 
@@ -147,17 +147,17 @@ class ArmEvidence:
 
 
 # What a row that forces no status means for the verdict (Check.meaning).
-_MEANINGS: dict[str, str] = {CheckStatus.PASS: CheckStatus.PASS, CheckStatus.WARN: "warning", CheckStatus.SKIP: "not judged"}
+_MEANINGS: dict[CheckStatus, str] = {CheckStatus.PASS: CheckStatus.PASS, CheckStatus.WARN: "warning", CheckStatus.SKIP: "not judged"}
 
 
 @dataclass
 class Check:
     name: str
-    status: str  # a CheckStatus
+    status: CheckStatus
     detail: str
     fix: str = ""
     arm: str | None = None
-    effect: str | None = None  # the verdict status a failed check forces (FAIL, INCONCLUSIVE, BLOCKED)
+    effect: Status | None = None  # the verdict status a failed check forces (FAIL, INCONCLUSIVE, BLOCKED)
     brief: str = ""  # a shorter detail for the headline (not serialised)
 
     def __post_init__(self) -> None:
@@ -227,7 +227,7 @@ class ArmSummary:
 class Comparison:
     baseline: str
     candidate: str
-    status: str
+    status: Status
     reason: str
     metrics: dict[str, stats.RatioEstimate]
     checks: list[Check]
@@ -243,7 +243,7 @@ class Comparison:
 
 @dataclass
 class Verdict:
-    status: str
+    status: Status
     summary: str  # the headline without the status word
     rule: str
     thresholds: Thresholds
@@ -323,7 +323,7 @@ class Verdict:
         }
 
 
-def worst(statuses: Iterable[str]) -> str:
+def worst(statuses: Iterable[Status]) -> Status:
     return max(statuses, key=SEVERITY.__getitem__, default=PASS)
 
 
