@@ -18,7 +18,7 @@ from cpverify import config, runners
 from cpverify.errors import InputError
 from cpverify.model import ArmResult, Outcome
 from cpverify.run_state import ArmRecord, RunRecord
-from cpverify.verdict.model import OUTCOME_EFFECTS
+from cpverify.verdict.terms import OUTCOME_EFFECTS
 
 PACKAGE = Path(__file__).resolve().parents[1] / "cpverify"
 # Code that runs inside the workload's own process, not in cpverify's.

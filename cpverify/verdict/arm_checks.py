@@ -35,7 +35,7 @@ from cpverify.verdict.evidence import (
     ranges,
     spans_text,
 )
-from cpverify.verdict.model import (
+from cpverify.verdict.terms import (
     ERROR_EFFECTS,
     FAIL,
     INCONCLUSIVE,

@@ -1,5 +1,6 @@
-"""The verdict's vocabulary and data: the statuses, the metrics, the thresholds, the evidence of an
-arm, a check (one row of the table), an arm's summary, a comparison, the verdict itself."""
+"""The verdict's terms: the statuses, the metrics, the thresholds, the evidence of an arm, a check
+(one row of the table), an arm's summary, a comparison, the verdict itself. (Not `model`: that is
+cpverify.model, the data every stage shares, and the model the arms train is the HF one.)"""
 
 from __future__ import annotations
 
