@@ -260,6 +260,14 @@ def test_bypass_breaks_only_the_cp_arm():
     assert bypass[2] == (*plain[2], "--bypass-cp") and bypass[1] == plain[1]
 
 
+@pytest.mark.parametrize(("numbers", "flag"), [({"steps": 0}, "--steps"), ({"warmup": -1}, "--warmup"),
+                                               ({"seq_len": 0}, "--seq-len")])
+def test_arm_commands_refuse_a_number_the_workload_cannot_run_naming_its_flag(numbers, flag):
+    with pytest.raises(InputError) as refused:
+        probe.arm_commands(**{"cp": 2, "seq_len": 16, "steps": 1, "warmup": 0, **numbers})
+    assert refused.value.problem.startswith(f"{flag} ") and refused.value.fix.startswith(f"pass e.g. {flag} ")
+
+
 def test_arm_commands_refuse_nonsense():
     with pytest.raises(InputError, match="compares nothing"):
         probe.arm_commands(cp=1, seq_len=16, steps=1, warmup=0)

@@ -117,8 +117,8 @@ def run_verdict_command(args: argparse.Namespace) -> int:
             record, log = bundle_log(path, run_dir.log_path(round_name(option, k)), scrub)
             inputs[option].append(record)
             parsed[option].append(log)
-        twice = [shown_name(path.name) for path, again in zip(given, _repeats(inputs[option], parsed[option]), strict=True)
-                 if again]
+        repeats = _repeats(inputs[option], parsed[option])
+        twice = [shown_name(path.name) for path, again in zip(given, repeats, strict=True) if again]
         if twice:
             # one process counted as two rounds would show no spread between them: a narrower interval than the data
             raise InputError(f"--{option} gives one log twice ({', '.join(twice)} holds the same bytes, or the same "
@@ -149,8 +149,8 @@ def run_verdict_command(args: argparse.Namespace) -> int:
         for k, log in enumerate(parsed[option], start=1):
             bundled = run_dir.log_path(round_name(name, k))
             run_dir.log_path(round_name(option, k)).replace(bundled)  # logs/<arm>.log, as every bundle names its logs
-            inputs[option][k - 1] = {**inputs[option][k - 1], "bundled": f"logs/{bundled.name}", "cp": requested[option],
-                                   "round": k}
+            inputs[option][k - 1] = {**inputs[option][k - 1], "bundled": f"logs/{bundled.name}",
+                                     "cp": requested[option], "round": k}
             cut += _shortened(round_name(name, k), inputs[option][k - 1])
             evidence.append(ArmEvidence(round_name(name, k), requested[option], log,
                                         expected_rollouts=args.expected_rollouts, log_path=bundled, arm=name,

@@ -12,43 +12,46 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from cpverify.errors import InputError
 from cpverify.model import Arm
-from cpverify.plan.build import arm_name
 from cpverify.probe import rules
 
-__all__ = ["arm_commands", "arm_name", "bandwidth_argv", "probe_arm", "run_arm", "summarize", "workload_argv"]
-
-
-def _torchrun(nproc: int, python: str) -> list[str]:
-    return [python, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc)]
-
-
-def workload_argv(*, cp: int, seq_len: int, steps: int, warmup: int, nproc: int,
-                  python: str = sys.executable, extra: tuple[str, ...] = ()) -> list[str]:
-    return [*_torchrun(nproc, python), "-m", "cpverify.probe.workload", "--cp", str(cp),
-            "--seq-len", str(seq_len), "--steps", str(steps), "--warmup", str(warmup), *extra]
+__all__ = ["arm_commands", "bandwidth_argv", "probe_arm", "run_arm", "summarize"]
 
 
 def bandwidth_argv(*, nproc: int, python: str = sys.executable, extra: tuple[str, ...] = ()) -> list[str]:
-    return [*_torchrun(nproc, python), "-m", "cpverify.probe.bandwidth", *extra]
+    return [python, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc),
+            "-m", "cpverify.probe.bandwidth", *extra]
 
 
 def arm_commands(*, cp: int, seq_len: int, steps: int, warmup: int, nproc: int | None = None,
                  python: str = sys.executable, bypass_cp: bool = False) -> tuple[Arm, ...]:
-    """The two arms on the same `nproc` GPUs: CP=1 (data parallel) and CP=cp."""
+    """The two arms on the same `nproc` GPUs, CP=1 (data parallel) and CP=cp: the arms `cpverify run
+    --profile probe` plans for these numbers (its plan, built here), run from this directory."""
+    from cpverify.overrides import with_overrides  # not at the top: the workload's side imports this package
+    from cpverify.plan.build import build_plan
+    from cpverify.profiles import get_profile
+
     if cp < 2:
         raise InputError(f"--cp {cp} compares nothing", "use --cp 2 (or 4, 8: a divisor of the GPU count)")
     nproc = nproc or cp
     if nproc % cp:
         raise InputError(f"--nproc {nproc} is not a multiple of --cp {cp}", f"use --nproc {cp} or a multiple of it")
-    common: dict[str, Any] = {"seq_len": seq_len, "steps": steps, "warmup": warmup, "nproc": nproc, "python": python}
-    return (probe_arm(arm_name(1, seq_len), 1, workload_argv(cp=1, **common), seq_len=seq_len),
-            probe_arm(arm_name(cp, seq_len), cp, workload_argv(cp=cp, extra=("--bypass-cp",) if bypass_cp else (),
-                                                               **common), seq_len=seq_len))
+    defaults = get_profile("probe")
+    for flag, value, least, default in (("--steps", steps, 1, defaults.steps),
+                                        ("--warmup", warmup, 0, defaults.warmup_steps),
+                                        ("--seq-len", seq_len, 1, defaults.seq_lens[0])):
+        if value < least:
+            raise InputError(f"{flag} {value} must be at least {least}", f"pass e.g. {flag} {default}")
+    # this command prints its own medians: the verdict's least number of counted steps is not asked of it
+    profile = with_overrides(defaults, gpus=nproc, cp_sizes=(1, cp), seq_lens=(seq_len,), steps=steps,
+                             warmup_steps=warmup, min_counted_steps=min(steps, defaults.min_counted_steps))
+    arms = build_plan(profile, run_id="probe", python=python).arms
+    return tuple(replace(arm, workdir=os.getcwd(),
+                         argv=(*arm.argv, "--bypass-cp") if bypass_cp and arm.cp == cp else arm.argv) for arm in arms)
 
 
 def probe_arm(name: str, cp: int, argv: Sequence[str], *, seq_len: int | None = None) -> Arm:

@@ -148,7 +148,8 @@ class ArmEvidence:
 
 
 # What a row that forces no status means for the verdict (Check.meaning).
-_MEANINGS: dict[CheckStatus, str] = {CheckStatus.PASS: CheckStatus.PASS, CheckStatus.WARN: "warning", CheckStatus.SKIP: "not judged"}
+_MEANINGS: dict[CheckStatus, str] = {CheckStatus.PASS: CheckStatus.PASS, CheckStatus.WARN: "warning",
+                                     CheckStatus.SKIP: "not judged"}
 
 
 @dataclass
