@@ -184,7 +184,7 @@ class ArmSummary:
     cp_requested: int
     cp_effective: int | None  # None: the log does not state it
     layout: dict | None
-    outcome: str | None
+    outcome: Outcome | None
     counted_rollouts: list[int]
     metrics: dict[str, stats.Summary]
     nccl: dict
