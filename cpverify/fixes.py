@@ -97,7 +97,7 @@ ERROR_FIXES: dict[str, str] = {
 }
 FIX_ERROR_DEFAULT = "read the excerpt and the lines before it in the arm's log; " + FIX_COLLECT
 
-OUTCOME_FIXES: dict[str, str] = {
+OUTCOME_FIXES: dict[Outcome, str] = {
     Outcome.BLOCKED: "run `cpverify doctor` and follow its fixes (GPU runtime, Docker daemon, free GPUs)",
     Outcome.DEADLINE: ("the run exceeded its deadline: raise it (--set deadline_s=SECONDS), or run fewer rollouts "
                        "(--num-rollout) or shorter responses"),
@@ -119,7 +119,7 @@ def for_error(cls: str, coarse: str = "") -> str:
     return ERROR_FIXES.get(cls) or ERROR_FIXES.get(coarse) or FIX_ERROR_DEFAULT
 
 
-def for_outcome(outcome: str, error_class: str = "", coarse: str = "") -> str:
+def for_outcome(outcome: Outcome, error_class: str = "", coarse: str = "") -> str:
     """The fix for how a workload ended: the error's own fix when an error class ended it; none
     when it ended well."""
     if outcome == Outcome.OK:

@@ -155,7 +155,7 @@ class ArmResult:
     """What a runner returns for one arm: how it ended, and the log it wrote."""
 
     arm: str
-    outcome: str  # an Outcome (a plain str when read back from state.json; they compare equal)
+    outcome: Outcome  # given as one or as its string (state.json's): an unknown outcome is a ValueError
     exit_code: int | None
     log_path: Path
     duration_s: float
@@ -165,6 +165,9 @@ class ArmResult:
     error_class: str = ""  # the fatal error that ended the run (the finest class of its line)
     # No parsed log here: the watcher's parse serves the limits while the arm runs; the verdict
     # parses the bytes it hashes, once (the log judged is the log recorded, cpverify.run_state).
+
+    def __post_init__(self) -> None:
+        self.outcome = Outcome(self.outcome)
 
     def to_json(self) -> dict:
         """The result as plain JSON types."""

@@ -8,11 +8,17 @@ from __future__ import annotations
 
 import ast
 import graphlib
+import json
+import re
 from pathlib import Path
 
 import pytest
 
 from cpverify import config, runners
+from cpverify.errors import InputError
+from cpverify.model import ArmResult, Outcome
+from cpverify.run_state import ArmRecord, RunRecord
+from cpverify.verdict.terms import OUTCOME_EFFECTS
 
 PACKAGE = Path(__file__).resolve().parents[1] / "cpverify"
 # Code that runs inside the workload's own process, not in cpverify's.
@@ -344,3 +350,106 @@ def test_one_status_vocabulary():
             offenders[name] = bare
     assert offenders == {}
     assert all(_within(name, STATUS_USERS) for name in BARE_STATUS_LEFT)
+
+
+
+@pytest.mark.parametrize("outcome", [*Outcome, "exploded"])
+def test_an_outcome_read_back_is_one_of_the_outcomes_and_forces_its_effect(tmp_path, outcome):
+    """Every Outcome has its effect on the verdict (OUTCOME_EFFECTS, keyed by the members); a state.json
+    whose round ended otherwise is bad input, not a row of unknown meaning."""
+    assert set(OUTCOME_EFFECTS) == set(Outcome) and {type(key) for key in OUTCOME_EFFECTS} == {Outcome}
+    record = RunRecord(arms={"cp1": ArmRecord(ArmResult("cp1", Outcome.OK, 0, Path("cp1.log"), 1.0), "logs/cp1.log",
+                                              "0" * 64, 1)})
+    state = record.to_json()
+    state["arms"]["cp1"]["outcome"] = str(outcome)
+    (tmp_path / "state.json").write_text(json.dumps(state))
+    if outcome in list(Outcome):
+        read = RunRecord.load(tmp_path / "state.json", new_run_id="new").arms["cp1"].result.outcome
+        assert type(read) is Outcome and read == outcome
+    else:
+        with pytest.raises(InputError):
+            RunRecord.load(tmp_path / "state.json", new_run_id="new")
+
+# An arm's name is made in one place (plan.build.arm_name, model.round_name for its rounds) from what
+# model.Arm carries as data: its CP, response length, A/B role and round. What an arm is flows as
+# those fields; nothing takes a name apart to learn it.
+ARM_NAME_MAKERS = ("cpverify.plan.build", "cpverify.model")
+# A part of an arm's name as a literal spells it: a CP (cp2, `cp` then a number or a placeholder), a
+# response length (-s16k), a round (.r2) or an A/B role (base-, cand-); in plain text or in a regex.
+ARM_NAME_PART = re.compile(r"(?<![A-Za-z])cp(?:\d|\\d|\{|\(|\[|-|$)|-s(?:\d|\\d|\{|\(|\[)|\.r(?:\d|\\d|\{|\(|\[)"
+                           r"|\\\.r|(?<![A-Za-z])(?:base|cand)-")
+STRING_MATCHING = {"split", "rsplit", "partition", "rpartition", "startswith", "endswith", "removeprefix",
+                   "removesuffix", "find", "rfind", "index", "rindex", "count", "replace"}
+REGEX_FUNCTIONS = {"compile", "match", "fullmatch", "search", "findall", "finditer", "sub", "subn", "split"}
+NAME_FIELDS = {"name", "planned", "arm"}  # an arm's name, a round's planned arm (ArmEvidence, ArmSummary, ArmRecord)
+
+
+def _spelled(node: ast.AST) -> list[str]:
+    """The text of the string literals in `node` (an f-string's parts joined by `{}`)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, ast.JoinedStr):
+        return ["".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)]
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return [text for element in node.elts for text in _spelled(element)]
+    return []
+
+
+def _a_name(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr in NAME_FIELDS
+
+
+def name_parsing(tree: ast.Module) -> list[ast.AST]:
+    """Where `tree` reads something out of a name: matches a literal that spells a part of an arm's
+    name (a string method, `in`, a regex), or takes a name field apart (split, a regex, an index)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            method, receiver = node.func.attr, node.func.value
+            regex = method in REGEX_FUNCTIONS and ast.unparse(receiver) == "re"
+            literals = [t for a in (node.args[:1] if regex else node.args if method in STRING_MATCHING else ())
+                        for t in _spelled(a)]
+            taken_apart = (method in {"split", "rsplit", "partition", "rpartition"} and _a_name(receiver)) or (
+                method in REGEX_FUNCTIONS and any(_a_name(a) for a in node.args))
+            if taken_apart or any(ARM_NAME_PART.search(t) for t in literals):
+                found.append(node)
+        elif isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
+            if any(ARM_NAME_PART.search(t) for t in _spelled(node.left)) or any(_a_name(c) for c in node.comparators):
+                found.append(node)
+        elif isinstance(node, ast.Subscript) and _a_name(node.value):
+            found.append(node)
+    return found
+
+
+def test_nothing_reads_what_an_arm_is_out_of_its_name():
+    offenders = [f"{_where(name, node)}: {ast.unparse(node)[:80]}" for name, tree in modules().items()
+                 if name not in ARM_NAME_MAKERS for node in name_parsing(tree)]
+    assert offenders == []
+
+
+@pytest.mark.parametrize("code", [
+    'role = summary.name.split("-", 1)[0]',
+    'if summary.name.startswith(("base-", "cand-")): pass',
+    'match = _SEQ_SUFFIX.search(summary.name)',
+    '_SEQ_SUFFIX = re.compile(r"-s(\\d+)(k?)$")',
+    'base = next(m for n, m in medians if n.startswith("cp1-"))',
+    'cand = next(m for n, m in medians if n.startswith(f"cp{cp}-"))',
+    'medians = [n for n in arms if n.startswith("cp")]',
+    'planned = ev.name.removesuffix(f".r{ev.round}")',
+    'rounds = re.match(r"(.*)\\.r(\\d+)$", log)',
+    'if "-s" in arm.name: pass',
+    'cp = int(arm.name[2])',
+])
+def test_the_name_rule_sees_each_way_of_taking_a_name_apart(code):
+    assert name_parsing(ast.parse(code)) != []
+
+
+@pytest.mark.parametrize("code", [
+    'if check.name.startswith("error:"): pass',
+    'flag, eq, value = token.partition("=")',
+    'layout = {"cp": arm.cp, "dp": 1}',
+    'label = f"CP={arm.cp}"',
+    'text = " ".join(line.split())',
+])
+def test_the_name_rule_leaves_other_strings_alone(code):
+    assert name_parsing(ast.parse(code)) == []

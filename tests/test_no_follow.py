@@ -260,7 +260,7 @@ def test_a_probe_arm_log_is_never_written_through_a_planted_link(tmp_path):
     log = tmp_path / "probe-cp1.log"
     plant(log, victims)
     before = victims.state()
-    result = probe.run_arm([sys.executable, "-c", "print('probe says hi')"], log)
+    result = probe.run_arm(probe.probe_arm("probe-cp1", 1, [sys.executable, "-c", "print('probe says hi')"]), log)
     assert result["returncode"] == 0
     assert victims.state() == before
     assert not log.is_symlink() and "probe says hi" in log.read_text()

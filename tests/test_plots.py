@@ -46,7 +46,7 @@ def sweep(tmp_path):
     profile = with_overrides(get_profile("probe"), gpus=4, cp_sizes=(1, 2, 4), seq_lens=(8192, 32768, 131072))
     plan = build_plan(profile, run_id="sweep")
     evidence = [ArmEvidence(arm.name, arm.cp, parse_file(probe_log(tmp_path / f"{arm.name}.log", cp=arm.cp,
-                                                                        seq_len=arm.seq_len)))
+                                                                        seq_len=arm.seq_len)), seq_len=arm.seq_len)
                 for arm in plan.arms]
     thresholds = Thresholds(pass_ratio=profile.pass_ratio, warmup=profile.warmup_steps,
                             min_counted_steps=profile.min_counted_steps)
@@ -59,7 +59,7 @@ def medians(verdict):
 
 def test_sweep_figures_show_time_vs_cp_with_the_ideal_line(sweep):
     verdict, plan = sweep
-    figures = {p.file: p for p in plots.figures(verdict, plan.arms)}
+    figures = {p.file: p for p in plots.figures(verdict)}
     assert set(figures) == {"ratio.png", "steps.png", "phases.png", "cp.png", "seq.png"}
 
     (ax,) = figures["cp.png"].figure.axes
@@ -86,7 +86,7 @@ def test_sweep_figures_show_time_vs_cp_with_the_ideal_line(sweep):
 
 def test_step_and_phase_figures(sweep):
     verdict, plan = sweep
-    figures = {p.file: p for p in plots.figures(verdict, plan.arms)}
+    figures = {p.file: p for p in plots.figures(verdict)}
     primary, step = figures["steps.png"].figure.axes
     assert primary.get_ylabel() == "actor_train [s]" and step.get_ylabel() == "step time [s]"
     assert len(primary.get_lines()) == len(plan.arms) == 9
@@ -124,22 +124,26 @@ def test_slime_phases_and_no_sweep_plots_for_a_plain_cp1_cp2_run(tmp_path):
     assert any(list(line.get_xdata()) == [1.3, 1.3] for line in ax.get_lines())  # the threshold
 
 
-def test_arm_info_falls_back_to_the_names_of_recorded_probe_logs():
-    names = ("cp1-s16k", "cp2-s16k", "cp2-s64k")
-    evidence = [ArmEvidence(n, int(n[2]), parse_file(PROBE_LOGS / f"h200x2-{n}.log")) for n in names]
-    verdict = decide(evidence, comparisons=[("cp1-s16k", "cp2-s16k")], thresholds=Thresholds(warmup=5))
+def test_what_an_arm_varied_is_read_from_its_evidence_never_from_its_name():
+    """Recorded probe logs under names that say nothing (or the wrong thing): the plots place each arm
+    by the CP, length and revision its evidence carries."""
+    arms = {"short-base": (1, 16384, "cp1-s16k"), "cp1-s64k": (2, 16384, "cp2-s16k"), "base-x": (2, 65536, "cp2-s64k")}
+    evidence = [ArmEvidence(name, cp, parse_file(PROBE_LOGS / f"h200x2-{log}.log"), seq_len=seq_len, slime_ref="main")
+                for name, (cp, seq_len, log) in arms.items()]
+    verdict = decide(evidence, comparisons=[("short-base", "cp1-s64k")], thresholds=Thresholds(warmup=5))
     infos = plots.arm_infos(verdict)
-    assert [(i.cp, i.seq_len) for i in infos.values()] == [(1, 16384), (2, 16384), (2, 65536)]
+    assert {name: (i.cp, i.seq_len, i.revision) for name, i in infos.items()} == \
+        {name: (cp, seq_len, "main") for name, (cp, seq_len, _) in arms.items()}
     figures = {p.file: p for p in plots.figures(verdict)}
     (ax,) = figures["seq.png"].figure.axes  # only CP=2 has two lengths
-    assert [line.get_label() for line in ax.get_lines()] == ["CP=2"]
+    assert [line.get_label() for line in ax.get_lines()] == ["main CP=2"]
     assert "cp.png" not in figures
 
 
 def test_report_writes_pngs_next_to_verdict_md_and_names_them(sweep, tmp_path):
     verdict, plan = sweep
     run_dir = RunDir.create(tmp_path / "run")
-    written = report.write_report(run_dir, verdict, env={}, commands_sh=None, plan_arms=plan.arms)
+    written = report.write_report(run_dir, verdict, env={}, commands_sh=None)
     md = written["verdict.md"].read_text()
     for name in ("ratio.png", "steps.png", "phases.png", "cp.png", "seq.png"):
         path = written[name]
@@ -156,8 +160,8 @@ def test_missing_matplotlib_skips_plots_with_a_note(sweep, tmp_path, monkeypatch
     for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` now raises ImportError
-    assert plots.render(verdict, plan.arms) == ([], plots.MISSING_NOTE)
-    written = report.write_report(tmp_path, verdict, env={}, commands_sh=None, plan_arms=plan.arms)
+    assert plots.render(verdict) == ([], plots.MISSING_NOTE)
+    written = report.write_report(tmp_path, verdict, env={}, commands_sh=None)
     assert set(written) == {"verdict.md", "verdict.json", "commands.sh", "env.json", "archive"}
     assert "Plots skipped: matplotlib is not installed" in written["verdict.md"].read_text()
 
@@ -172,7 +176,7 @@ def test_every_text_drawn_is_redacted(sweep):
     verdict, plan = sweep
     planted = {name: f"{name} on gpu-node-17.corp.example.com token=abc123secret" for name in verdict.labels}
     verdict.labels.update(planted)
-    rendered, _ = plots.render(verdict, plan.arms, scrub=Redactor())
+    rendered, _ = plots.render(verdict, scrub=Redactor())
     texts = [t.get_text() for plot, _ in rendered for t in plot.figure.findobj(Text) if t.get_text()]
     assert any("host-1" in text for text in texts)  # the labels were drawn, redacted
     assert not [text for text in texts if "corp.example.com" in text or "abc123secret" in text]

@@ -236,7 +236,8 @@ def test_arm_commands_match_the_probe_profile(seq_len):
     plan = build_plan(profile, run_id="p", python="python")
     arms = probe.arm_commands(cp=2, seq_len=seq_len, steps=profile.steps, warmup=profile.warmup_steps,
                               nproc=profile.gpus, python="python")
-    assert arms == {arm.name: list(arm.argv) for arm in plan.arms}
+    assert [(a.name, a.cp, a.seq_len, a.argv, a.env) for a in arms] == \
+        [(a.name, a.cp, a.seq_len, a.argv, a.env) for a in plan.arms]
 
 
 def test_the_probe_command_defaults_to_the_probe_profile(capsys):
@@ -253,9 +254,18 @@ def test_the_probe_command_defaults_to_the_probe_profile(capsys):
 
 
 def test_bypass_breaks_only_the_cp_arm():
-    bypass = probe.arm_commands(cp=2, seq_len=4096, steps=1, warmup=0, bypass_cp=True, python="python")
-    plain = probe.arm_commands(cp=2, seq_len=4096, steps=1, warmup=0, python="python")
-    assert bypass["cp2-s4k"] == [*plain["cp2-s4k"], "--bypass-cp"] and bypass["cp1-s4k"] == plain["cp1-s4k"]
+    bypass = {a.cp: a.argv for a in probe.arm_commands(cp=2, seq_len=4096, steps=1, warmup=0, bypass_cp=True,
+                                                        python="python")}
+    plain = {a.cp: a.argv for a in probe.arm_commands(cp=2, seq_len=4096, steps=1, warmup=0, python="python")}
+    assert bypass[2] == (*plain[2], "--bypass-cp") and bypass[1] == plain[1]
+
+
+@pytest.mark.parametrize(("numbers", "flag"), [({"steps": 0}, "--steps"), ({"warmup": -1}, "--warmup"),
+                                               ({"seq_len": 0}, "--seq-len")])
+def test_arm_commands_refuse_a_number_the_workload_cannot_run_naming_its_flag(numbers, flag):
+    with pytest.raises(InputError) as refused:
+        probe.arm_commands(**{"cp": 2, "seq_len": 16, "steps": 1, "warmup": 0, **numbers})
+    assert refused.value.problem.startswith(f"{flag} ") and refused.value.fix.startswith(f"pass e.g. {flag} ")
 
 
 def test_arm_commands_refuse_nonsense():
@@ -279,7 +289,7 @@ def test_run_arm_streams_to_the_log(tmp_path):
     script = ("print('cpverify-check name=a status=pass value=0.001 bound=0.01 detail=\"ok\"'); "
               "print('[2026-01-01 00:00:00] workload.py:1 - perf 5: {\"perf/actor_train_time\": 0.5, "
               "\"perf/step_time\": 0.6}'); print('noise'); raise SystemExit(3)")
-    result = probe.run_arm([sys.executable, "-c", script], tmp_path / "arm.log")
+    result = probe.run_arm(probe.probe_arm("arm", 2, [sys.executable, "-c", script]), tmp_path / "arm.log")
     assert result["returncode"] == 3
     log = (tmp_path / "arm.log").read_text()
     assert "noise" in log
@@ -311,7 +321,7 @@ def test_an_arm_gets_the_runners_environment_and_writes_a_scrubbed_log(tmp_path,
     workload (the allow-list of cpverify.runners.workload_env), the probe profile's settings do, and the
     log is scrubbed as it streams."""
     _planted(monkeypatch)
-    result = probe.run_arm([sys.executable, "-c", _ENV_REPORT], tmp_path / "arm.log")
+    result = probe.run_arm(probe.probe_arm("arm", 1, [sys.executable, "-c", _ENV_REPORT]), tmp_path / "arm.log")
     log = (tmp_path / "arm.log").read_text()
     assert result["returncode"] == 0
     assert _env_report(log) == {"HF_TOKEN": False, "MY_DB_PASSWORD": False, "NCCL_NVLS_ENABLE": True, "PATH": True}
@@ -337,8 +347,8 @@ def test_the_probe_command_leaks_no_credential_to_its_arms_logs_or_terminal(tmp_
 
 
 def test_summary_of_recorded_h200_arms():
-    summary = probe.summarize({"cp1-s16k": {"returncode": 0, "log": str(DATA / "h200x2-cp1-s16k.log")},
-                               "cp2-s16k": {"returncode": 0, "log": str(DATA / "h200x2-cp2-s16k.log")}},
+    summary = probe.summarize({"cp1-s16k": {"cp": 1, "returncode": 0, "log": str(DATA / "h200x2-cp1-s16k.log")},
+                               "cp2-s16k": {"cp": 2, "returncode": 0, "log": str(DATA / "h200x2-cp2-s16k.log")}},
                               cp=2)
     assert summary["ok"]
     assert summary["arms"]["cp1-s16k"]["steps"] == 30
@@ -350,9 +360,22 @@ def test_summary_of_recorded_h200_arms():
     assert "CP=2 / CP=1" in text and "cp_ring_attention_ran" in text
     assert {c["name"]: c["status"] for c in summary["checks"] if c["arm"] == "cp2-s16k"} == {
         "cp_output_vs_reference": "pass", "cp_input_grads_vs_reference": "pass", "cp_ring_attention_ran": "pass"}
-    bypass = probe.summarize({"cp2-s16k": {"returncode": 1, "log": str(DATA / "h200x2-cp2-s16k-bypass.log")}}, cp=2)
+    bypass = probe.summarize({"cp2-s16k": {"cp": 2, "returncode": 1, "log": str(DATA / "h200x2-cp2-s16k-bypass.log")}},
+                             cp=2)
     assert not bypass["ok"] and bypass["ratio_actor_train_time"] is None
     assert {c["status"] for c in bypass["checks"]} == {"fail"}
+
+
+
+def test_the_probe_ratio_is_taken_between_the_arms_cps_whatever_their_names():
+    """The ratio is CP=cp's median over CP=1's, by the CP each result carries; an arm of no CP (the
+    bandwidth measurement, cp 0) is in no ratio."""
+    logs = {1: str(DATA / "h200x2-cp1-s16k.log"), 2: str(DATA / "h200x2-cp2-s16k.log")}
+    summary = probe.summarize({"bandwidth": {"cp": 0, "returncode": 0, "log": logs[1]},
+                               "ring": {"cp": 2, "returncode": 0, "log": logs[2]},
+                               "cp2-s16k": {"cp": 1, "returncode": 0, "log": logs[1]}}, cp=2)
+    medians = {name: arm["actor_train_time_median_s"] for name, arm in summary["arms"].items()}
+    assert summary["ratio_actor_train_time"] == pytest.approx(medians["ring"] / medians["cp2-s16k"])
 
 
 # ---------------------------------------------------------- the real workload, on CPU, with gloo

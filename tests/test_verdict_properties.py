@@ -29,7 +29,7 @@ from cpverify.parse import parse_stream
 from cpverify.report import story
 from cpverify.verdict import stats
 from cpverify.verdict.evidence import gaps
-from cpverify.verdict.model import SEVERITY
+from cpverify.verdict.terms import SEVERITY
 from helpers.slime_log import ERROR_LINES, SlimeLog, synthetic_arm
 
 THRESHOLDS = v.Thresholds(resamples=500, warmup=1)

@@ -12,7 +12,7 @@ from pathlib import Path
 from cpverify import probe
 from cpverify.artifacts import DEFAULT_BASE, atomic_write_json, new_run_id
 from cpverify.errors import EXIT_FAIL, EXIT_OK, EnvironmentBlocked
-from cpverify.probe import arm_commands, bandwidth_argv, run_arm, summarize
+from cpverify.probe import arm_commands, bandwidth_argv, probe_arm, run_arm, summarize
 from cpverify.profiles import get_profile
 from cpverify.progress import ArmsDisplay
 from cpverify.runners.local import LocalRunner
@@ -51,10 +51,10 @@ def run(args: argparse.Namespace) -> int:
     arms = arm_commands(cp=args.cp, seq_len=args.seq_len, steps=args.steps, warmup=args.warmup,
                         nproc=args.nproc, python=python.path, bypass_cp=args.bypass_cp)
     if args.bandwidth:
-        arms = {"bandwidth": bandwidth_argv(nproc=args.nproc or args.cp, python=python.path), **arms}
+        arms = (probe_arm("bandwidth", 0, bandwidth_argv(nproc=args.nproc or args.cp, python=python.path)), *arms)
     if args.dry_run:
-        for name, argv in arms.items():
-            print(f"# {name}\n{subprocess.list2cmdline(argv)}")
+        for arm in arms:
+            print(f"# {arm.name}\n{subprocess.list2cmdline(arm.argv)}")
         return EXIT_OK
     if not python.ok:
         raise EnvironmentBlocked(python.problem(), python.fix())
@@ -64,11 +64,11 @@ def run(args: argparse.Namespace) -> int:
     for what in LocalRunner().sweep_leftovers():  # GPUs held by the workload of a cpverify killed outright
         print(f"{what} of an earlier, interrupted run", file=sys.stderr)
     results = {}
-    with ArmsDisplay(list(arms), args.warmup + args.steps, prefix="[cpverify probe] ") as display:
-        for name, argv in arms.items():
-            print(f"{name}: {subprocess.list2cmdline(argv)}", file=sys.stderr)
-            results[name] = result = run_arm(argv, out / "logs" / f"{name}.log", name=name, on_progress=display.update)
-            display.finish(name, f"{result['outcome']} (exit {result['returncode']})")
+    with ArmsDisplay([arm.name for arm in arms], args.warmup + args.steps, prefix="[cpverify probe] ") as display:
+        for arm in arms:
+            print(f"{arm.name}: {subprocess.list2cmdline(arm.argv)}", file=sys.stderr)
+            results[arm.name] = result = run_arm(arm, out / "logs" / f"{arm.name}.log", on_progress=display.update)
+            display.finish(arm.name, f"{result['outcome']} (exit {result['returncode']})")
     summary = summarize(results, cp=args.cp)
     atomic_write_json(out / "probe-summary.json", summary)
     print(render(summary))

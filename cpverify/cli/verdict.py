@@ -24,6 +24,7 @@ from cpverify.fixes import FIX_INCOMPLETE
 from cpverify.given_logs import bundle_log, check_out_apart
 from cpverify.inputs import shown_command, shown_name
 from cpverify.model import WORKLOADS, CheckStatus, round_name
+from cpverify.plan.build import arm_name
 from cpverify.redact import Redactor
 from cpverify.verdict import FAIL, INCONCLUSIVE, PASS, ArmEvidence, Check, Thresholds, decide
 from cpverify.verdict.evidence import timing_records
@@ -85,14 +86,14 @@ def run_verdict_command(args: argparse.Namespace) -> int:
     requested = {"baseline": 1 if args.baseline_cp is None else args.baseline_cp,
                  "candidate": 2 if args.candidate_cp is None else args.candidate_cp}
     paths = {"baseline": [Path(p) for p in args.baseline], "candidate": [Path(p) for p in args.candidate]}
-    for role, given in paths.items():
+    for option, given in paths.items():
         for path in given:
             if not path.is_file():
-                raise InputError(f"--{role} {shown_name(str(path))} is not a readable file",
+                raise InputError(f"--{option} {shown_name(str(path))} is not a readable file",
                                  "pass the path of a saved slime log (stdout and stderr of train.py / ray job logs)")
-        if requested[role] < 1:
-            raise InputError(f"--{role}-cp {requested[role]} must be >= 1",
-                             f"pass the CP size the run was started with, e.g. --{role}-cp 2")
+        if requested[option] < 1:
+            raise InputError(f"--{option}-cp {requested[option]} must be >= 1",
+                             f"pass the CP size the run was started with, e.g. --{option}-cp 2")
     if requested["baseline"] == requested["candidate"]:
         raise InputError(f"--baseline-cp and --candidate-cp are both {requested['baseline']}: a CP verification "
                          "compares two CP sizes", "pass the CP each log was run with, e.g. --baseline-cp 1 --candidate-cp 2")
@@ -101,70 +102,70 @@ def run_verdict_command(args: argparse.Namespace) -> int:
                          f"({args.warmup})", "pass the --num-rollout the arms were started with, e.g. 8")
 
     if args.out is not None:  # the bundle must not land on the logs it is made from
-        check_out_apart(args.out, {f"--{role} #{k}": path for role, given in paths.items()
+        check_out_apart(args.out, {f"--{option} #{k}": path for option, given in paths.items()
                                    for k, path in enumerate(given, start=1)})
     run_dir = RunDir.create(args.out)
     scrub = Redactor()  # one for the bundle: a host is the same host-N in its logs and in verdict.md
     inputs: dict[str, list[dict]] = {}
     parsed: dict[str, list] = {}
-    for role, given in paths.items():
+    for option, given in paths.items():
         # Judge what the bundle keeps: one snapshot of a log that grows while it is read, parsed as
         # its redacted copy is written, so that the copy, its sha256 and the verdict describe the
         # same text, and commands.sh replays it (exactly, unless the copy had to be cut short).
-        inputs[role], parsed[role] = [], []
+        inputs[option], parsed[option] = [], []
         for k, path in enumerate(given, start=1):
-            record, log = bundle_log(path, run_dir.log_path(round_name(role, k)), scrub)
-            inputs[role].append(record)
-            parsed[role].append(log)
-        twice = [shown_name(path.name) for path, again in zip(given, _repeats(inputs[role], parsed[role]), strict=True)
-                 if again]
+            record, log = bundle_log(path, run_dir.log_path(round_name(option, k)), scrub)
+            inputs[option].append(record)
+            parsed[option].append(log)
+        repeats = _repeats(inputs[option], parsed[option])
+        twice = [shown_name(path.name) for path, again in zip(given, repeats, strict=True) if again]
         if twice:
             # one process counted as two rounds would show no spread between them: a narrower interval than the data
-            raise InputError(f"--{role} gives one log twice ({', '.join(twice)} holds the same bytes, or the same "
-                             f"timing records at every step, as an earlier --{role}): each --{role} is one round, one "
+            raise InputError(f"--{option} gives one log twice ({', '.join(twice)} holds the same bytes, or the same "
+                             f"timing records at every step, as an earlier --{option}): each --{option} is one round, one "
                              "process of the arm (a copy re-saved, with other line endings or compressed, is the same "
                              "process)",
-                             f"give every round's own log once, in the order they ran: --{role} r1.log --{role} r2.log")
-    # Without a claim, two roles whose logs state two different CPs are judged at those: a CP=2 log
+                             f"give every round's own log once, in the order they ran: --{option} r1.log --{option} r2.log")
+    # Without a claim, two options whose logs state two different CPs are judged at those: a CP=2 log
     # given as --baseline is not "CP=1 that did not take effect". A log whose CP did not take effect
     # states the same CP as the other (cp=1 twice), so the defaults stand and cp_effective fails.
-    stated = {role: _stated_cp(role, paths[role], logs) for role, logs in parsed.items()}
+    stated = {option: _stated_cp(option, paths[option], logs) for option, logs in parsed.items()}
     if not claimed and None not in stated.values() and stated["baseline"] != stated["candidate"]:
         if stated != requested:
             print(f"note: the --baseline {_logs_state(paths['baseline'])} CP={stated['baseline']} and the --candidate "
                   f"{'log' if len(paths['candidate']) == 1 else 'logs'} CP={stated['candidate']}: judging them at "
                   "those CPs (--baseline-cp/--candidate-cp say otherwise)", file=sys.stderr)
-        requested = {role: int(cp) for role, cp in stated.items() if cp is not None}
+        requested = {option: int(cp) for option, cp in stated.items() if cp is not None}
     # The baseline is the smaller CP, whichever order the logs came in (see decide()).
-    b_role, c_role = sorted(paths, key=lambda role: requested[role])
-    if b_role != "baseline" and claimed:
+    b_option, c_option = sorted(paths, key=lambda option: requested[option])
+    if b_option != "baseline" and claimed:
         print(f"note: --baseline-cp {requested['baseline']} > --candidate-cp {requested['candidate']}: judging "
-              f"CP={requested[c_role]} ({shown_name(str(paths[c_role][0]))}) against CP={requested[b_role]} "
-              f"({shown_name(str(paths[b_role][0]))})", file=sys.stderr)
-    b_cp, c_cp = requested[b_role], requested[c_role]
-    arms = {f"cp{b_cp}": b_role, f"cp{c_cp}": c_role}
+              f"CP={requested[c_option]} ({shown_name(str(paths[c_option][0]))}) against CP={requested[b_option]} "
+              f"({shown_name(str(paths[b_option][0]))})", file=sys.stderr)
+    b_cp, c_cp = requested[b_option], requested[c_option]
+    arms = {arm_name(b_cp): b_option, arm_name(c_cp): c_option}
     evidence, cut = [], []
-    for name, role in arms.items():
-        for k, log in enumerate(parsed[role], start=1):
+    for name, option in arms.items():
+        for k, log in enumerate(parsed[option], start=1):
             bundled = run_dir.log_path(round_name(name, k))
-            run_dir.log_path(round_name(role, k)).replace(bundled)  # logs/<arm>.log, as every bundle names its logs
-            inputs[role][k - 1] = {**inputs[role][k - 1], "bundled": f"logs/{bundled.name}", "cp": requested[role],
-                                   "round": k}
-            cut += _shortened(round_name(name, k), inputs[role][k - 1])
-            evidence.append(ArmEvidence(round_name(name, k), requested[role], log,
+            run_dir.log_path(round_name(option, k)).replace(bundled)  # logs/<arm>.log, as every bundle names its logs
+            inputs[option][k - 1] = {**inputs[option][k - 1], "bundled": f"logs/{bundled.name}",
+                                     "cp": requested[option], "round": k}
+            cut += _shortened(round_name(name, k), inputs[option][k - 1])
+            evidence.append(ArmEvidence(round_name(name, k), requested[option], log,
                                         expected_rollouts=args.expected_rollouts, log_path=bundled, arm=name,
                                         round=k))
-    # env.json: the baseline is the smaller CP; a role's first round as before, and every round under "rounds"
-    shown = {"baseline": inputs[b_role], "candidate": inputs[c_role]}
-    shown_inputs = {role: {**rounds[0], **({"rounds": rounds} if len(rounds) > 1 else {})}
-                    for role, rounds in shown.items()}
+    # env.json: the baseline is the smaller CP; an option's first round as before, and every round under "rounds"
+    shown = {"baseline": inputs[b_option], "candidate": inputs[c_option]}
+    shown_inputs = {option: {**rounds[0], **({"rounds": rounds} if len(rounds) > 1 else {})}
+                    for option, rounds in shown.items()}
     names = list(arms)
     verdict = decide(evidence, comparisons=[(names[0], names[1])], thresholds=thresholds, workload=args.workload,
                      run_checks=cut)
 
     reproduce = ["cpverify", "verdict"]
-    for flag, name, role in (("--baseline", names[0], b_role), ("--candidate", names[1], c_role)):
-        for k in range(1, len(paths[role]) + 1):
+    for flag, name, option in (("--baseline", names[0], b_option), ("--candidate", names[1], c_option)):
+        for k in range(1, len(paths[option]) + 1):
             reproduce += [flag, f"logs/{round_name(name, k)}.log"]
     reproduce += ["--baseline-cp", str(b_cp), "--candidate-cp", str(c_cp), "--pass-ratio", f"{args.pass_ratio:g}",
                   *(["--warmup", str(args.warmup)] if args.warmup is not None else []),
@@ -178,7 +179,7 @@ def run_verdict_command(args: argparse.Namespace) -> int:
                 + "".join(f"# {check.detail}: this replay judges the copy, not the whole log.\n"
                           for check in cut if check.name == "bundled_log")
                 + "set -euo pipefail\n" + shlex.join(reproduce) + "\n")
-    logs_state = {"baseline": _stated(parsed[b_role][0]), "candidate": _stated(parsed[c_role][0])}
+    logs_state = {"baseline": _stated(parsed[b_option][0]), "candidate": _stated(parsed[c_option][0])}
     written = report.write_report(run_dir, verdict, env=_basic_env(shown_inputs, logs_state), commands_sh=commands,
                                   redactor=scrub, command=shown_command(["cpverify", "verdict", *sys.argv[2:]])
                                   if sys.argv[1:2] == ["verdict"] else shlex.join(reproduce[:-2]))
@@ -208,13 +209,13 @@ def _repeats(found: list[dict], logs: list) -> list[bool]:
     return out
 
 
-def _stated_cp(role: str, paths: list[Path], logs: list) -> int | None:
-    """The CP a role's logs state (the layout hook's line or Megatron's argument dump); None when none
+def _stated_cp(option: str, paths: list[Path], logs: list) -> int | None:
+    """The CP an option's logs state (the layout hook's line or Megatron's argument dump); None when none
     states one. Rounds of one arm run one CP: logs that state two are bad input."""
     stated = {path: log.layout.cp for path, log in zip(paths, logs, strict=True) if log.layout is not None}
     if len(set(stated.values())) > 1:
         listed = ", ".join(f"{shown_name(path.name)} CP={cp}" for path, cp in stated.items())
-        raise InputError(f"the --{role} logs state different CPs ({listed}): every --{role} log is a round of one "
+        raise InputError(f"the --{option} logs state different CPs ({listed}): every --{option} log is a round of one "
                          "arm, one CP", "give each CP's logs to its own option: --baseline the CP=1 rounds, "
                          "--candidate the CP=2 rounds")
     return next(iter(stated.values()), None)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 
 from cpverify.errors import InputError
 from cpverify.model import BASE, CANDIDATE
-from cpverify.plan.build import DEFAULT_WORK_DIR, Plan, build_plan
+from cpverify.plan.build import DEFAULT_WORK_DIR, Plan, arm_name, build_plan
 from cpverify.plan.flags import GRAD_NORM_LOAD, GRAD_NORM_SAVE
 from cpverify.plan.pairs import arm_diff
 from cpverify.profiles import Profile
@@ -26,10 +26,14 @@ def build_ab_plan(profile: Profile, *, run_id: str, gpus: tuple[int, ...] | list
     plans = {role: build_plan(profile, run_id=run_id, gpus=gpus, model_dir=model_dir, data_path=data_path,
                               slime_dir=directory, slime_ref=label, python=python, work_dir=work_dir, one_cp=True)
              for role, directory, label in ((BASE, base_dir, base_label), (CANDIDATE, candidate_dir, candidate_label))}
-    arms = tuple(replace(arm, name=f"{role}-{arm.name}", role=role) for role, plan in plans.items() for arm in plan.arms)
-    comparisons = tuple((f"{role}-{b}", f"{role}-{c}") for role, plan in plans.items() for b, c in plan.comparisons)
+    # each revision's arms under their A/B names, by their names in the revision's own plan
+    renamed = {role: {arm.name: replace(arm, name=arm_name(arm.cp, arm.seq_len, role=role), role=role)
+                      for arm in plan.arms} for role, plan in plans.items()}
+    arms = tuple(arm for by_name in renamed.values() for arm in by_name.values())
+    comparisons = tuple((renamed[role][b].name, renamed[role][c].name)
+                        for role, plan in plans.items() for b, c in plan.comparisons)
     if not profile.candidate_cps:  # one CP: what the candidate revision changes at it
-        comparisons = tuple((f"{BASE}-{arm.name}", f"{CANDIDATE}-{arm.name}") for arm in plans[BASE].arms)
+        comparisons = tuple((renamed[BASE][name].name, renamed[CANDIDATE][name].name) for name in renamed[BASE])
     for base_arm, cand_arm in zip(plans[BASE].arms, plans[CANDIDATE].arms, strict=True):
         # The two revisions must run the very same command: only where it runs may differ, and
         # (train-only) where each revision keeps its own CP=1 grad norms for its own check.

@@ -126,7 +126,7 @@ def build_plan(
     if profile.kind == "slime" and not profile.train_only:
         arms = tuple(_slime_arm(profile, cp, model_dir, data_path, slime_dir, slime_ref, python)
                      for cp in profile.cp_sizes)
-        comparisons = tuple((f"cp{profile.baseline_cp}", f"cp{cp}") for cp in profile.candidate_cps)
+        comparisons = tuple((arm_name(profile.baseline_cp), arm_name(cp)) for cp in profile.candidate_cps)
         allowed = {SLIME_CP_FLAG}
     else:
         if profile.kind == "slime":
@@ -165,7 +165,7 @@ def _slime_words(profile: Profile, model_dir: str, python: str) -> tuple[str, ..
 def _slime_arm(profile: Profile, cp: int, model_dir: str, data_path: str, slime_dir: str, slime_ref: str | None,
                python: str) -> Arm:
     argv = (*_slime_words(profile, model_dir, python), "--prompt-data", data_path, SLIME_CP_FLAG, str(cp))
-    return Arm(f"cp{cp}", cp, argv, profile.env, slime_dir, slime_ref=slime_ref)
+    return Arm(arm_name(cp), cp, argv, profile.env, slime_dir, slime_ref=slime_ref)
 
 
 def rollout_dir(work_dir: str, seq_len: int) -> str:
@@ -209,9 +209,11 @@ def _size(seq_len: int) -> str:
     return length_label(seq_len).lower()
 
 
-def arm_name(cp: int, seq_len: int) -> str:
-    """'cp2-s16k' for cp=2, seq_len=16384: an arm of a profile with sequence lengths."""
-    return f"cp{cp}-s{_size(seq_len)}"
+def arm_name(cp: int, seq_len: int | None = None, *, role: str | None = None) -> str:
+    """An arm's name, made once here from what the arm is (model.Arm carries each part as data, and
+    nothing reads them back from it): `cp2`; `cp2-s16k` for seq_len=16384 (a profile of sequence
+    lengths); `base-cp2` and `cand-cp2` for the roles of an A/B of two slime revisions."""
+    return (f"{role}-" if role else "") + f"cp{cp}" + (f"-s{_size(seq_len)}" if seq_len else "")
 
 
 def parse_gpus(text: str) -> tuple[int, ...]:

@@ -11,72 +11,75 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from cpverify.errors import InputError
-from cpverify.plan.build import arm_name
+from cpverify.model import Arm
 from cpverify.probe import rules
 
-__all__ = ["arm_commands", "arm_name", "bandwidth_argv", "run_arm", "summarize", "workload_argv"]
-
-
-def _torchrun(nproc: int, python: str) -> list[str]:
-    return [python, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc)]
-
-
-def workload_argv(*, cp: int, seq_len: int, steps: int, warmup: int, nproc: int,
-                  python: str = sys.executable, extra: tuple[str, ...] = ()) -> list[str]:
-    return [*_torchrun(nproc, python), "-m", "cpverify.probe.workload", "--cp", str(cp),
-            "--seq-len", str(seq_len), "--steps", str(steps), "--warmup", str(warmup), *extra]
+__all__ = ["arm_commands", "bandwidth_argv", "probe_arm", "run_arm", "summarize"]
 
 
 def bandwidth_argv(*, nproc: int, python: str = sys.executable, extra: tuple[str, ...] = ()) -> list[str]:
-    return [*_torchrun(nproc, python), "-m", "cpverify.probe.bandwidth", *extra]
+    return [python, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc),
+            "-m", "cpverify.probe.bandwidth", *extra]
 
 
 def arm_commands(*, cp: int, seq_len: int, steps: int, warmup: int, nproc: int | None = None,
-                 python: str = sys.executable, bypass_cp: bool = False) -> dict[str, list[str]]:
-    """The two arms on the same `nproc` GPUs: CP=1 (data parallel) and CP=cp."""
+                 python: str = sys.executable, bypass_cp: bool = False) -> tuple[Arm, ...]:
+    """The two arms on the same `nproc` GPUs, CP=1 (data parallel) and CP=cp: the arms `cpverify run
+    --profile probe` plans for these numbers (its plan, built here), run from this directory."""
+    from cpverify.overrides import with_overrides  # not at the top: the workload's side imports this package
+    from cpverify.plan.build import build_plan
+    from cpverify.profiles import get_profile
+
     if cp < 2:
         raise InputError(f"--cp {cp} compares nothing", "use --cp 2 (or 4, 8: a divisor of the GPU count)")
     nproc = nproc or cp
     if nproc % cp:
         raise InputError(f"--nproc {nproc} is not a multiple of --cp {cp}", f"use --nproc {cp} or a multiple of it")
-    common: dict[str, Any] = {"seq_len": seq_len, "steps": steps, "warmup": warmup, "nproc": nproc, "python": python}
-    return {
-        arm_name(1, seq_len): workload_argv(cp=1, **common),
-        arm_name(cp, seq_len): workload_argv(cp=cp, extra=("--bypass-cp",) if bypass_cp else (), **common),
-    }
+    defaults = get_profile("probe")
+    for flag, value, least, default in (("--steps", steps, 1, defaults.steps),
+                                        ("--warmup", warmup, 0, defaults.warmup_steps),
+                                        ("--seq-len", seq_len, 1, defaults.seq_lens[0])):
+        if value < least:
+            raise InputError(f"{flag} {value} must be at least {least}", f"pass e.g. {flag} {default}")
+    # this command prints its own medians: the verdict's least number of counted steps is not asked of it
+    profile = with_overrides(defaults, gpus=nproc, cp_sizes=(1, cp), seq_lens=(seq_len,), steps=steps,
+                             warmup_steps=warmup, min_counted_steps=min(steps, defaults.min_counted_steps))
+    arms = build_plan(profile, run_id="probe", python=python).arms
+    return tuple(replace(arm, workdir=os.getcwd(),
+                         argv=(*arm.argv, "--bypass-cp") if bypass_cp and arm.cp == cp else arm.argv) for arm in arms)
 
 
-def run_arm(argv: list[str], log_path: Path, *, name: str | None = None, on_progress=None) -> dict:
+def probe_arm(name: str, cp: int, argv: Sequence[str], *, seq_len: int | None = None) -> Arm:
+    """An arm of `cpverify probe`, run from here with the probe profile's environment (cp 0: an arm
+    that is no CP size, the bandwidth measurement)."""
+    from cpverify.profiles import get_profile  # not at the top: the workload's side imports this package
+
+    return Arm(name, cp, tuple(argv), get_profile("probe").env, os.getcwd(), seq_len=seq_len)
+
+
+def run_arm(arm: Arm, log_path: Path, *, on_progress=None) -> dict:
     """Run one arm as `cpverify run --profile probe` runs it: through the local runner, so that the
     workload gets the allow-listed environment (cpverify.runners.workload_env: never this machine's HF_TOKEN
     or other credentials), its log is scrubbed line by line as it streams to disk, the probe
     profile's limits stop a hung arm, and nothing of it outlives Ctrl-C. `on_progress` gets the
-    watcher's reports (cpverify.progress.ArmsDisplay.update)."""
-    from cpverify.model import Arm  # not at the top: the workload's side imports this package
+    watcher's reports (cpverify.progress.ArmsDisplay.update). The result carries the arm's CP."""
     from cpverify.profiles import get_profile
     from cpverify.runners.local import LocalRunner
 
-    name = name or log_path.stem
-    profile = get_profile("probe")
     log_path.unlink(missing_ok=True)  # the runner appends: one attempt, one log
-    arm = Arm(name, _cp_of(argv), tuple(argv), profile.env, os.getcwd())
-    result = LocalRunner(on_progress=on_progress).run_arm(arm, log_path=log_path, limits=profile.limits())
-    return {"returncode": result.exit_code, "log": str(log_path), "outcome": str(result.outcome),
+    result = LocalRunner(on_progress=on_progress).run_arm(arm, log_path=log_path, limits=get_profile("probe").limits())
+    return {"cp": arm.cp, "returncode": result.exit_code, "log": str(log_path), "outcome": str(result.outcome),
             "reason": result.reason}
-
-
-def _cp_of(argv: list[str]) -> int:
-    """The --cp an arm's workload is given (1 for the bandwidth arm, which has none)."""
-    flag = argv.index("--cp") if "--cp" in argv else -1
-    return int(argv[flag + 1]) if 0 <= flag < len(argv) - 1 and argv[flag + 1].isdigit() else 1
 
 
 def summarize(results: dict[str, dict], *, cp: int) -> dict:
     """Medians per arm, the CP/baseline ratio, every check; `ok` when all arms ran and all checks passed.
+    `results`: per arm name, what run_arm returned (the arm's CP among it: the ratio is CP=`cp`'s over CP=1's).
 
     Each arm's log is read by cpverify's log parser, as `cpverify run --profile probe` reads it:
     its perf records, its cpverify-check and cpverify-busbw lines (as `cpverify parse --json` shows them).
@@ -94,9 +97,9 @@ def summarize(results: dict[str, dict], *, cp: int) -> dict:
                       "step_time_median_s": rules.spread(step).median if step else None}
         checks += [{"arm": name, **c} for c in parsed["checks"]]
         busbw += [{"arm": name, **b} for b in parsed["bandwidth"]]
-    medians = [(n, a["actor_train_time_median_s"]) for n, a in arms.items() if n.startswith("cp")]
-    base = next((m for n, m in medians if n.startswith("cp1-")), None)
-    cand = next((m for n, m in medians if n.startswith(f"cp{cp}-")), None)
+    medians = [(result["cp"], arms[name]["actor_train_time_median_s"]) for name, result in results.items()]
+    base = next((m for arm_cp, m in medians if arm_cp == 1), None)
+    cand = next((m for arm_cp, m in medians if arm_cp == cp), None)
     ratio = cand / base if base and cand else None
     ok = all(a["returncode"] == 0 for a in arms.values()) and all(c["status"] == "pass" for c in checks)
     return {"cp": cp, "arms": arms, "ratio_actor_train_time": ratio, "checks": checks, "busbw": busbw, "ok": ok}

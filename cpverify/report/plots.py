@@ -19,7 +19,6 @@ plotting; without it `render()` returns no images and a note that the report pri
 from __future__ import annotations
 
 import io
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +29,6 @@ from cpverify.verdict import Verdict, short_metric, worst
 PHASES = ("perf/log_probs_time", "perf/ref_log_probs_time", "perf/actor_train_time")
 STEP_TIME = "perf/step_time"
 MISSING_NOTE = "Plots skipped: matplotlib is not installed (`pip install matplotlib`, or `pip install 'cpverify[plot]'`)."
-_SEQ_SUFFIX = re.compile(r"-s(\d+)(k?)$")
 
 
 @dataclass(frozen=True)
@@ -50,23 +48,10 @@ class Plot:
     figure: Any  # the matplotlib Figure (tests inspect it)
 
 
-def arm_infos(verdict: Verdict, plan_arms: Sequence | None = None) -> dict[str, ArmInfo]:
-    """Per arm name: from the plan's arms when given, else read from the verdict (names like cp2-s16k)."""
-    planned = {arm.name: arm for arm in plan_arms or ()}
-    infos = {}
-    for summary in verdict.per_arm():
-        arm = planned.get(summary.name)
-        if arm is not None:
-            infos[summary.name] = ArmInfo(summary.name, arm.cp, getattr(arm, "seq_len", None),
-                                          getattr(arm, "slime_ref", None))
-            continue
-        seq_len = None
-        match = _SEQ_SUFFIX.search(summary.name)
-        if match:
-            seq_len = int(match.group(1)) * (1024 if match.group(2) else 1)
-        role = summary.name.split("-", 1)[0] if summary.name.startswith(("base-", "cand-")) else None
-        infos[summary.name] = ArmInfo(summary.name, summary.cp_requested, seq_len, role)
-    return infos
+def arm_infos(verdict: Verdict) -> dict[str, ArmInfo]:
+    """Per planned arm, what it varied, as the verdict's summaries carry it from the plan's arms
+    (`cpverify verdict`: from its options and the logs)."""
+    return {s.name: ArmInfo(s.name, s.cp_requested, s.seq_len, s.slime_ref or s.role) for s in verdict.per_arm()}
 
 
 def _new_figure(width: float, height: float, cols: int = 1):
@@ -298,9 +283,9 @@ def _finish_scaling(fig, ax, ticks, tick_labels, xlabel: str, metric: str, title
     return fig
 
 
-def figures(verdict: Verdict, plan_arms: Sequence | None = None) -> list[Plot]:
+def figures(verdict: Verdict) -> list[Plot]:
     """Every plot that has data, as matplotlib Figures. Raises ImportError without matplotlib."""
-    infos = arm_infos(verdict, plan_arms)
+    infos = arm_infos(verdict)
     candidates = [
         ("ratio.png", "per-phase ratio with its interval", phase_ratios(verdict)),
         ("steps.png", "step times per rollout", step_times(verdict)),
@@ -328,15 +313,14 @@ def png(figure) -> bytes:
     return buffer.getvalue()
 
 
-def render(verdict: Verdict, plan_arms: Sequence | None = None,
-           scrub: Callable[[str], str] | None = None) -> tuple[list[tuple[Plot, bytes]], str]:
+def render(verdict: Verdict, scrub: Callable[[str], str] | None = None) -> tuple[list[tuple[Plot, bytes]], str]:
     """([(plot, PNG bytes)], note): no plots and a note when matplotlib is missing; never raises for that.
     `scrub` redacts every text drawn (and the titles verdict.md shows)."""
     try:
         import matplotlib  # noqa: F401
     except ImportError:
         return [], MISSING_NOTE
-    plots = figures(verdict, plan_arms)
+    plots = figures(verdict)
     if scrub is not None:
         for plot in plots:
             scrub_texts(plot.figure, scrub)

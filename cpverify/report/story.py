@@ -26,8 +26,8 @@ from cpverify.verdict import (
     short_metric,
     timing_metrics,
 )
-from cpverify.verdict.model import WRAPPER_ERRORS
 from cpverify.verdict.stats import MEDIAN, Estimate, RatioEstimate
+from cpverify.verdict.terms import WRAPPER_ERRORS
 
 # Phases in the order a step runs them; train and step are context (they include the others).
 CONTEXT_METRICS = ("perf/train_time", "perf/step_time")

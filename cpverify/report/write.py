@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import re
 import zipfile
-from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
@@ -39,21 +38,20 @@ def archive_name(run_dir: RunDir) -> str:
 
 def write_report(run_dir: RunDir | str | Path, verdict: Verdict, *, env: dict | None, commands_sh: str | None,
                  redact: bool = True, extra_secrets: tuple[str, ...] = (), plot: bool = True,
-                 plan_arms: Sequence | None = None, redactor: Redactor | None = None,
+                 redactor: Redactor | None = None,
                  command: str | None = None) -> dict[str, Path]:
     """Write verdict.md, verdict.json, commands.sh, env.json, the cpverify.report.plots PNGs (when
     matplotlib is there) and `cpverify-<run-id>.zip` (the bundle with its logs, for attaching)
     atomically, every one redacted; returns file name -> path ("archive" for the zip).
     `redactor`: the run's (its placeholders are the terminal's and the other steps'); else one is
     made from `redact` (False: --no-redact keeps host names, paths and IPs; credentials go always)
-    and `extra_secrets`. `plan_arms` (the plan's Arm objects) tell the plots each arm's sequence
-    length and revision. `command`: the command line that made the verdict, shown in verdict.md."""
+    and `extra_secrets`. `command`: the command line that made the verdict, shown in verdict.md."""
     run_dir = run_dir if isinstance(run_dir, RunDir) else RunDir(Path(run_dir))
     scrub = redactor or Redactor(extra_secrets, identity=redact)
     commands = commands_sh or "#!/usr/bin/env bash\n# No commands were recorded for this verdict.\n"
     env = scrub.json(env or {})
     commands = scrub(commands)
-    rendered, plot_note = plotting.render(verdict, plan_arms, scrub=scrub) if plot else ([], "")
+    rendered, plot_note = plotting.render(verdict, scrub=scrub) if plot else ([], "")
     evidence = {arm.name: lines for arm in verdict.arms if (lines := failure_lines(arm))}
     archive = archive_name(run_dir)
     markdown = render_markdown(verdict, env=env, commands=commands, scrub=scrub,

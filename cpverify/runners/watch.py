@@ -111,7 +111,7 @@ class Progress:
 
 @dataclass
 class _Trigger:
-    outcome: str
+    outcome: Outcome
     reason: str
     error_class: str = ""
 

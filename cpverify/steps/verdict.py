@@ -69,7 +69,8 @@ def evidence(ctx: Context, *, upto: int | None = None, parsed: dict | None = Non
             found.append(ArmEvidence(done.result.arm, arm.cp, parsed[key], done.result,
                                      grad_norm_planned=GRAD_NORM_LOAD in arm.argv,
                                      expected_rollouts=p.planned_rollouts, log_path=ctx.run_dir.root / done.log,
-                                     arm=arm.name, round=done.round, role=arm.role))
+                                     arm=arm.name, round=done.round, role=arm.role, seq_len=arm.seq_len,
+                                     slime_ref=arm.slime_ref))
         if recorded:
             continue
         log_path = ctx.run_dir.log_path(arm.name)
@@ -84,7 +85,8 @@ def evidence(ctx: Context, *, upto: int | None = None, parsed: dict | None = Non
                                fix=f"run `cpverify run --only {'cp1' if arm.cp == p.baseline_cp else 'cp2'}` first "
                                    "(or `nox -s verify_cp`)")
         found.append(ArmEvidence(arm.name, arm.cp, ParsedLog(), result, grad_norm_planned=GRAD_NORM_LOAD in arm.argv,
-                                 expected_rollouts=p.planned_rollouts, role=arm.role))
+                                 expected_rollouts=p.planned_rollouts, role=arm.role, seq_len=arm.seq_len,
+                                 slime_ref=arm.slime_ref))
     return found
 
 
@@ -112,7 +114,7 @@ def _write(ctx: Context, verdict) -> None:
     ctx.redactor.add_secrets(secrets)
     env["sources"] = _sources(ctx)
     written = report.write_report(ctx.run_dir, verdict, env=env, commands_sh=plan.commands_sh(),
-                                  redactor=ctx.redactor, plan_arms=plan.arms,
+                                  redactor=ctx.redactor,
                                   command=shown_command(["cpverify", *sys.argv[1:]]))
     print(report.render_summary(verdict))
     ctx.say(f"verdict: {verdict.status} -> {ctx.run_dir.verdict_md}")

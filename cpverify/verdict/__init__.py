@@ -25,7 +25,8 @@ The fixes the rows give are cpverify.fixes'.
 
 from cpverify.verdict.decide import decide
 from cpverify.verdict.evidence import counted_iterations, counted_perf, pretraining_only
-from cpverify.verdict.model import (
+from cpverify.verdict.rule import decision_rule, short_rule
+from cpverify.verdict.terms import (
     BLOCKED,
     ERROR_EFFECTS,
     EXIT_CODES,
@@ -48,7 +49,6 @@ from cpverify.verdict.model import (
     timing_metrics,
     worst,
 )
-from cpverify.verdict.rule import decision_rule, short_rule
 
 __all__ = [
     "BLOCKED", "ERROR_EFFECTS", "EXIT_CODES", "FAIL", "INCONCLUSIVE", "ITERATION_METRIC", "NUMERICS_METRICS", "PASS",

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from cpverify.plan.ab import Design
 from cpverify.verdict import across, stats
-from cpverify.verdict.model import Verdict, short_metric, timing_metrics
+from cpverify.verdict.terms import Verdict, short_metric, timing_metrics
 
 SMALLER, LARGER, UNCLEAR, UNKNOWN = "smaller", "larger", "no clear difference", "unknown"
 

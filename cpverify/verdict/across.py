@@ -21,7 +21,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from cpverify.verdict import stats
-from cpverify.verdict.model import FAIL, INCONCLUSIVE, ArmSummary, Thresholds, Verdict, timing_metrics
 from cpverify.verdict.pair_checks import decisive, judged
 from cpverify.verdict.rounds import (
     PRIOR_DF,
@@ -32,6 +31,7 @@ from cpverify.verdict.rounds import (
     spent_alpha,
 )
 from cpverify.verdict.stats import MEDIAN, STATISTICS
+from cpverify.verdict.terms import FAIL, INCONCLUSIVE, ArmSummary, Thresholds, Verdict, timing_metrics
 
 METHOD = ("ratio of the arms' geometric means of per-round statistics (median and mean of each round's counted "
           "steps), each with a moderated-t interval from the between-round spread and the recorded A/A prior")

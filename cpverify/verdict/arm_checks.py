@@ -21,7 +21,7 @@ from cpverify.fixes import (
     for_error,
     for_outcome,
 )
-from cpverify.model import CheckStatus
+from cpverify.model import CheckStatus, Outcome
 from cpverify.parse.signatures import integer
 from cpverify.verdict import stats
 from cpverify.verdict.evidence import (
@@ -35,7 +35,7 @@ from cpverify.verdict.evidence import (
     ranges,
     spans_text,
 )
-from cpverify.verdict.model import (
+from cpverify.verdict.terms import (
     ERROR_EFFECTS,
     FAIL,
     INCONCLUSIVE,
@@ -59,14 +59,12 @@ def check_runner(arm: ArmFacts) -> Iterator[Check]:
         yield Check("runner", CheckStatus.SKIP, "no runner result: verdict from existing logs", arm=ev.name)
         return
     outcome = ev.result.outcome
-    effect = OUTCOME_EFFECTS.get(outcome, INCONCLUSIVE)
+    effect = OUTCOME_EFFECTS[outcome]
     detail = f"runner outcome {outcome!r}"
     if ev.result.exit_code is not None:
         detail += f", exit code {ev.result.exit_code}"
     if ev.result.reason:
         detail += f": {ev.result.reason}"
-    if outcome not in OUTCOME_EFFECTS:
-        detail += " (unknown outcome)"
     # the watcher's fix (cpverify.fixes, as here) or a blocked workload's own
     fix = ev.result.fix or for_outcome(outcome, ev.result.error_class, coarse_class(arm.parsed, ev.result.error_class))
     yield Check("runner", CheckStatus.PASS if effect is None else CheckStatus.FAIL, detail, "" if effect is None else fix, ev.name, effect)
@@ -269,7 +267,7 @@ ARM_CHECKS = (check_runner, check_errors, check_cp_effective, check_consistent, 
 def check_arm(ev: ArmEvidence, t: Thresholds, workload: str) -> tuple[ArmSummary, list[Check]]:
     """An arm's summary and its rows of the table."""
     arm = ArmFacts.of(ev, t, workload)
-    blocked = ev.result is not None and ev.result.outcome == "blocked"
+    blocked = ev.result is not None and ev.result.outcome == Outcome.BLOCKED
     checks: list[Check] = []
     for check in ARM_CHECKS[:1] if blocked else ARM_CHECKS:
         checks.extend(check(arm))
@@ -295,7 +293,7 @@ def summarize(arm: ArmFacts) -> ArmSummary:
         values={t.primary_metric: list(primary.values())},
         metrics={m: stats.summarize(v) for m, v in samples.items() if v}, nccl=nccl_facts, lines=parsed.lines,
         samples=samples, work=arm.work, log_path=ev.log_path or (ev.result.log_path if ev.result else None),
-        arm=ev.planned, round=ev.round, warmup=arm.warmup)
+        arm=ev.planned, round=ev.round, warmup=arm.warmup, role=ev.role, seq_len=ev.seq_len, slime_ref=ev.slime_ref)
 
 
 def failure(arm: ArmFacts, checks: list[Check]) -> dict | None:

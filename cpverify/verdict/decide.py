@@ -14,7 +14,9 @@ from cpverify.verdict import across, stats
 from cpverify.verdict.across import confidence_at
 from cpverify.verdict.arm_checks import check_arm
 from cpverify.verdict.evidence import errors_by_class, pretraining_only
-from cpverify.verdict.model import (
+from cpverify.verdict.pair_checks import PairFacts, check_pair, decisive, same_round
+from cpverify.verdict.rule import decision_rule
+from cpverify.verdict.terms import (
     ERROR_EFFECTS,
     FAIL,
     ITERATION_METRIC,
@@ -30,8 +32,6 @@ from cpverify.verdict.model import (
     short_metric,
     worst,
 )
-from cpverify.verdict.pair_checks import PairFacts, check_pair, decisive, same_round
-from cpverify.verdict.rule import decision_rule
 
 
 def _labels(groups: dict[str, list[ArmEvidence]]) -> dict[str, str]:

@@ -14,14 +14,14 @@ from typing import TypeVar
 from cpverify.parse import ConflictRecord, ParsedLog
 from cpverify.parse.records import MAX_CONFLICTS, UNKNOWN_ROLLOUT
 from cpverify.verdict import stats
-from cpverify.verdict.model import (
+from cpverify.verdict.rounds import warmup_end
+from cpverify.verdict.terms import (
     ITERATION_METRIC,
     NUMERICS_METRICS,
     ArmEvidence,
     Thresholds,
     timing_metrics,
 )
-from cpverify.verdict.rounds import warmup_end
 
 K = TypeVar("K", bound=Hashable)
 

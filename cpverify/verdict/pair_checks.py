@@ -13,7 +13,7 @@ from cpverify.fixes import FIX_MORE_ROUNDS, NO_LAYOUT, NO_PERF, fix_more_steps, 
 from cpverify.model import CheckStatus, Outcome
 from cpverify.verdict import stats
 from cpverify.verdict.evidence import FAR_BEYOND_NOISE, LEADING_TAGS, WORK, excerpt, first_step_numerics
-from cpverify.verdict.model import (
+from cpverify.verdict.terms import (
     FAIL,
     INCONCLUSIVE,
     PASS,

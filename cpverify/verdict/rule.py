@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from cpverify.verdict.evidence import FAR_BEYOND_NOISE
-from cpverify.verdict.model import NUMERICS_METRICS, Thresholds, short_metric
 from cpverify.verdict.pair_checks import WORK_TOLERANCE
 from cpverify.verdict.rounds import MAX_FOUND_WARMUP, PRIOR_DF, PRIOR_SD
+from cpverify.verdict.terms import NUMERICS_METRICS, Thresholds, short_metric
 
 
 def decision_rule(t: Thresholds) -> str:

@@ -1,5 +1,6 @@
-"""The verdict's vocabulary and data: the statuses, the metrics, the thresholds, the evidence of an
-arm, a check (one row of the table), an arm's summary, a comparison, the verdict itself."""
+"""The verdict's terms: the statuses, the metrics, the thresholds, the evidence of an arm, a check
+(one row of the table), an arm's summary, a comparison, the verdict itself. (Not `model`: that is
+cpverify.model, the data every stage shares, and the model the arms train is the HF one.)"""
 
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ SCHEMA_VERSION = 1
 
 # The statuses (model.Status) by the names the verdict's rules use.
 PASS, FAIL, INCONCLUSIVE, BLOCKED = Status.PASS, Status.FAIL, Status.INCONCLUSIVE, Status.BLOCKED
-SEVERITY: dict[str, int] = {PASS: 0, INCONCLUSIVE: 1, BLOCKED: 2, FAIL: 3}
-EXIT_CODES: dict[str, int] = {PASS: EXIT_OK, FAIL: EXIT_FAIL, INCONCLUSIVE: EXIT_INCONCLUSIVE, BLOCKED: EXIT_BLOCKED}
+SEVERITY: dict[Status, int] = {PASS: 0, INCONCLUSIVE: 1, BLOCKED: 2, FAIL: 3}
+EXIT_CODES: dict[Status, int] = {PASS: EXIT_OK, FAIL: EXIT_FAIL, INCONCLUSIVE: EXIT_INCONCLUSIVE, BLOCKED: EXIT_BLOCKED}
 
 PRIMARY_METRIC = "perf/actor_train_time"
 # Train-side timings slime prints per rollout. actor_train, log_probs and ref_log_probs are
@@ -40,7 +41,7 @@ NUMERICS_METRICS = ("train/entropy_loss", "train/kl_loss", "train/grad_norm",
 # The verdict status an error class forces; absent classes force FAIL. None: shown as a
 # warning only -- these lines also appear in runs that go on to train normally (a retried
 # HTTP request, a logged-and-handled traceback, a placement group that is granted later).
-ERROR_EFFECTS: dict[str, str | None] = {
+ERROR_EFFECTS: dict[str, Status | None] = {
     "nccl_warn": None, "sglang_http_500": None, "sglang_http_5xx": None, "python_traceback": None,
     "ray_placement_group_wait": None, "resource_wait": None,
     "run_restarted": INCONCLUSIVE,  # two runs in one log: the timings mix, nothing failed for sure
@@ -55,7 +56,7 @@ WRAPPER_ERRORS = frozenset({"ray_task_error", "ray_actor_died", "ray_actor_unava
                             "python_traceback", "python_fatal_error"})
 
 # Runner outcomes (cpverify.runners.base) and the verdict status each forces.
-OUTCOME_EFFECTS: dict[str, Status | None] = {
+OUTCOME_EFFECTS: dict[Outcome, Status | None] = {
     Outcome.OK: None, Outcome.BLOCKED: BLOCKED, Outcome.INTERRUPTED: INCONCLUSIVE, Outcome.FAILED: FAIL,
     Outcome.FATAL: FAIL, Outcome.HANG: FAIL, Outcome.STALLED: FAIL, Outcome.DEADLINE: FAIL}
 
@@ -135,7 +136,10 @@ class ArmEvidence:
     # planned arm this log is a round of ("": `name` itself), and which round (1, 2, ...).
     arm: str = ""
     round: int = 1
+    # What the arm varied, as the plan's Arm carries it (model.Arm; never read back from a name):
     role: str | None = None  # BASE or CANDIDATE in an A/B of two slime revisions (cpverify.model)
+    seq_len: int | None = None  # its response length, in a profile of sequence lengths
+    slime_ref: str | None = None  # the label of the slime revision it ran, when known
 
     @property
     def planned(self) -> str:
@@ -144,17 +148,18 @@ class ArmEvidence:
 
 
 # What a row that forces no status means for the verdict (Check.meaning).
-_MEANINGS: dict[str, str] = {CheckStatus.PASS: CheckStatus.PASS, CheckStatus.WARN: "warning", CheckStatus.SKIP: "not judged"}
+_MEANINGS: dict[CheckStatus, str] = {CheckStatus.PASS: CheckStatus.PASS, CheckStatus.WARN: "warning",
+                                     CheckStatus.SKIP: "not judged"}
 
 
 @dataclass
 class Check:
     name: str
-    status: str  # a CheckStatus
+    status: CheckStatus
     detail: str
     fix: str = ""
     arm: str | None = None
-    effect: str | None = None  # the verdict status a failed check forces (FAIL, INCONCLUSIVE, BLOCKED)
+    effect: Status | None = None  # the verdict status a failed check forces (FAIL, INCONCLUSIVE, BLOCKED)
     brief: str = ""  # a shorter detail for the headline (not serialised)
 
     def __post_init__(self) -> None:
@@ -179,7 +184,7 @@ class ArmSummary:
     cp_requested: int
     cp_effective: int | None  # None: the log does not state it
     layout: dict | None
-    outcome: str | None
+    outcome: Outcome | None
     counted_rollouts: list[int]
     metrics: dict[str, stats.Summary]
     nccl: dict
@@ -195,6 +200,10 @@ class ArmSummary:
     arm: str = ""  # the planned arm this round belongs to ("": name)
     round: int = 1
     warmup: int = 0  # the warm-up left out: rollouts < warmup (records, for Megatron-LM iterations)
+    # What the arm varied (ArmEvidence's; the plots and the sweep table read these, not the name)
+    role: str | None = None
+    seq_len: int | None = None
+    slime_ref: str | None = None
 
     @property
     def planned(self) -> str:
@@ -220,7 +229,7 @@ class ArmSummary:
 class Comparison:
     baseline: str
     candidate: str
-    status: str
+    status: Status
     reason: str
     metrics: dict[str, stats.RatioEstimate]
     checks: list[Check]
@@ -236,7 +245,7 @@ class Comparison:
 
 @dataclass
 class Verdict:
-    status: str
+    status: Status
     summary: str  # the headline without the status word
     rule: str
     thresholds: Thresholds
@@ -316,7 +325,7 @@ class Verdict:
         }
 
 
-def worst(statuses: Iterable[str]) -> str:
+def worst(statuses: Iterable[Status]) -> Status:
     return max(statuses, key=SEVERITY.__getitem__, default=PASS)
 
 
