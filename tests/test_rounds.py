@@ -215,6 +215,19 @@ def test_interval_brackets_its_estimate_and_swapping_arms_inverts_it(base, cand)
     assert backward.low == pytest.approx(1 / forward.high, rel=1e-9)
 
 
+@settings(max_examples=60, deadline=None)  # the first example imports scipy.stats
+@given(st.lists(st.floats(0.1, 10), min_size=1, max_size=12), st.lists(st.floats(0.1, 10), min_size=1, max_size=12),
+       st.floats(0.5, 0.9999))
+def test_interval_half_width_is_students_t_quantile_times_the_standard_error(base, cand, confidence):
+    from scipy import stats as scipy_stats  # the reference: the t distribution as scipy.stats defines it
+
+    interval = ratio_across_rounds(base, cand, confidence=confidence)
+    se = interval.sd * math.sqrt(1 / len(base) + 1 / len(cand))
+    half = float(scipy_stats.t.ppf(0.5 + confidence / 2, interval.df)) * se
+    assert interval.high == pytest.approx(interval.ratio * math.exp(half), rel=1e-12)
+    assert interval.low == pytest.approx(interval.ratio * math.exp(-half), rel=1e-12)
+
+
 def test_a_round_statistic_that_is_no_duration_is_refused():
     for bad in (0.0, -1.0, math.nan, math.inf):
         with pytest.raises(ValueError):
