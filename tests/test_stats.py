@@ -275,6 +275,11 @@ def test_is_duration():
     assert not any(map(stats.is_duration, [0, 0.0, -1.0, math.nan, math.inf, True, "1.0", None]))
 
 
+@given(st.one_of(st.floats(), st.integers(), st.floats().map(np.float64)))
+def test_a_duration_is_a_positive_finite_number_of_any_numeric_type(value):
+    assert stats.is_duration(value) == (math.isfinite(value) and value > 0)
+
+
 def test_compare_full_estimate_serialises():
     rng = random.Random(2)
     est = stats.compare([rng.uniform(1, 1.1) for _ in range(8)], [rng.uniform(1, 1.1) for _ in range(8)])

@@ -44,8 +44,10 @@ def merged(records: Iterable[tuple[K, int, dict[str, float]]],
     first_line: dict[K, int] = {}
     conflicts: list[ConflictRecord] = []
     for key, line, metrics in records:
-        mine = kept.setdefault(key, {})
-        first_line.setdefault(key, line)
+        mine = kept.get(key)
+        if mine is None:  # the common case, an id printed once: its dict as it is (a copy)
+            kept[key], first_line[key] = dict(metrics), line
+            continue
         for metric, value in metrics.items():
             if metric not in mine:
                 mine[metric] = value
@@ -152,8 +154,10 @@ def work(metrics: dict[str, float], cp: int) -> dict[str, float]:
     iteration's seconds.
     """
     def product(*factors: float | None) -> float | None:  # of positive, finite factors only
-        kept = [f for f in factors if f is not None and stats.is_duration(f)]
-        return math.prod(kept) if len(kept) == len(factors) else None
+        for f in factors:
+            if f is None or not stats.is_duration(f):
+                return None
+        return math.prod(factors)  # type: ignore[arg-type]
 
     facts = {
         "tokens": product(metrics.get("perf/actor_train_tok_per_s"), metrics.get("perf/actor_train_time"))
@@ -178,10 +182,10 @@ def nonfinite_numerics(parsed: ParsedLog) -> list[tuple[str, int, str]]:
     """(record, line, what) for every loss or grad norm the log prints as NaN or infinite: training
     broke there, whatever any timing says."""
     found = [(f"{s.kind} {s.step}", s.line, f"{key} {value}") for s in parsed.steps
-             for key, value in s.metrics.items() if _LOSS_OR_GRAD_NORM.search(key) and not math.isfinite(value)]
+             for key, value in s.metrics.items() if not math.isfinite(value) and _LOSS_OR_GRAD_NORM.search(key)]
     for i in parsed.iterations:
         found += [(f"iteration {i.iteration}", i.line, f"{key} {value}") for key, value in i.metrics.items()
-                  if _LOSS_OR_GRAD_NORM.search(key) and not math.isfinite(value)]
+                  if not math.isfinite(value) and _LOSS_OR_GRAD_NORM.search(key)]
         nan_iterations = i.metrics.get(_NAN_ITERATIONS, 0.0)
         if nan_iterations != 0:
             found.append((f"iteration {i.iteration}", i.line, f"{_NAN_ITERATIONS} {nan_iterations:g}"))

@@ -129,6 +129,7 @@ def contrast_across_rounds(groups: Sequence[tuple[Sequence[float], int]], *,
     pooled over every group (sum of n_group - 1 degrees of freedom) and moderated by the prior.
     `rounds` in the result: (rounds of the first group, rounds of the last)."""
     import numpy as np
+
     # The t quantile: scipy.stats.t.ppf is this ufunc (its scale 1 and loc 0 change no bit), but
     # importing scipy.stats takes half a second, scipy.special a fifth of it.
     from scipy.special import stdtrit
