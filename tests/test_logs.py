@@ -142,6 +142,49 @@ def test_timer_end_elapsed_and_open_timers():
     assert parsed.timers_open == [("update_weights", 3)]
 
 
+# Timer lines as slime prints them, and near misses: each piece of a line as slime prints it, or
+# something else in its place (colour codes, no Ray prefix, a name a record or an elastic row would
+# read, another message after it); and lines that change how the next lines are read (a traceback's
+# header and frames, an elastic table's root cause, a message that may be wrapped).
+_TIMER_PIECES = [  # (as slime prints it, something else)
+    (["(MegatronTrainRayActor pid=32167) ", "(MegatronTrainRayActor pid=7, ip=10.0.0.1) ", ""],
+     [ACTOR, "(exitcode pid=3) ", "[36m(A pid=2)[0m ", " ", "(A pid=1 +2s) "]),
+    (["[2026-08-21 10:00:00] ", "[2026-08-21 10:00:00,123] "], ["[] ", "", "[now] "]),
+    (["timer.py:24 - ", "timer.py:32 - "], ["cpverify.py:1 - ", "timer.py:x - ", "", "a-b.py:1 - "]),
+    (["Timer actor_train ", "Timer update_weights ", "Timer train_wait "],
+     ["Timer exitcode_7 ", "Timer cpverify-layout ", "Timer " + "a" * 201 + " ", "Timer x.y ", "Timer  "]),
+    (["start", "end", "end (elapsed: 1.9s)", "end (elapsed: 1e3s)"],
+     ["end (elapsed: nan s)", "end (elapsed: -e-s)", "end (elapsed: inf)", "start (elapsed: 2s)", "end (elapsed: nans)"]),
+    ([""], [" ", "\r", " [repeated 3x across cluster]", ": {'a': 1}", "\r\n", "\r(A pid=1) x"]),
+]
+_TIMER_CONTEXT = st.sampled_from([
+    "Traceback (most recent call last):", '  File "x.py", line 1, in <module>', "    x()", "ValueError: boom",
+    "Root Cause (first observed failure):", "  exitcode  : 1 (pid: 7)", "", "plain text",
+    "torch.distributed.DistBackendError: NCCL error in: /opt/pytorch/nccl/ProcessGroupNCCL.cpp:3",
+    # a message a terminal wrapped at 80 columns (tests/data/real-logs/41_...): it may go on in the next line
+    "RuntimeError: The size of tensor a (120) must match the size of tensor b (119) a", "t non-singleton dimension 2",
+])
+_SLIME_TIMER = "(MegatronTrainRayActor pid=1) [2026-08-21 10:00:00] timer.py:24 - Timer actor_train start"
+
+
+@st.composite
+def _timer_line(draw) -> str:
+    odd = draw(st.sets(st.integers(0, len(_TIMER_PIECES) - 1), max_size=2))  # pieces printed otherwise
+    return "".join(draw(st.sampled_from(other if i in odd else usual)) for i, (usual, other) in enumerate(_TIMER_PIECES))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_timer_line(), _TIMER_CONTEXT), max_size=24))
+@example(["Traceback (most recent call last):", *[_SLIME_TIMER] * 9, '  File "x.py", line 1, in <module>', "ValueError: x"])
+@example(["RuntimeError: The size of tensor a (120) must match the size of tensor b (119) a", _SLIME_TIMER,
+          "t non-singleton dimension 2"])
+def test_timer_lines_read_from_bytes_as_from_text(lines):
+    data = ("\n".join(lines) + "\n").encode()
+    as_text = feed_all(data, as_text=True).to_json()
+    assert feed_all(data).to_json() == as_text
+    assert parse_stream(io.BytesIO(data)).to_json() == {**as_text, "source": STORED_PLAIN}
+
+
 def test_megatron_iteration_line_new_format():
     line = (
         " [2026-08-21 10:00:00] iteration       43/     100 | consumed samples:          344 | elapsed time per "

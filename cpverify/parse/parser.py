@@ -57,6 +57,15 @@ _MAX_SLOW_BARS = 64  # slow bars not finished yet, remembered at once
 # ---------------------------------------------------------------------------- patterns
 
 _TIMER = re.compile(r"\bTimer (\S{1,200}) (start|end)\b(?: \(elapsed: ([-+\d.eE]+|nan|inf)s\))?")
+# A Timer line as slime prints it (`(Actor pid=N) [date time] timer.py:N - Timer NAME start`, or `end
+# (elapsed: Xs)`), in bytes. Such a line is a timer and nothing else to _segment: none of its characters
+# make a traceback, a record, a cpverify line, a repeat or a piece of a `\r` line, and an elastic
+# table's row starts with its words, never a timestamp. So while no traceback or wrapped message is
+# open, it is read without decoding it or the steps before _timer; any other timer line goes the long
+# way. A slime log is mostly these lines.
+_PLAIN_TIMER = re.compile(
+    rb"(?:\([A-Za-z_][\w.:-]* pid=\d+(?:, ip=[\w.:-]+)?\) )?\[[\d :,.-]{1,40}\] \w{1,64}\.py:\d{1,6} - "
+    rb"Timer (\w{1,200}) (?:(start)|end(?: \(elapsed: ([-+\d.eE]+|nan|inf)s\))?)")
 _ITERATION = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|(.*)$")
 _OWN = re.compile(r"cpverify-(layout|check|busbw)\b(.*)$")
 _KV = re.compile(r'(?<!\w)(\w{1,64})=("(?:[^"\\]|\\.)*"|\S+)')
@@ -166,6 +175,12 @@ class LogParser:
     def _feed_gated(self, line: bytes, lineno: int) -> None:
         """A line past the gate (parse_stream's block scan found a gate word in it; it marks the
         lines read when it is done)."""
+        if b" - Timer " in line and self._tracebacks.open is None and self._held is None:
+            timer = _PLAIN_TIMER.fullmatch(line)
+            if timer is not None:
+                self._timed(timer.group(1).decode("ascii"), timer.group(2) is not None,
+                            (timer.group(3) or b"").decode("ascii"), lineno)
+                return
         text = line.decode("utf-8", "replace")  # `in` on str: on bytes it first tries an int
         if "NCCL INFO" in text and self._tracebacks.open is None and self._held is None and "\r" not in text:
             self._nccl.info_line(line)
@@ -414,15 +429,19 @@ class LogParser:
         m = _TIMER.search(msg, msg.find("Timer "))  # a match starts with it
         if m is None:
             return False
-        name = sys.intern(m.group(1))
-        if m.group(2) == "start":
-            self._open_timers[name] = lineno
-            return True
-        self._open_timers.pop(name, None)
-        elapsed = number(m.group(3) or "")
-        if elapsed is not None:
-            self._log.timers.append(TimerRecord(name, elapsed, lineno))
+        self._timed(m.group(1), m.group(2) == "start", m.group(3) or "", lineno)
         return True
+
+    def _timed(self, name: str, start: bool, elapsed: str, lineno: int) -> None:
+        """Timer `name` started, or ended after `elapsed` seconds (as printed; "" when not)."""
+        name = sys.intern(name)
+        if start:
+            self._open_timers[name] = lineno
+            return
+        self._open_timers.pop(name, None)
+        seconds = number(elapsed)
+        if seconds is not None:
+            self._log.timers.append(TimerRecord(name, seconds, lineno))
 
     def _iteration(self, msg: str, lineno: int) -> bool:
         m = _ITERATION.search(msg)
