@@ -180,3 +180,13 @@ def test_every_text_drawn_is_redacted(sweep):
     texts = [t.get_text() for plot, _ in rendered for t in plot.figure.findobj(Text) if t.get_text()]
     assert any("host-1" in text for text in texts)  # the labels were drawn, redacted
     assert not [text for text in texts if "corp.example.com" in text or "abc123secret" in text]
+
+
+@pytest.mark.parametrize("steps", [12, plots._DOTTED_POINTS + 1])
+def test_steps_plot_draws_every_rollout_and_dots_each_only_while_they_can_be_told_apart(tmp_path, steps):
+    logs = [probe_log(tmp_path / f"cp{cp}.log", cp=cp, seq_len=8192, steps=steps) for cp in (1, 2)]
+    verdict = decide([ArmEvidence(f"cp{cp}", cp, parse_file(log)) for cp, log in zip((1, 2), logs, strict=True)],
+                     comparisons=[("cp1", "cp2")], thresholds=Thresholds(warmup=3))
+    lines = [line for ax in plots.step_times(verdict).axes for line in ax.get_lines()]
+    assert lines and all(len(line.get_xdata()) == steps for line in lines)
+    assert {line.get_marker() for line in lines} == ({"o"} if steps <= plots._DOTTED_POINTS else {""})

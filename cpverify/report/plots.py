@@ -29,6 +29,7 @@ from cpverify.verdict import Verdict, short_metric, worst
 PHASES = ("perf/log_probs_time", "perf/ref_log_probs_time", "perf/actor_train_time")
 STEP_TIME = "perf/step_time"
 MISSING_NOTE = "Plots skipped: matplotlib is not installed (`pip install matplotlib`, or `pip install 'cpverify[plot]'`)."
+_DOTTED_POINTS = 300  # steps.png: rollouts per line drawn with a dot each (a few pixels apart at most)
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,10 @@ def step_times(verdict: Verdict):
             # step_time is listed per counted rollout too; when a value is missing the ids are unknown
             xs = arm.counted_rollouts if len(arm.counted_rollouts) == len(values) else \
                 list(range(arm.warmup, arm.warmup + len(values)))
-            ax.plot(xs, values, marker="o", markersize=3, linewidth=1.2, label=_label(verdict, arm.name))
+            # a dot per rollout while dots can be told apart; thousands overlap into the line itself
+            # and cost a marker each to draw
+            ax.plot(xs, values, marker="o" if len(values) <= _DOTTED_POINTS else "", markersize=3, linewidth=1.2,
+                    label=_label(verdict, arm.name))
             plotted.extend(values)
         ax.set_xlabel("rollout (counted: after each round's warm-up)" if verdict.thresholds.warmup is None
                       else f"rollout (counted: >= {verdict.thresholds.warmup})")
