@@ -8,8 +8,9 @@ per rollout the RolloutManager's perf line, the Timer lines, Memory-Usage, the s
 perf dicts, ~34 lines, ~3 KB), then runs `python -m cpverify verdict --baseline A --candidate B --out
 DIR` --reps times per N, the sizes interleaved (the machine's load falls on all of them alike), and
 reports the medians of wall time, CPU time (user + system of that process, from wait4) and peak RSS.
-Then, in this process, where the time goes (CPU seconds, medians): the bundle's redacted copy of the
-logs, parsed as it is written (given_logs.bundle_log), the decision (cpverify.verdict.decide: the
+Then, in this process, where the time goes (CPU seconds, medians): the parse alone (parse_file of
+both logs, apart: what of the bundle is parsing), the bundle's redacted copy of the logs, parsed as it
+is written (given_logs.bundle_log), the decision (cpverify.verdict.decide: the
 statistics), the plots, and the rest of the report (verdict.md, verdict.json, the bundle's archive).
 
 --tree DIR runs the same command against another checkout's package (PYTHONPATH=DIR, e.g. a `git
@@ -75,6 +76,11 @@ def stages(base: Path, cand: Path, out: Path) -> dict:
         nonlocal clock
         seconds[name], clock = time.process_time() - clock, time.process_time()
 
+    from cpverify.parse import parse_file
+
+    for path in (base, cand):
+        parse_file(path)
+    lap("parse alone (parse_file of both logs: the part of the bundle that is parsing)")
     parsed = [bundle_log(path, run_dir.log_path(name), scrub)[1] for name, path in (("cp1", base), ("cp2", cand))]
     lap("bundle (redacted copy + parse)")
     verdict = decide([ArmEvidence("cp1", 1, parsed[0]), ArmEvidence("cp2", 2, parsed[1])],
