@@ -3,9 +3,10 @@
 A line is split on `\r` (tqdm bars share physical lines; every piece keeps the physical line's
 number), of a line longer than MAX_LINE_BYTES only the head is read, and each piece, its colour
 codes and Ray prefix taken off (line_text), goes to what reads its kind: tracebacks and elastic
-tables (tracebacks), slime's records (metrics), cpverify's own lines, timers, Megatron's
-iterations and argument dump (here), NCCL's lines (nccl), progress bars (bars), and last the error
-signatures (signatures). What each kind looks like and what the parse reports of it is
+tables (tracebacks), slime's records (metrics), cpverify's own lines (here), timers (timers),
+Megatron's iterations and argument dump (here), NCCL's lines (nccl), progress bars (bars), and last
+the error signatures (signatures). A Timer line in slime's own shape is read from its bytes before
+all that (timers.PLAIN_TIMER). What each kind looks like and what the parse reports of it is
 ARCHITECTURE.md's "What the parse reads".
 """
 
@@ -42,10 +43,10 @@ from cpverify.parse.records import (
     NcclFacts,
     ParsedLog,
     PerfRecord,
-    TimerRecord,
     _finite_value,
 )
 from cpverify.parse.signatures import SIGNATURES, TB_HEADER, Signature, coarse_class, gated, integer, number
+from cpverify.parse.timers import Timers
 from cpverify.parse.tracebacks import ElasticTable, Ended, Tracebacks
 from cpverify.redact import is_secret_name
 
@@ -56,16 +57,6 @@ _MAX_SLOW_BARS = 64  # slow bars not finished yet, remembered at once
 
 # ---------------------------------------------------------------------------- patterns
 
-_TIMER = re.compile(r"\bTimer (\S{1,200}) (start|end)\b(?: \(elapsed: ([-+\d.eE]+|nan|inf)s\))?")
-# A Timer line as slime prints it (`(Actor pid=N) [date time] timer.py:N - Timer NAME start`, or `end
-# (elapsed: Xs)`), in bytes. Such a line is a timer and nothing else to _segment: none of its characters
-# make a traceback, a record, a cpverify line, a repeat or a piece of a `\r` line, and an elastic
-# table's row starts with its words, never a timestamp. So while no traceback or wrapped message is
-# open, it is read without decoding it or the steps before _timer; any other timer line goes the long
-# way. A slime log is mostly these lines.
-_PLAIN_TIMER = re.compile(
-    rb"(?:\([A-Za-z_][\w.:-]* pid=\d+(?:, ip=[\w.:-]+)?\) )?\[[\d :,.-]{1,40}\] \w{1,64}\.py:\d{1,6} - "
-    rb"Timer (\w{1,200}) (?:(start)|end(?: \(elapsed: ([-+\d.eE]+|nan|inf)s\))?)")
 _ITERATION = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|(.*)$")
 _OWN = re.compile(r"cpverify-(layout|check|busbw)\b(.*)$")
 _KV = re.compile(r'(?<!\w)(\w{1,64})=("(?:[^"\\]|\\.)*"|\S+)')
@@ -135,7 +126,7 @@ class LogParser:
         self._log = ParsedLog()
         self._seen: set[str] = set()
         self._last_step: dict[str, int] = {}
-        self._open_timers: dict[str, int] = {}
+        self._timers = Timers(self._log.timers)
         self._fragment: Fragment | None = None
         self._tracebacks = Tracebacks(self._log.tracebacks)
         self._nccl = NcclLines(self._log.nccl)
@@ -175,12 +166,8 @@ class LogParser:
     def _feed_gated(self, line: bytes, lineno: int) -> None:
         """A line past the gate (parse_stream's block scan found a gate word in it; it marks the
         lines read when it is done)."""
-        if b" - Timer " in line and self._tracebacks.open is None and self._held is None:
-            timer = _PLAIN_TIMER.fullmatch(line)
-            if timer is not None:
-                self._timed(timer.group(1).decode("ascii"), timer.group(2) is not None,
-                            (timer.group(3) or b"").decode("ascii"), lineno)
-                return
+        if self._tracebacks.open is None and self._held is None and self._timers.plain(line, lineno):
+            return
         text = line.decode("utf-8", "replace")  # `in` on str: on bytes it first tries an int
         if "NCCL INFO" in text and self._tracebacks.open is None and self._held is None and "\r" not in text:
             self._nccl.info_line(line)
@@ -219,7 +206,7 @@ class LogParser:
             bandwidth=list(log.bandwidth),
             memory=list(log.memory),
             tracebacks=list(log.tracebacks),
-            timers_open=sorted(self._open_timers.items(), key=lambda kv: kv[1]),
+            timers_open=sorted(self._timers.open.items(), key=lambda kv: kv[1]),
             arguments=dict(log.arguments),
             conflicts=[*log.conflicts, *self._layout_conflict(layout)],
         )
@@ -276,7 +263,7 @@ class LogParser:
             return
         if "cpverify-" in msg and self._own(msg, lineno):
             return
-        if "Timer " in msg and self._timer(msg, lineno):
+        if "Timer " in msg and self._timers.line(msg, lineno):
             return
         if "iteration" in msg and self._iteration(msg, lineno):
             return
@@ -424,24 +411,6 @@ class LogParser:
         if not {"cp", "dp", "tp", "pp"} <= args.keys() or not _possible_layout(args, args.get("world")):
             return None
         return Layout(args["cp"], args["dp"], args["tp"], args["pp"], args.get("world"), [0], "megatron-arguments")
-
-    def _timer(self, msg: str, lineno: int) -> bool:
-        m = _TIMER.search(msg, msg.find("Timer "))  # a match starts with it
-        if m is None:
-            return False
-        self._timed(m.group(1), m.group(2) == "start", m.group(3) or "", lineno)
-        return True
-
-    def _timed(self, name: str, start: bool, elapsed: str, lineno: int) -> None:
-        """Timer `name` started, or ended after `elapsed` seconds (as printed; "" when not)."""
-        name = sys.intern(name)
-        if start:
-            self._open_timers[name] = lineno
-            return
-        self._open_timers.pop(name, None)
-        seconds = number(elapsed)
-        if seconds is not None:
-            self._log.timers.append(TimerRecord(name, seconds, lineno))
 
     def _iteration(self, msg: str, lineno: int) -> bool:
         m = _ITERATION.search(msg)
