@@ -5,7 +5,7 @@
 
 Writes a CP=1 and a CP=2 log of N rollouts each in slime's line format (tests/helpers/slime_log.py:
 per rollout the RolloutManager's perf line, the Timer lines, Memory-Usage, the step and the train-side
-perf dicts, ~34 lines, ~3 KB), then runs `python -m cpverify verdict --baseline A --candidate B --out
+perf dicts, 17 lines, ~3 KB), then runs `python -m cpverify verdict --baseline A --candidate B --out
 DIR` --reps times per N, the sizes interleaved (the machine's load falls on all of them alike), and
 reports the medians of wall time, CPU time (user + system of that process, from wait4) and peak RSS.
 Then, in this process, where the time goes (CPU seconds, medians): the parse alone (parse_file of
