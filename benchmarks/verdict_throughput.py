@@ -86,7 +86,7 @@ def stages(base: Path, cand: Path, out: Path) -> dict:
     verdict = decide([ArmEvidence("cp1", 1, parsed[0]), ArmEvidence("cp2", 2, parsed[1])],
                      comparisons=[("cp1", "cp2")])
     lap("decide (statistics)")
-    plots.render(verdict, None, scrub=scrub)
+    plots.render(verdict, scrub=scrub)
     lap("plots (rendered apart)")
     report.write_report(run_dir, verdict, env={}, commands_sh="", redactor=scrub, plot=False)
     lap("report (md, json, archive)")
