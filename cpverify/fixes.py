@@ -190,6 +190,14 @@ PER_PHASE = {
 }
 
 
+# Two revisions (or two runs) at the same CP: the difference is in what they run, not in CP, so the
+# interconnect and NCCL advice for a slow CP does not apply.
+FIX_SLOWER_AT_ONE_CP = ("the candidate is slower than the baseline at the same CP, so the cost is in what the two "
+                        "revisions run, not in CP: read the per-phase rows for the phase that grew, diff the two "
+                        "revisions along it (the loss, the forward and backward passes, the data path), and rerun "
+                        "to confirm once changed")
+
+
 def fix_slow_cp(workload: str, *, transports: tuple[str, ...] = (), slow_path: bool | None = None,
                 old_nccl: bool | None = None) -> str:
     """What to try when CP>1 costs too much, leaving out what the arms' logs already rule out:

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from cpverify import verdict as v
 from cpverify.errors import EXIT_USAGE, InputError
+from cpverify.fixes import FIX_SLOWER_AT_ONE_CP
 from cpverify.model import BASE, CANDIDATE
 from cpverify.verdict import across, pair_checks
 from cpverify.verdict.rounds import PRIOR_SD, ratio_across_rounds, sequential_interval, spent_alpha, warmup_end
@@ -190,6 +191,14 @@ def test_two_revisions_at_one_cp_are_compared_candidate_against_base():
     assert 1.1 < est.ratio < 1.2 and est.ci[0] > 1.0  # the candidate's 15 % is seen
     with pytest.raises(InputError):  # two arms of one CP and no revisions: nothing to compare
         decide(rounds("a", 1, 1.0, 1), rounds("b", 1, 1.0, 1, seed=2), comparisons=[("a", "b")])
+
+
+def test_a_slower_revision_at_one_cp_is_sent_to_the_revisions_not_to_the_interconnect():
+    ab = decide(rounds("cand-cp1", 1, 3.0, 3, seed=2, role=CANDIDATE), rounds("base-cp1", 1, 1.0, 3, role=BASE),
+                comparisons=[("cand-cp1", "base-cp1")])
+    cp = decide(rounds("cp1", 1, 1.0, 3), rounds("cp2", 2, 3.0, 3, seed=2))
+    assert ab.status == cp.status == v.FAIL
+    assert ab.told.fix == FIX_SLOWER_AT_ONE_CP and cp.told.fix != FIX_SLOWER_AT_ONE_CP
 
 
 def test_the_reading_puts_a_cost_on_cp_only_where_the_arms_cp_differs():

@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from cpverify.fixes import FIX_MORE_ROUNDS, NO_LAYOUT, NO_PERF, fix_more_steps, fix_slow_cp, for_error
+from cpverify.fixes import FIX_MORE_ROUNDS, FIX_SLOWER_AT_ONE_CP, NO_LAYOUT, NO_PERF, fix_more_steps, fix_slow_cp, for_error
 from cpverify.model import CheckStatus, Outcome
 from cpverify.verdict import stats
 from cpverify.verdict.evidence import FAR_BEYOND_NOISE, LEADING_TAGS, WORK, excerpt, first_step_numerics
@@ -91,7 +91,10 @@ class PairFacts:
         return f"{self.cand.name} vs {self.base.name}"
 
     def slow_cp_fix(self) -> str:
-        """The slow-CP advice, minus what both arms' NCCL lines rule out."""
+        """The slow-CP advice, minus what both arms' NCCL lines rule out; for two arms of one CP (an A/B
+        of revisions), where to look in the revisions instead."""
+        if self.base.cp_requested == self.cand.cp_requested:
+            return FIX_SLOWER_AT_ONE_CP
         logs = (self.base.parsed, self.cand.parsed)
         transports = tuple(dict.fromkeys(t for log in logs for t in log.nccl.transports))
         seen = all(log.nccl.transports for log in logs)
