@@ -231,7 +231,7 @@ def test_cli_refuses_a_log_given_twice_as_two_rounds(tmp_path):
                 cwd=tmp_path)
     problem, fix = proc.stderr.split("fix:", 1)
     assert proc.returncode == EXIT_USAGE and "copy.log" in problem and fix.strip()
-    assert not list(tmp_path.glob("o/**/verdict.json"))  # nothing judged
+    assert not (tmp_path / "o").exists()  # nothing judged, nothing left
 
 
 @pytest.mark.parametrize("copied", ["a line added", "crlf", "gzip"])
@@ -245,9 +245,10 @@ def test_cli_refuses_one_process_given_as_two_rounds_whatever_its_bytes(tmp_path
                       "gzip": gzip.compress(text)}[copied])
     base = [arg for k in (1, 3) for arg in
             ("--baseline", str(synthetic_arm(cp=1, actor_train_time=1.0, seed=k).write(tmp_path / f"a{k}.log")))]
+    (tmp_path / "o").mkdir()  # an --out the user made: kept, empty, as it was given
     proc = _cli(*base, "--candidate", str(one), "--candidate", str(copy), "--out", str(tmp_path / "o"), cwd=tmp_path)
     assert proc.returncode == EXIT_USAGE
-    assert not list(tmp_path.glob("o/**/verdict.json"))
+    assert [p.name for p in (tmp_path / "o").iterdir()] == []
 
 
 def test_cli_refuses_rounds_of_one_option_that_state_two_cps(tmp_path):
@@ -256,7 +257,7 @@ def test_cli_refuses_rounds_of_one_option_that_state_two_cps(tmp_path):
     two = str(synthetic_arm(cp=2, actor_train_time=1.0, seed=2).write(tmp_path / "b.log"))
     proc = _cli("--baseline", one, "--baseline", other, "--candidate", two, "--out", str(tmp_path / "o"), cwd=tmp_path)
     assert proc.returncode == EXIT_USAGE and "c.log" in proc.stderr  # the round that states another CP
-    assert not list(tmp_path.glob("o/**/verdict.json"))  # nothing judged
+    assert not (tmp_path / "o").exists()  # nothing judged, nothing left
 
 
 def test_the_readmes_example_is_what_three_real_rounds_per_arm_give(tmp_path):

@@ -11,6 +11,7 @@ in the order they ran; the bundle names them as `cpverify run` does (logs/cp1.lo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import platform
 import shlex
@@ -78,8 +79,6 @@ def register(subparsers) -> None:
 def run_verdict_command(args: argparse.Namespace) -> int:
     """Snapshot the logs into the bundle, decide on the snapshots, write the bundle, print the
     headline; returns the status's exit code."""
-    from cpverify import report  # imports tabulate: not at `cpverify --help`
-
     thresholds = Thresholds(pass_ratio=args.pass_ratio, warmup=args.warmup, min_counted_steps=args.min_steps,
                             deterministic=args.deterministic)
     claimed = args.baseline_cp is not None or args.candidate_cp is not None
@@ -104,7 +103,34 @@ def run_verdict_command(args: argparse.Namespace) -> int:
     if args.out is not None:  # the bundle must not land on the logs it is made from
         check_out_apart(args.out, {f"--{option} #{k}": path for option, given in paths.items()
                                    for k, path in enumerate(given, start=1)})
+    made = _missing_dirs(Path(args.out) if args.out is not None else None)
     run_dir = RunDir.create(args.out)
+    written: list[Path] = []
+    try:
+        return _judge(args, paths, requested, claimed, thresholds, run_dir, written)
+    except InputError:
+        # Refused after the logs were taken: the copies this command wrote go, the folders it made too
+        # (a refused verdict leaves the --out it was given as it found it, but for logs it replaced).
+        for path in written:
+            path.unlink(missing_ok=True)
+        for folder in (run_dir.logs_dir, run_dir.root):
+            if folder in made or (folder == run_dir.logs_dir and run_dir.root in made):
+                with contextlib.suppress(OSError):
+                    folder.rmdir()  # only if empty: nothing of anyone else's is removed
+        raise
+
+
+def _missing_dirs(out: Path | None) -> set[Path]:
+    """The run folders `RunDir.create` is about to make (None: a new base/<run-id>, made whole)."""
+    if out is None:
+        return set()
+    return {folder for folder in (out, out / "logs") if not folder.exists()}
+
+
+def _judge(args, paths, requested, claimed, thresholds, run_dir: RunDir, written: list[Path]) -> int:
+    """The verdict on the given logs, bundled in `run_dir`; every log copy it writes is added to `written`."""
+    from cpverify import report  # imports tabulate: not at `cpverify --help`
+
     scrub = Redactor()  # one for the bundle: a host is the same host-N in its logs and in verdict.md
     inputs: dict[str, list[dict]] = {}
     parsed: dict[str, list] = {}
@@ -114,7 +140,8 @@ def run_verdict_command(args: argparse.Namespace) -> int:
         # same text, and commands.sh replays it (exactly, unless the copy had to be cut short).
         inputs[option], parsed[option] = [], []
         for k, path in enumerate(given, start=1):
-            record, log = bundle_log(path, run_dir.log_path(round_name(option, k)), scrub)
+            written.append(run_dir.log_path(round_name(option, k)))
+            record, log = bundle_log(path, written[-1], scrub)
             inputs[option].append(record)
             parsed[option].append(log)
         repeats = _repeats(inputs[option], parsed[option])
@@ -149,6 +176,7 @@ def run_verdict_command(args: argparse.Namespace) -> int:
         for k, log in enumerate(parsed[option], start=1):
             bundled = run_dir.log_path(round_name(name, k))
             run_dir.log_path(round_name(option, k)).replace(bundled)  # logs/<arm>.log, as every bundle names its logs
+            written.append(bundled)
             inputs[option][k - 1] = {**inputs[option][k - 1], "bundled": f"logs/{bundled.name}",
                                      "cp": requested[option], "round": k}
             cut += _shortened(round_name(name, k), inputs[option][k - 1])

@@ -9,7 +9,15 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from cpverify.fixes import FIX_MORE_ROUNDS, FIX_SLOWER_AT_ONE_CP, NO_LAYOUT, NO_PERF, fix_more_steps, fix_slow_cp, for_error
+from cpverify.fixes import (
+    FIX_MORE_ROUNDS,
+    FIX_SLOWER_AT_ONE_CP,
+    NO_LAYOUT,
+    NO_PERF,
+    fix_more_steps,
+    fix_slow_cp,
+    for_error,
+)
 from cpverify.model import CheckStatus, Outcome
 from cpverify.verdict import stats
 from cpverify.verdict.evidence import FAR_BEYOND_NOISE, LEADING_TAGS, WORK, excerpt, first_step_numerics
