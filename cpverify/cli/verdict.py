@@ -105,13 +105,13 @@ def run_verdict_command(args: argparse.Namespace) -> int:
                                    for k, path in enumerate(given, start=1)})
     made = _missing_dirs(Path(args.out) if args.out is not None else None)
     run_dir = RunDir.create(args.out)
-    written: list[Path] = []
+    copies: list[Path] = []
     try:
-        return _judge(args, paths, requested, claimed, thresholds, run_dir, written)
+        return _judge(args, paths, requested, claimed, thresholds, run_dir, copies)
     except InputError:
         # Refused after the logs were taken: the copies this command wrote go, the folders it made too
         # (a refused verdict leaves the --out it was given as it found it, but for logs it replaced).
-        for path in written:
+        for path in copies:
             path.unlink(missing_ok=True)
         for folder in (run_dir.logs_dir, run_dir.root):
             if folder in made or (folder == run_dir.logs_dir and run_dir.root in made):
@@ -127,8 +127,8 @@ def _missing_dirs(out: Path | None) -> set[Path]:
     return {folder for folder in (out, out / "logs") if not folder.exists()}
 
 
-def _judge(args, paths, requested, claimed, thresholds, run_dir: RunDir, written: list[Path]) -> int:
-    """The verdict on the given logs, bundled in `run_dir`; every log copy it writes is added to `written`."""
+def _judge(args, paths, requested, claimed, thresholds, run_dir: RunDir, copies: list[Path]) -> int:
+    """The verdict on the given logs, bundled in `run_dir`; every log copy it writes is added to `copies`."""
     from cpverify import report  # imports tabulate: not at `cpverify --help`
 
     scrub = Redactor()  # one for the bundle: a host is the same host-N in its logs and in verdict.md
@@ -140,8 +140,8 @@ def _judge(args, paths, requested, claimed, thresholds, run_dir: RunDir, written
         # same text, and commands.sh replays it (exactly, unless the copy had to be cut short).
         inputs[option], parsed[option] = [], []
         for k, path in enumerate(given, start=1):
-            written.append(run_dir.log_path(round_name(option, k)))
-            record, log = bundle_log(path, written[-1], scrub)
+            copies.append(run_dir.log_path(round_name(option, k)))
+            record, log = bundle_log(path, copies[-1], scrub)
             inputs[option].append(record)
             parsed[option].append(log)
         repeats = _repeats(inputs[option], parsed[option])
@@ -176,7 +176,7 @@ def _judge(args, paths, requested, claimed, thresholds, run_dir: RunDir, written
         for k, log in enumerate(parsed[option], start=1):
             bundled = run_dir.log_path(round_name(name, k))
             run_dir.log_path(round_name(option, k)).replace(bundled)  # logs/<arm>.log, as every bundle names its logs
-            written.append(bundled)
+            copies.append(bundled)
             inputs[option][k - 1] = {**inputs[option][k - 1], "bundled": f"logs/{bundled.name}",
                                      "cp": requested[option], "round": k}
             cut += _shortened(round_name(name, k), inputs[option][k - 1])
