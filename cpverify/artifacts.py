@@ -198,6 +198,11 @@ def atomic_write_json(path: str | os.PathLike[str], obj: Any, *, mode: int = 0o6
     return atomic_write_text(path, text, mode=mode, flag=flag)
 
 
+def run_root(base: str | os.PathLike[str], run_id: str | None) -> Path:
+    """Where run `run_id` (checked: a name) lies under `base`; a fresh id when None."""
+    return Path(base) / (check_run_id(run_id) if run_id else new_run_id())
+
+
 @dataclass(frozen=True)
 class RunDir:
     """One verification's directory: artifacts/<run-id>/ with a logs/ subdirectory."""
@@ -210,7 +215,7 @@ class RunDir:
         """`out` if given (the user's --out), else base/<run-id>; creates root and logs/. A link is
         followed only where the user named it (--out): cpverify makes base/<run-id> and logs/ as
         directories, so a link in their place was planted there."""
-        root = Path(out) if out is not None else Path(base) / (check_run_id(run_id) if run_id else new_run_id())
+        root = Path(out) if out is not None else run_root(base, run_id)
         run_dir = cls(root)
         try:
             # mkdir(exist_ok) takes a link to a directory for a directory: each is checked before use

@@ -47,11 +47,13 @@ def _commit_of(repo: Path, ref: str) -> str:
     return out.stdout.strip()
 
 
-def export_ref(repo: Path | str, ref: str, dest_root: Path | str, *, role: str = BASE) -> Revision:
+def export_ref(repo: Path | str, ref: str, dest_root: Path | str, *, role: str = BASE,
+               export: bool = True) -> Revision:
     """The tree of `ref` in `repo`, written once to dest_root/slime-<commit12> (`git archive`).
 
     Reads the repository only: no checkout, no worktree, nothing changes in the user's clone.
     An export that exists already (same commit) is reused, so every step of a run sees one tree.
+    `export=False` writes nothing: the revision where the export would be (`cpverify plan`).
     """
     repo = Path(repo).expanduser().resolve()
     if not (repo / ".git").exists():
@@ -61,7 +63,7 @@ def export_ref(repo: Path | str, ref: str, dest_root: Path | str, *, role: str =
     dest = Path(dest_root) / f"slime-{commit[:12]}"
     label = f"{ref}@{commit[:12]}" if not commit.startswith(ref) else commit[:12]
     marker = dest / _EXPORT_MARKER
-    if marker.is_file() and marker.read_text().strip() == commit:
+    if not export or (marker.is_file() and marker.read_text().strip() == commit):
         return Revision(role, dest, label, commit)
     archive = _git(repo, "archive", "--format=tar", commit, binary=True)
     if archive.returncode != 0:
@@ -109,7 +111,7 @@ def checkout(path: Path | str, role: str, *, must_exist: bool = True) -> Revisio
 
 def revisions(*, slime_dir: str | None, slime_ref: str | None = None, slime_ref_candidate: str | None = None,
               slime_dir_candidate: str | None = None, export_root: Path | str,
-              local: bool = True) -> tuple[Revision, Revision | None] | None:
+              local: bool = True, export: bool = True) -> tuple[Revision, Revision | None] | None:
     """(base, candidate or None) from the CLI's four flags; None when none of them asks for a revision.
 
     `local=False` (the Ray runner): directories are paths on the cluster and are not checked here.
@@ -131,9 +133,9 @@ def revisions(*, slime_dir: str | None, slime_ref: str | None = None, slime_ref_
         raise InputError("--slime-dir-candidate needs --slime-dir (the base checkout)",
                          "pass --slime-dir /path/to/base-slime")
     if slime_ref and slime_dir:
-        base = export_ref(slime_dir, slime_ref, export_root, role=BASE)
-        candidate = export_ref(slime_dir, slime_ref_candidate, export_root, role=CANDIDATE) if slime_ref_candidate \
-            else None
+        base = export_ref(slime_dir, slime_ref, export_root, role=BASE, export=export)
+        candidate = export_ref(slime_dir, slime_ref_candidate, export_root, role=CANDIDATE,
+                               export=export) if slime_ref_candidate else None
     elif slime_dir_candidate and slime_dir:
         base = checkout(slime_dir, BASE, must_exist=local)
         candidate = checkout(slime_dir_candidate, CANDIDATE, must_exist=local)

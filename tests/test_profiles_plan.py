@@ -411,15 +411,70 @@ def test_a_profiles_description_is_read_from_what_its_plan_runs(name, rollouts, 
     assert f"{rollouts} rollouts of {batch} prompts x {samples} samples" in profile.description
 
 
-@pytest.mark.parametrize("runner, profile", [("docker", "smoke"), ("docker", "train-only"), ("local", "smoke"),
-                                             ("local", "probe")])
-def test_plan_sh_prints_the_commands_sh_a_run_with_the_same_options_writes(tmp_path, capsys, runner, profile):
+def _slime_clone(tmp_path: Path) -> Path:
+    """A git clone of the stand-in slime with two commits, for --slime-ref A/Bs."""
+    import shutil
+
+    clone = tmp_path / "slime-clone"
+    shutil.copytree(ROOT / "tests" / "fake_slime", clone)
+    git = ["git", "-C", str(clone), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], check=True)
+    (clone / "CHANGED").write_text("candidate\n")
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "candidate"], check=True)
+    return clone
+
+
+# Option sets a run's plan depends on: the runner and profile, --gpus in each form, --cp, --seq-len, --set,
+# and both kinds of A/B (two refs of one clone, two checkouts).
+PLAN_OPTION_SETS = {
+    "docker-smoke": ["--runner", "docker", "--profile", "smoke", "--gpus", "0,1"],
+    "docker-train-only": ["--runner", "docker", "--profile", "train-only", "--gpus", "0,1"],
+    "local-smoke": ["--runner", "local", "--profile", "smoke", "--gpus", "0,1"],
+    "local-probe": ["--runner", "local", "--profile", "probe", "--gpus", "0,1"],
+    "gpu-count": ["--runner", "local", "--profile", "smoke", "--gpus", "2"],
+    "gpus-none": ["--runner", "local", "--profile", "smoke", "--gpus", "none"],
+    "gpus-default": ["--runner", "docker", "--profile", "smoke"],
+    "cp-sweep": ["--runner", "docker", "--profile", "smoke", "--cp", "1,2,4", "--set", "gpus=4", "--gpus", "0,1,2,3"],
+    "seq-len": ["--runner", "docker", "--profile", "train-only", "--seq-len", "1K,8K", "--gpus", "1,0"],
+    "ab-refs": ["--runner", "docker", "--profile", "smoke", "--slime-ref", "HEAD~1", "--slime-ref-candidate", "HEAD"],
+    "ab-refs-local": ["--runner", "local", "--profile", "train-only", "--slime-ref", "HEAD~1",
+                      "--slime-ref-candidate", "HEAD", "--cp", "1", "--set", "gpus=1", "--gpus", "1"],
+    "ab-dirs": ["--runner", "local", "--profile", "smoke", "--slime-dir-candidate", "{clone}"],
+}
+
+
+@pytest.mark.parametrize("name", PLAN_OPTION_SETS)
+def test_plan_sh_prints_the_commands_sh_a_run_with_the_same_options_writes(tmp_path, capsys, name):
+    """`cpverify plan --sh` reads a run's options as the run does (one RunSpec, one Context): given the
+    same command line it prints the commands.sh the run writes, byte for byte."""
     from cpverify.cli import main
 
-    same = ["--runner", runner, "--profile", profile, "--gpus", "0,1", "--out", str(tmp_path / "artifacts"),
-            "--run-id", "same", "--cache", str(tmp_path / "cache"), "--python", sys.executable,
-            "--slime-dir", str(ROOT / "tests" / "fake_slime")]
+    clone = _slime_clone(tmp_path)
+    options = [word.format(clone=clone) for word in PLAN_OPTION_SETS[name]]
+    slime_dir = clone if "--slime-ref" in options else ROOT / "tests" / "fake_slime"
+    same = [*options, "--out", str(tmp_path / "artifacts"), "--run-id", "same", "--cache", str(tmp_path / "cache"),
+            "--python", sys.executable, "--slime-dir", str(slime_dir)]
     main(["run", *same, "--only", "verdict"])  # no arm ran: a BLOCKED verdict, and its commands.sh
     capsys.readouterr()
     assert main(["plan", *same, "--sh"]) == 0
-    assert capsys.readouterr().out == (tmp_path / "artifacts" / "same" / "commands.sh").read_text()
+    printed = capsys.readouterr().out
+    assert printed == (tmp_path / "artifacts" / "same" / "commands.sh").read_text()
+    assert main(["plan", *same, "--json"]) == 0
+    planned = json.loads(capsys.readouterr().out)
+    recorded = json.loads((tmp_path / "artifacts" / "same" / "plan.json").read_text())["plan"]
+    assert [a["name"] for a in planned["arms"]] == [a["name"] for a in recorded["arms"]]
+    assert planned["gpus"] == recorded["gpus"]
+
+
+def test_plan_writes_nothing_where_the_run_would(tmp_path, capsys):
+    """Planning an A/B of two refs names the exports' paths without exporting: `cpverify plan` runs nothing."""
+    from cpverify.cli import main
+
+    clone = _slime_clone(tmp_path)
+    assert main(["plan", "--profile", "smoke", "--slime-dir", str(clone), "--slime-ref", "HEAD~1",
+                 "--slime-ref-candidate", "HEAD", "--out", str(tmp_path / "artifacts"), "--run-id", "r", "--sh"]) == 0
+    assert "slime-" in capsys.readouterr().out
+    assert not (tmp_path / "artifacts").exists()

@@ -1,20 +1,16 @@
 """Options several commands share: the profile (--profile, --config, --set), what a run is given
-(--runner, --slime-dir, --cache, ...), and a plan from them."""
+(--runner, --slime-dir, --cache, ...), every option of a run, and the run's plan from them."""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from cpverify import config
-from cpverify.artifacts import LATEST, latest_run_id, new_run_id
 from cpverify.config import RUNNERS
-from cpverify.fetch import cache_root
-from cpverify.overrides import resolve_profile
-from cpverify.plan import Plan, parse_gpus
+from cpverify.plan import Plan
+from cpverify.plan.rounds import MAX_ROUNDS
 from cpverify.profiles import PROFILES
-from cpverify.runners import runner_class
-from cpverify.workspace import Workspace
+from cpverify.run_spec import STEPS
 
 
 def add_profile_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,16 +45,60 @@ def add_workspace_arguments(parser: argparse.ArgumentParser) -> None:
                         help="your slime checkout: mounted read-only (docker) or run in place (local)")
 
 
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """Every option of `cpverify run`. `cpverify plan` takes them all too, and both read them through
+    one RunSpec (cpverify.run_spec), so that a plan can never read an option otherwise than the run."""
+    add_profile_arguments(parser)
+    add_workspace_arguments(parser)
+    p = parser
+    p.add_argument("--gpus", help="GPU indices (0,1) or a count (2); both arms use the same GPUs. "
+                                  "'none' runs without a GPU request (pipeline tests only)")
+    p.add_argument("--only", metavar="STEPS", help=f"comma-separated steps: {', '.join(STEPS)}, arms, all")
+    p.add_argument("--cp", metavar="SIZES", help="CP sizes, e.g. 1,2,4: every size runs on the same GPUs and is "
+                                                 "compared with the profile's baseline (CP=1)")
+    p.add_argument("--seq-len", metavar="LENGTHS", help="probe sequence lengths or train-only response lengths, "
+                                                        "e.g. 8K,32K,128K (one arm per CP and length)")
+    p.add_argument("--rounds", default="auto", metavar="N|auto",
+                   help="rounds per arm, each a process of its own, interleaved (CP1 CP2 CP2 CP1 ...): N runs every "
+                        "arm N times; auto (the default) runs 2, then one more of every arm while the ratio's "
+                        "interval straddles the threshold, up to --max-rounds")
+    p.add_argument("--max-rounds", type=int, metavar="N",
+                   help=f"with --rounds auto: at most N rounds per arm (default {MAX_ROUNDS})")
+    p.add_argument("--budget", metavar="DURATION",
+                   help="GPU time the arms may take, e.g. 90s, 20m, 1h30m: no round starts that would go past it "
+                        "(estimated from the rounds so far); default: no limit but the rounds'")
+    p.add_argument("--slime-ref", metavar="REF", help="run this commit of the --slime-dir clone (exported with git "
+                                                      "archive); with --slime-ref-candidate, the A/B base")
+    p.add_argument("--slime-ref-candidate", metavar="REF",
+                   help="A/B: the candidate commit of the --slime-dir clone (e.g. HEAD); both revisions run at every CP")
+    p.add_argument("--slime-dir-candidate", metavar="DIR",
+                   help="A/B: a second slime checkout (e.g. your patched clone) against --slime-dir")
+    p.add_argument("--image", help="image tag to build or (without --build) to use as it is")
+    p.add_argument("--build", action="store_true", help="with --image: build it even though a tag is given")
+    p.add_argument("--base-image", help="override BASE_IMAGE of docker/versions.lock")
+    p.add_argument("--slime-commit", help="override SLIME_COMMIT ('' keeps the base image's slime)")
+    p.add_argument("--nccl", metavar="PIP_SPEC", help="install this NCCL in the image, e.g. nvidia-nccl-cu12==2.29.3")
+    p.add_argument("--wheel-dir", help="pre-downloaded wheels for the image build (offline hosts)")
+    p.add_argument("--ray-address", default=config.ray_address(), help="Ray dashboard, e.g. http://HEAD:8265")
+    p.add_argument("--no-ulimits", action="store_true",
+                   help="do not raise memlock/stack in the containers (rootless Docker, sandboxes; "
+                        "NCCL over RDMA needs them)")
+    p.add_argument("--no-redact", action="store_true",
+                   help="keep host names, paths and IPs in the artifacts and the terminal (credentials go always)")
+
+
+def run_arguments(**given) -> argparse.Namespace:
+    """`cpverify run`'s options at their defaults, with `given` in their place (for a command that
+    takes only some of them: the lint of a profile)."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_run_arguments(parser)
+    return argparse.Namespace(**{**vars(parser.parse_args([])), **given})
+
+
 def plan_from_args(args: argparse.Namespace) -> Plan:
-    """The plan `cpverify run` would make from the same options (a command without the workspace's
-    options plans as the default runner does: the image's paths)."""
-    profile = resolve_profile(args.profile, toml=args.config, assignments=args.assignments)
-    gpus = parse_gpus(args.gpus) if getattr(args, "gpus", None) else None
-    out = getattr(args, "out", None) or config.artifacts()
-    run_id = getattr(args, "run_id", None) or new_run_id()
-    run_id = latest_run_id(out) if run_id == LATEST else run_id
-    workspace = Workspace(profile, runner_class(getattr(args, "runner", None) or config.DEFAULT_RUNNER),
-                          cache_root(getattr(args, "cache", None)).resolve(), (Path(out) / run_id).resolve() / "work",
-                          model_dir=getattr(args, "model_dir", None), slime_dir=getattr(args, "slime_dir", None))
-    python = workspace.find_python(getattr(args, "python", None)).path if workspace.arms_here else "python3"
-    return workspace.plan(run_id=run_id, gpus=gpus, python=python)
+    """The plan `cpverify run` makes from the same options: `args` read by run_spec, planned by the
+    run's own Context (cpverify.steps.context), with nothing exported, recorded or written."""
+    from cpverify.run_spec import run_spec  # the driver: only for the commands that plan
+    from cpverify.steps.context import Context
+
+    return Context.planning(run_spec(args)).plan

@@ -7,7 +7,8 @@ import json
 import os
 from dataclasses import asdict
 
-from cpverify.cli._options import add_profile_arguments, plan_from_args
+from cpverify.cli._options import add_profile_arguments, plan_from_args, run_arguments
+from cpverify.config import DEFAULT_RUNNER
 from cpverify.errors import EXIT_FAIL, EXIT_OK
 from cpverify.inputs import read_user_text
 from cpverify.lint import (
@@ -62,8 +63,9 @@ def _cli(args: argparse.Namespace) -> int:
         subject = "command line"
         secrets = _command_secrets(parsed)
     else:
-        args.gpus = None  # for a profile, --gpus is the host's GPU count, not the plan's indices
-        plan = plan_from_args(args)
+        # the plan a run of the profile makes by default (--gpus here is the host's GPU count, not the plan's)
+        plan = plan_from_args(run_arguments(profile=args.profile, config=args.config, assignments=args.assignments,
+                                            runner=DEFAULT_RUNNER, run_id=None))
         findings = lint_plan(plan, gpus=gpus)
         subject = f"profile {plan.profile.name} ({', '.join(a.name for a in plan.arms)})"
         secrets = [value for arm in plan.arms for value in secret_values(arm.env, arm.argv)]

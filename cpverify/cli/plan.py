@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from cpverify.cli._options import add_profile_arguments, add_workspace_arguments, plan_from_args
+from cpverify.cli._options import add_run_arguments, plan_from_args
 from cpverify.plan import arm_diff
 
 
@@ -13,13 +13,11 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "plan", help="summarize each arm and what differs between arms (--sh: the exact commands)",
         description="Print a summary of the profile's arms and prove that each compared pair differs only "
-                    "in the CP size; --sh prints the exact commands, --json the whole plan. Given the options of "
-                    "a `cpverify run` (the runner, --slime-dir, --cache, --model-dir, --out and --run-id), --sh "
-                    "prints the commands.sh that run writes, paths included. Runs nothing; exit 2 when a pair "
-                    "would differ in more than CP.")
-    add_profile_arguments(p)
-    add_workspace_arguments(p)
-    p.add_argument("--gpus", help="GPU indices (0,1) or a count (2); default: the first N")
+                    "in the CP size; --sh prints the exact commands, --json the whole plan. It takes every option "
+                    "of `cpverify run` and reads them as the run does: given a run's options, --sh prints the "
+                    "commands.sh that run writes, paths included. Runs nothing; exit 2 when a pair would "
+                    "differ in more than CP.")
+    add_run_arguments(p)
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the plan as JSON")
     out.add_argument("--sh", action="store_true", help="print commands.sh")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cpverify.artifacts import RunDir
+from cpverify.artifacts import LATEST, RunDir, latest_run_id, run_root
 from cpverify.errors import InputError
 from cpverify.model import Arm
 from cpverify.plan import Plan
@@ -34,6 +34,14 @@ class Context:
     run_dir: RunDir
     record: RunRecord = field(default_factory=RunRecord)
     rechecked: set[str] = field(default_factory=set)  # what this process has checked again itself (not from state)
+    planning_only: bool = False  # `cpverify plan`: the run's plan, with nothing exported, recorded or written
+
+    @classmethod
+    def planning(cls, spec: RunSpec) -> Context:
+        """The Context a `cpverify run` of `spec` would have, for its plan alone (cpverify plan): the
+        same run directory, workspace, revisions and interpreter, so the same plan; nothing is written."""
+        run_id = latest_run_id(spec.out) if spec.run_id == LATEST else spec.run_id
+        return cls(spec=spec, run_dir=RunDir(run_root(spec.out, run_id)), planning_only=True)
 
     @property
     def profile(self) -> Profile:
@@ -70,7 +78,7 @@ class Context:
         s = self.spec
         return revisions(slime_dir=s.slime_dir, slime_ref=s.slime_ref, slime_ref_candidate=s.slime_ref_candidate,
                          slime_dir_candidate=s.slime_dir_candidate, export_root=self.run_dir.root / "slime",
-                         local=not self.site.remote)
+                         local=not self.site.remote, export=not self.planning_only)
 
     @functools.cached_property
     def workspace(self) -> Workspace:
@@ -98,6 +106,8 @@ class Context:
         refuse a choice that is not the plan's."""
         if not self.arms_here:
             return None
+        if self.planning_only:
+            return self.workspace.find_python(self.spec.python)
         explicit, _chosen_by = requested_python(self.spec.python)
         recorded = self.record.workload_python
         fresh_enough = not refresh or "workload_python" in self.rechecked
