@@ -78,6 +78,42 @@ def test_cpverify_never_changes_its_own_environment():
     assert offenders == []
 
 
+# Where cpverify reads its environment whole, and why (ARCHITECTURE.md, "Configuration"); by name it is
+# read in config.py alone (and, inside the workload, the launcher's RANK and WORLD_SIZE).
+WHOLE_ENVIRONMENT = {
+    "cpverify.runners.base": "the tools' environment (runners.workload_env's allow-list), this machine's secrets to scrub",
+    "cpverify.runners.local": "the arms' environment (workload_env)",
+    "cpverify.workspace": "the environment the local runner's interpreter is asked with (workload_env)",
+    "cpverify.cli.probe": "the same, for cpverify probe's interpreter",
+    "cpverify.workload_python": "the PATH an interpreter is looked for on, and the environment it is asked with",
+    "cpverify.redact.environment": "the values of this machine's secret-named variables, removed literally",
+    "cpverify.doctor.probes": "the host's facts (Host.env): the NCCL_, CUDA_, ... variables and the HF cache's",
+    "cpverify.cli.lint": "--inherit-env: this shell's environment counted as the linted command's",
+}
+
+
+def test_the_environment_is_read_by_name_in_config_alone():
+    """A setting read from the environment is in config.py (and the README's table): a read elsewhere
+    would be a setting no one documents. Reading the whole environment is kept to WHOLE_ENVIRONMENT."""
+    by_name, whole = [], set()
+    for name, tree in modules().items():
+        if name == "cpverify.config" or any(part in f"{name.replace('.', '/')}.py" for part in WORKLOAD_SIDE):
+            continue
+        for node in ast.walk(tree):
+            text = ast.unparse(node) if isinstance(node, (ast.Attribute, ast.Call, ast.Subscript, ast.ImportFrom)) else ""
+            if isinstance(node, ast.ImportFrom) and node.module == "os" and any(a.name in ("environ", "getenv")
+                                                                                   for a in node.names):
+                by_name.append(f"{_where(name, node)}: {text}")
+            elif isinstance(node, ast.Call) and (text.startswith(("os.environ.get(", "os.getenv(", "os.environ.pop("))):
+                by_name.append(f"{_where(name, node)}: {text[:60]}")
+            elif isinstance(node, ast.Subscript) and ast.unparse(node.value) == "os.environ":
+                by_name.append(f"{_where(name, node)}: {text[:60]}")
+            elif isinstance(node, ast.Attribute) and text == "os.environ":
+                whole.add(name)
+    assert by_name == []
+    assert whole == set(WHOLE_ENVIRONMENT)
+
+
 @pytest.mark.parametrize("runner", config.RUNNERS)
 def test_every_runner_is_built_on_the_one_base(runner):
     from cpverify.runners.base import BaseRunner
