@@ -297,8 +297,9 @@ class Profile:
         rollouts = f"{shape['rollouts']} rollouts" if shape["rollouts"] is not None else "slime's default rollouts"
         batch = f" of {shape['prompts']} prompts x {shape['samples']} samples" if shape["prompts"] else ""
         length = f"responses {'of exactly' if shape['exact'] else 'up to'} {_tokens(shape['response_tokens'])} tokens"
-        return (f"{self.model_repo}, {rollouts}{batch} (the first {self.warmup_steps} warm-up), {length}; {where}. "
-                f"{self.about}")
+        warmup = ("the warm-up found in each round" if self.warmup_steps is None
+                  else f"the first {self.warmup_steps} warm-up")
+        return f"{self.model_repo}, {rollouts}{batch} ({warmup}), {length}; {where}. {self.about}"
 
     def shape(self) -> dict[str, Any]:
         """A slime profile's run as its train args and fields say it: rollouts, prompts per rollout,

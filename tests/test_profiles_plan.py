@@ -446,6 +446,16 @@ PLAN_OPTION_SETS = {
 }
 
 
+@pytest.mark.parametrize("warmup", [None, 0, 3])
+@pytest.mark.parametrize("name", [n for n in PROFILES if get_profile(n).kind == "slime"])
+def test_a_profiles_description_says_its_warmup_as_the_verdict_counts_it(name, warmup):
+    """A slime profile's warm-up is a count it fixes, or (None) the one found in each round's data:
+    the description never prints the field's raw value."""
+    profile = with_overrides(get_profile(name), warmup_steps=warmup)
+    found = re.search(r"\((the first (\d+) warm-up|the warm-up found in each round)\)", profile.description)
+    assert found is not None and found.group(2) == (None if warmup is None else str(warmup))
+
+
 @pytest.mark.parametrize("name", PLAN_OPTION_SETS)
 def test_plan_sh_prints_the_commands_sh_a_run_with_the_same_options_writes(tmp_path, capsys, name):
     """`cpverify plan --sh` reads a run's options as the run does (one RunSpec, one Context): given the
