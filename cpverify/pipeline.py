@@ -1,28 +1,6 @@
-"""`cpverify run`: profile -> plan -> lint -> runner -> parse -> verdict -> report.
+"""`cpverify run`: the steps a RunSpec names, in one process, under one run-directory lock, and
+the verdict an interrupted step still leaves (ARCHITECTURE.md, "The flow", lists the steps).
 
-The steps, in order (each is also a nox session and a compose service):
-
-  doctor      host facts and checks; a failed required check ends the run BLOCKED
-  image       build the pinned image (docker runner only)
-  fetch       model via huggingface_hub (or --model-dir), verified; prompt data staged (slime
-              profiles); for train-only, the rollouts written in the workload's Python
-  compileall  `python -m compileall slime/backends/megatron_utils` on the slime under test
-  lint        every arm's arguments and environment, before any GPU is held: the static lint,
-              then slime's own parser on each arm in the workload's Python (cpverify.lint.deep)
-  cp1, cp2    round 1 of the baseline arm(s), then round 1 of the candidate arm(s) and every further
-              round the design asks for, interleaved (cpverify.plan.rounds), on the same GPUs, under
-              one lock
-  verdict     parse every log, decide, write verdict.md / verdict.json / env.json / commands.sh
-
-The command line is read once (cpverify.run_spec.RunSpec) and the plan built once per process
-(steps.context.Context.plan); the steps (cpverify.steps) are functions of that Context. `--only a,b`
-runs some steps; steps share the run through artifacts/<run-id>/ (cpverify.run_state): plan.json,
-written by the run's first step, fixes what the arms run (a later process whose arguments would
-change it is refused before its first step), and state.json records what each step found and each
-arm's log, so `nox -s cp2` after `nox -s cp1` (same CPVERIFY_RUN_ID) continues the same run. One process at a
-time works in a run directory (a lock in it), and one signal policy covers the whole process:
-Ctrl-C, SIGTERM or SIGHUP during any step still leaves an INCONCLUSIVE verdict saying what was
-interrupted, and exits 130.
 A step that does not apply (no image for the local runner, no model for the probe) says so
 and succeeds. Arm steps succeed whenever they *recorded* a result: a crashed workload is
 evidence for the verdict, not a reason to stop before writing it.

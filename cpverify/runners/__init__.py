@@ -1,13 +1,7 @@
-"""Runners turn one planned arm into one log file plus an ArmResult (the protocol: base.py).
+"""The one place that maps a runner's name to its class (ARCHITECTURE.md, "Runners").
 
-    runner = make_runner("docker", RunSetup(run_id=..., gpus=(0, 1), image=..., mounts=...))
-    runner.preflight(); runner.sweep_leftovers()
-    result = runner.run_arm(arm, log_path=..., limits=Limits(...))
-
-This is the one place that maps a runner's name to its class. The pipeline asks the class what
-it needs to know before a runner exists (`isolated`, `remote`: ARCHITECTURE.md) instead of
-comparing names. Kept import-light: a runner's module is imported only when that runner is
-asked for, and docker-py and ray only when it runs, so `cpverify --help` works without either.
+Kept import-light: a runner's module is imported only when that runner is asked for, and
+docker-py and ray only when it runs, so `cpverify --help` works without either.
 """
 
 from __future__ import annotations

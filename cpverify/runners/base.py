@@ -1,22 +1,6 @@
-"""The runner protocol, and the one base every runner (docker, local, ray) is built on.
-
-CONTRACT: a runner turns one planned arm into one log file on disk plus an ArmResult.
-
-    runner.preflight()              # can this runner work at all? EnvironmentBlocked if not
-    runner.sweep_leftovers()        # what earlier, killed runs left running, removed; one line each
-    runner.run_arm(arm, log_path=..., limits=...) -> ArmResult
-
-`BaseRunner.run_arm` is the skeleton all three share, so that none repeats it: preflight, then
-`start(arm, log_path)`, which gets the workload going and returns it as a `Workload` (a container,
-a process group, a Ray job: a stream of its output, its exit code, a stop, a close); then the
-shared LogWatcher streams that output to log_path line by line (scrubbed, flushed per line), feeds
-the parser, enforces the limits and stops the workload on deadline, hang, stall, fatal signature or
-Ctrl-C; `close()` leaves nothing running, whatever happened. A workload that cannot start is a
-BLOCKED result naming the fix (`EnvironmentBlocked`), never a traceback; Ctrl-C at any point is ArmInterrupted
-carrying the partial result.
-
-Where to add a runner: ARCHITECTURE.md ("Adding a runner").
-"""
+"""The runner protocol (`preflight`, `sweep_leftovers`, `run_arm`) and `BaseRunner`, the one base
+every runner is built on: its `run_arm` is the skeleton all three share, so that none repeats it
+(ARCHITECTURE.md, "Runners", and there "Adding a runner")."""
 
 from __future__ import annotations
 
