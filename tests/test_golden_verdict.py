@@ -9,7 +9,7 @@ rewrites them on purpose, and the diff shows what changed:
     CPVERIFY_UPDATE_GOLDEN=1 python3 -m pytest -q tests/test_golden_verdict.py
 
 Only what legitimately varies is normalised: the temporary directory and the checkout's path,
-timestamps, and, for runs of the fake slime (which draws its timings at random per process),
+the machine's interpreter (the arms run it: --python), Python version and platform, timestamps, and, for runs of the fake slime (which draws its timings at random per process),
 numbers with a decimal point, and this repository's commit (the fake slime's). Integers (steps, rounds, exit codes, CP sizes) and every word stay.
 """
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import re
 import subprocess
 import sys
@@ -43,10 +44,27 @@ DECIMAL = re.compile(r"(?<![\w.])[-+]?\d+\.\d+(?:e[-+]?\d+)?(?![\w.])")
 HEAD = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
 
 
+def _forms(path: str) -> list[str]:
+    """A path as the files may show it: as it is, and under a home directory as the redaction writes it (~/...)."""
+    home = os.path.expanduser("~")
+    if home not in ("/", "/root") and path.startswith(home + os.sep):
+        return [path, "~" + path[len(home):]]
+    return [path]
+
+
+# What the machine running the tests is: its interpreter (the arms' --python too), its Python version and platform.
+MACHINE = {**{form: "<python>" for path in {sys.executable, os.path.realpath(sys.executable)} for form in _forms(path)},
+           platform.platform(): "<platform>", f'"{platform.python_version()}"': '"<python-version>"'}
+
+
 def normalised(text: str, tmp: Path, *, random_numbers: bool) -> str:
+    for said, shown in MACHINE.items():
+        text = text.replace(said, shown)
     if HEAD:  # tests/fake_slime is "slime" in this checkout: the commit under test is the repository's
         text = text.replace(HEAD, "<head>").replace(HEAD[:12], "<head>")
-    text = text.replace(str(tmp.resolve()), "<tmp>").replace(str(tmp), "<tmp>").replace(str(ROOT), "<root>")
+    for path, shown in ((str(tmp.resolve()), "<tmp>"), (str(tmp), "<tmp>"), (str(ROOT), "<root>")):
+        for form in _forms(path):
+            text = text.replace(form, shown)
     text = TIMESTAMP.sub("<time>", text)
     return DECIMAL.sub("<x>", text) if random_numbers else text
 
@@ -59,6 +77,8 @@ def normalised_json(value, tmp: Path, *, random_numbers: bool):
     if isinstance(value, float) and random_numbers:
         return "<x>"
     if isinstance(value, str):
+        if value == platform.python_version():
+            return "<python-version>"
         return normalised(value, tmp, random_numbers=random_numbers)
     return value
 
@@ -99,7 +119,7 @@ def fake_env(tmp: Path, **fake: str) -> str:
 
 
 def cpverify_run(tmp: Path, *extra: str, run_id: str = "golden"):
-    cmd = [sys.executable, "-m", "cpverify", "run", "--runner", "local", "--gpus", "none",
+    cmd = [sys.executable, "-m", "cpverify", "run", "--runner", "local", "--gpus", "none", "--python", sys.executable,
            "--slime-dir", str(FAKE_SLIME), "--cache", str(tmp / "cache"), "--out", str(tmp / "artifacts"),
            "--run-id", run_id, *extra]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "CPVERIFY_LOCK_DIR": str(tmp), "COLUMNS": "100"}
