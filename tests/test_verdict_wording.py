@@ -87,7 +87,8 @@ def said(verdict: v.Verdict) -> dict:
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
-def test_a_verdict_says_what_is_recorded(scenario):
+def test_a_verdict_says_what_is_recorded(scenario, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")  # the summary wraps at the terminal's width: recorded at one
     evidence = [ev for rounds in SCENARIOS[scenario]() for ev in rounds]
     verdict = v.decide(evidence, comparisons=[("cp1", "cp2")], thresholds=v.Thresholds())
     got = json.loads(json.dumps(said(verdict)))
