@@ -8,7 +8,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 
-from cpverify.parse.dicts import _SALVAGE_PAIR, parse_dict
+from cpverify.parse.dicts import _SALVAGE_PAIR, parse_dict, parse_plain_dict
 from cpverify.parse.records import UNKNOWN_ROLLOUT, PerfRecord, StepRecord
 
 # slime's logger.info(f"{kind} {n}: {dict}"); rollout/eval dicts are recognised, not kept.
@@ -69,9 +69,10 @@ def record_match(msg: str) -> re.Match[str] | None:
     return RECORD.search(msg, max(0, digits - _RECORD_WORD))
 
 
-def record_of(kind: str, index: int, body: str, actor: str | None, lineno: int) -> StepRecord | PerfRecord:
-    """The record of `kind index: body` (a step, critic-step or perf dict's text) at line `lineno`."""
-    metrics, salvaged = parse_dict(body)
+def record_of(kind: str, index: int, body: str | bytes, actor: str | None, lineno: int) -> StepRecord | PerfRecord:
+    """The record of `kind index: body` (a step, critic-step or perf dict's text, or its bytes as
+    cpverify.parse.plain takes them) at line `lineno`."""
+    metrics, salvaged = parse_dict(body) if type(body) is str else parse_plain_dict(body)  # type: ignore[arg-type]
     if kind == "perf":
         metrics = normalise_perf(metrics)
         return PerfRecord(index, perf_side(metrics, actor), lineno, metrics, salvaged)

@@ -5,8 +5,8 @@ number), of a line longer than MAX_LINE_BYTES only the head is read, and each pi
 codes and Ray prefix taken off (line_text), goes to what reads its kind: tracebacks and elastic
 tables (tracebacks), slime's records (metrics), cpverify's own lines (here), timers (timers),
 Megatron's iterations and argument dump (here), NCCL's lines (nccl), progress bars (bars), and last
-the error signatures (signatures). A Timer line in slime's own shape is read from its bytes before
-all that (timers.PLAIN_TIMER). What each kind looks like and what the parse reports of it is
+the error signatures (signatures). A Timer, record or Memory-Usage line in slime's own shape is read
+from its bytes before all that (plain). What each kind looks like and what the parse reports of it is
 ARCHITECTURE.md's "What the parse reads".
 """
 
@@ -30,6 +30,7 @@ from cpverify.parse.metrics import (
     record_match,
     record_of,
 )
+from cpverify.parse import plain
 from cpverify.parse.nccl import NcclLines
 from cpverify.parse.records import (
     MAX_CONFLICTS,
@@ -166,8 +167,10 @@ class LogParser:
     def _feed_gated(self, line: bytes, lineno: int) -> None:
         """A line past the gate (parse_stream's block scan found a gate word in it; it marks the
         lines read when it is done)."""
-        if self._tracebacks.open is None and self._held is None and self._timers.plain(line, lineno):
-            return
+        if self._tracebacks.open is None and self._held is None:
+            m = plain.PLAIN.match(line)
+            if m is not None and m.end() == len(line) and plain.read(self, (b"", *m.groups(b"")), lineno):
+                return
         text = line.decode("utf-8", "replace")  # `in` on str: on bytes it first tries an int
         if "NCCL INFO" in text and self._tracebacks.open is None and self._held is None and "\r" not in text:
             self._nccl.info_line(line)
@@ -294,7 +297,7 @@ class LogParser:
         self._store_record(kind, index, body, actor, lineno, msg, m.start())
         return True
 
-    def _store_record(self, kind: str, index: int, body: str, actor: str | None, lineno: int, msg: str,
+    def _store_record(self, kind: str, index: int, body: str | bytes, actor: str | None, lineno: int, msg: str,
                       at: int) -> None:
         """Keep a record (`at`: where it starts in `msg`, its first line)."""
         record = record_of(kind, index, body, actor, lineno)

@@ -70,6 +70,9 @@ class BlockScan:
 
     def __init__(self, engine: str, via_seen: set[bytes]) -> None:
         self._engine, self._via_seen = engine, via_seen
+        # The last block was mostly lines in slime's own shape (parse.plain): the next is read whole,
+        # unscanned (stream._feed_dense).
+        self.dense = False
         self._words = -1  # size of via_seen when self._compiled was compiled
         self._compiled: Any = None
 

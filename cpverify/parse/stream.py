@@ -22,7 +22,7 @@ from typing import IO, Any
 from cpverify.errors import InputError
 from cpverify.inputs import shown_name
 from cpverify.parse import parser as parsing  # parsing.MAX_LINE_BYTES is read where used: tests change it
-from cpverify.parse import scan
+from cpverify.parse import plain, scan
 from cpverify.parse.parser import LogParser
 from cpverify.parse.records import ParsedLog
 
@@ -208,14 +208,18 @@ def _without_cut_pair(line: bytes) -> bytes:
 def _feed_block(parser: LogParser, block_scan: scan.BlockScan, data: bytes, begin: int, end: int, lineno: int) -> int:
     """Feed the lines of data[begin:end] (whole lines) that the gate lets through; lineno is
     the number of the line before `begin`. Returns the number of the last line."""
+    if block_scan.dense:  # the last block was mostly slime's own lines: this one likely too
+        return _feed_dense(parser, block_scan, data, begin, end, lineno)
     hits, vias = block_scan.scan(data, begin, end)
+    if len(hits) * 2 > data.count(b"\n", begin, end):
+        return _feed_dense(parser, block_scan, data, begin, end, lineno)
     # Channel lines first, so the transports keep the order in which the log first names them.
     for start in vias:
         line = data[start : data.find(b"\n", start)]
         if line.find(b"NCCL") != -1:
             parser._nccl.info_line(line[: parsing.MAX_LINE_BYTES])
     count, find, feed, cap = data.count, data.find, parser._feed_gated, parsing.MAX_LINE_BYTES
-    tracebacks = parser._tracebacks
+    tracebacks, match, read = parser._tracebacks, plain.PLAIN.match, plain.read
     h, pos = 0, begin  # pos: start of the first unread line, number lineno + 1
     while pos < end:
         if tracebacks.open is None and parser._held is None:  # not parser.wants_every_line, inlined
@@ -225,6 +229,10 @@ def _feed_block(parser: LogParser, block_scan: scan.BlockScan, data: bytes, begi
                 break
             start = hits[h]
             lineno += count(b"\n", pos, start) + 1
+            m = match(data, start, end)  # a line in slime's own shape (plain), read from its bytes
+            if m is not None and m.end() - start <= cap and read(parser, (b"", *m.groups(b"")), lineno):
+                pos = m.end()
+                continue
         else:
             start = pos
             lineno += 1
@@ -232,6 +240,31 @@ def _feed_block(parser: LogParser, block_scan: scan.BlockScan, data: bytes, begi
         feed(data[start : stop if stop - start <= cap else start + cap], lineno)
         pos = stop + 1
     return lineno + count(b"\n", pos, end)
+
+
+def _feed_dense(parser: LogParser, block_scan: scan.BlockScan, data: bytes, begin: int, end: int, lineno: int) -> int:
+    """_feed_block for a block whose lines are mostly slime's own (a slime log's rollouts): no
+    block scan; one regex pass (plain.LINES) takes every line, a line in slime's shape is read from
+    its groups (plain.read), any other is fed to LogParser.feed, which gates it itself. The next
+    block is read so too while more than half of this one's lines were in slime's shape."""
+    feed, timed, read, cap = parser.feed, parser._timers.timed, plain.read, parsing.MAX_LINE_BYTES
+    tracebacks, shaped, first = parser._tracebacks, 0, lineno
+    idle = tracebacks.open is None and parser._held is None  # not parser.wants_every_line, inlined
+    for groups in plain.LINES.findall(data, begin, end):
+        lineno += 1
+        if idle:
+            name = groups[3]
+            if name:  # a Timer line, the most common (plain.read, inlined)
+                timed(name.decode("ascii"), groups[4] != b"", groups[5].decode("ascii"), lineno)
+                shaped += 1
+                continue
+            if groups[2] and len(groups[0]) < cap and read(parser, groups, lineno):
+                shaped += 1
+                continue
+        feed(groups[0], lineno)
+        idle = tracebacks.open is None and parser._held is None
+    block_scan.dense = shaped * 2 > lineno - first
+    return lineno
 
 
 def parse_file(path: str | Path) -> ParsedLog:
