@@ -140,7 +140,7 @@ def parse_plain_dict(body: bytes) -> tuple[dict[str, float], bool]:
                 return obj, False
             if kinds <= _NUMBERS:  # ints among them: floats, as _flat_repr makes them
                 try:
-                    return dict(zip(map(sys.intern, obj), map(float, obj.values()))), False
+                    return dict(zip(map(sys.intern, obj), map(float, obj.values()), strict=True)), False
                 except OverflowError:  # an int beyond float range: _flat_repr knows what it reads as
                     pass
     return parse_dict(body.decode("ascii"))

@@ -18,6 +18,7 @@ import sys
 from dataclasses import replace
 from typing import Any
 
+from cpverify.parse import plain
 from cpverify.parse.bars import Bar, last_bar
 from cpverify.parse.dicts import parse_dict
 from cpverify.parse.line_text import REPEATED, excerpt, unprefixed
@@ -30,7 +31,6 @@ from cpverify.parse.metrics import (
     record_match,
     record_of,
 )
-from cpverify.parse import plain
 from cpverify.parse.nccl import NcclLines
 from cpverify.parse.records import (
     MAX_CONFLICTS,
