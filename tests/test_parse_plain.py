@@ -1,0 +1,112 @@
+"""slime's own lines read from their bytes (cpverify.parse.plain, stream._feed_dense) read as the
+line path reads them: the same ParsedLog, each piece of a line printed otherwise, among lines that
+change how the next ones are read, with any cut into blocks."""
+
+from __future__ import annotations
+
+import io
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from cpverify.parse import dicts, parse_stream, plain, scan, stream
+from test_logs import STORED_PLAIN, feed_all
+
+# Each piece of a line: (as slime prints it, something else in its place).
+_PREFIX = (["(MegatronTrainRayActor pid=32167) ", "(RolloutManager pid=7, ip=10.0.0.1) ",
+            "\x1b[36m(MegatronTrainRayActor pid=3)\x1b[0m ", ""],
+           ["(exitcode pid=3) ", "[36m(A pid=2)[0m ", " ", "(A pid=1 +2s) ", "\x1b[36m(A pid=1) ", "(A pid=1)"])
+_STAMP = (["[2026-08-21 10:00:00] ", "[2026-08-21 10:00:00,123] "], ["[] ", "", "[now] ", "[2026-08-21 10:00:00]"])
+_FILE = (["model.py:918 - ", "timer.py:32 - ", "memory_utils.py:41 - "], ["timer.py:x - ", "", "a-b.py:1 - "])
+_TIMER = (["Timer actor_train start", "Timer update_weights end", "Timer train_wait end (elapsed: 1.9s)"],
+          ["Timer exitcode_7 start", "Timer cpverify-layout end", "Timer x.y start", "Timer a end (elapsed: nan s)"])
+_KIND = (["step", "perf", "rollout", "critic-step", "eval"], ["steps", "Step", "perf/x", "step x"])
+_INDEX = (["3", "0", "7"], ["1" * 30, "²", "-1"])
+_DICT = (["{'train/loss': 1.5, 'train/step': 3}", "{'perf/actor_train_time': 2.0, 'perf/step_time': 3.25}",
+          "{'rollout/response_len/mean': 312.5, 'perf/tokens_per_gpu_per_sec': 245}", "{}",
+          "{'perf/train_time': 3.9648529999999997, 'train/lr-pg_0': 1e-06}"],
+         ["{'a': 1e400}", "{'a': " + "9" * 400 + "}", "{'a': nan, 'b': -inf}", "{'a': True}", "{'a': true}",
+          "{'a': null, 'b': 1}", "{'a': 'NCCL INFO x'}", "{'a': 'Traceback (most recent call last):'}",
+          "{'exitcode': 1}", "{'x': 'Signal 9 (SIGKILL) received by PID 3'}", "{'a': [1, 2], 'b': {'c': 1}}",
+          "{'a': 1, 'b': 2", "{'a': 1.5, 'b': -2}", "{'t': 'é'}", "{'a': 1,}", "{'a': np.float64(1.5)}",
+          "{'a': 'x', 'b': 2.5}", "{'a': 1} {'b': 2}", "{'a' 1}", "{'step 3': {'x': 1}}",
+          "{'a': 1.0, 'loss': 0.25, 'pad': '" + "x" * 70 + "'"])
+_LABEL = (["after wake_up model", "before offload", ""],
+          ["after step 3", "after torch distributed error", "Root Cause", "x NCCL INFO y", "a:b", "after {x}"])
+_MEMORY_DICT = (["{'gpu': '0', 'total_GB': 139.81, 'free_GB': 101.2}", "{'total_GB': 79.11}"],
+                ["{'gpu': '0', 'x': {1: 2}}", "{'a': 1", "{'a': 'step 3: {'}", "{'x': 'CUDA out of memory', 'y': 1}"])
+_RANK = (["[Rank 0] ", "[Rank 12] ", ""], ["[Rank x] ", "[rank 0] ", "[Rank 0]"])
+_SUFFIX = ([""], [" ", "\r", " [repeated 3x across cluster]", "\r\n", "\r(A pid=1) x", "\x1b[0m"])
+
+_CONTEXT = st.sampled_from([
+    "Traceback (most recent call last):", '  File "x.py", line 1, in <module>', "    x()", "ValueError: boom",
+    "Root Cause (first observed failure):", "  exitcode  : 1 (pid: 7)", "", "plain text",
+    "torch.distributed.DistBackendError: NCCL error in: /opt/pytorch/nccl/ProcessGroupNCCL.cpp:3",
+    "RuntimeError: The size of tensor a (120) must match the size of tensor b (119) a", "t non-singleton dimension 2",
+    "(MegatronTrainRayActor pid=1) e54db9740f9d:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM",
+    "(MegatronTrainRayActor pid=1) e54db9740f9d:1:2 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",
+    "(MegatronTrainRayActor pid=1) [2026-08-21 10:00:00] model.py:918 - step 9: {'train/loss': 1.5, 'train/x'",
+    "{'train/grad_norm': 0.5}", "'perf/actor_train_time': 2.5,", "cpverify-layout rank=0 world=2 tp=1 pp=1 cp=2 dp=1",
+])
+
+
+def _piece(draw, pieces: tuple[list[str], list[str]], odd: bool) -> str:
+    return draw(st.sampled_from(pieces[1] if odd else pieces[0]))
+
+
+@st.composite
+def _slime_line(draw) -> str:
+    """A line in slime's shape, with up to two of its pieces printed otherwise."""
+    kind = draw(st.sampled_from(["timer", "record", "memory"]))
+    message = {"timer": [_TIMER], "record": [_KIND, _INDEX, _DICT], "memory": [_RANK, _LABEL, _MEMORY_DICT]}[kind]
+    pieces = [_PREFIX, _STAMP, _FILE, *message, _SUFFIX]
+    # Each of two draws names a piece to print otherwise about half the time: most lines keep one
+    odd = {i for i in (draw(st.integers(0, 2 * len(pieces) - 1)) for _ in range(2)) if i < len(pieces)}
+    text = [_piece(draw, piece, i in odd) for i, piece in enumerate(pieces)]
+    if kind == "record":  # `step 3: {...}`
+        head, kind_word, index, body, tail = text[:3], text[3], text[4], text[5], text[6]
+        return "".join(head) + f"{kind_word} {index}: {body}" + tail
+    if kind == "memory":  # `[Rank 0] Memory-Usage LABEL: {...}`
+        head, rank, label, body, tail = text[:3], text[3], text[4], text[5], text[6]
+        return "".join(head) + f"{rank}Memory-Usage {label}: {body}" + tail
+    return "".join(text)
+
+
+_SLIME_STEP = "(MegatronTrainRayActor pid=1) [2026-08-21 10:00:00] model.py:918 - step 5: {'train/loss': 1.5}"
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.one_of(_slime_line(), _slime_line(), _CONTEXT), max_size=30), st.integers(1, 4096),
+       st.sampled_from(scan.ENGINES), st.sampled_from(dicts.JSON_READERS))
+@example(["Traceback (most recent call last):", _SLIME_STEP, '  File "x.py", line 1, in <module>', "ValueError: x"],
+         64, scan.ENGINES[0], dicts.JSON_READERS[0])
+@example([_SLIME_STEP, _SLIME_STEP.replace("step 5", "step 2")], 4096, scan.ENGINES[0], dicts.JSON_READERS[0])
+def test_slime_lines_read_from_bytes_as_the_line_path_reads_them(lines, block, engine, reader):
+    data = ("\n".join(lines) + "\n").encode()
+    with_patch = [(stream, "READ_BLOCK_BYTES", block), (scan, "ENGINE", engine), (dicts, "JSON_READER", reader),
+                  (plain, "read", lambda *_: False)]  # the last: every line the long way
+    saved = [(module, name, getattr(module, name)) for module, name, _ in with_patch]
+    try:
+        for module, name, value in with_patch:
+            setattr(module, name, value)
+        the_long_way = feed_all(data).to_json()
+        setattr(*saved[-1])
+        if b"NCCL INFO" not in data:  # which a line's bytes give to NCCL's reading, its text to every kind
+            assert feed_all(data, as_text=True).to_json() == the_long_way
+        assert feed_all(data).to_json() == the_long_way
+        assert parse_stream(io.BytesIO(data)).to_json() == {**the_long_way, "source": STORED_PLAIN}
+    finally:
+        for module, name, value in saved:
+            setattr(module, name, value)
+
+
+def test_a_slime_log_is_read_in_its_shape():
+    """The shapes the fast path takes are the ones slime prints (tests/helpers/slime_log.py's lines):
+    a change of PLAIN that stops matching them would leave every slime line to the long way."""
+    from helpers.slime_log import synthetic_arm
+
+    lines = synthetic_arm(cp=1, actor_train_time=1.0, rollouts=3, seed=1).lines
+    shaped = [line for line in lines if plain.PLAIN.fullmatch(line.encode())]
+    kinds = {line.split(" - ", 1)[1].split(" ", 1)[0] for line in shaped}
+    assert {"Timer", "step", "perf", "rollout", "[Rank"} <= kinds
+    assert len(shaped) >= 0.8 * sum(" - " in line for line in lines)
