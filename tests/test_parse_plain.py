@@ -8,9 +8,9 @@ import io
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from test_logs import STORED_PLAIN, feed_all
 
 from cpverify.parse import dicts, parse_stream, plain, scan, stream
-from test_logs import STORED_PLAIN, feed_all
 
 # Each piece of a line: (as slime prints it, something else in its place).
 _PREFIX = (["(MegatronTrainRayActor pid=32167) ", "(RolloutManager pid=7, ip=10.0.0.1) ",
