@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from cpverify.parse import parse_file
 from cpverify.verdict import rounds
 from cpverify.verdict.rounds import (
+    DEFAULT_CONFIDENCE,
     MAX_FOUND_WARMUP,
     PRIOR_DF,
     PRIOR_SD,
@@ -276,3 +277,19 @@ def test_module_names_its_prior_in_json():
     data = ratio_across_rounds([1.0, 1.2], [2.0, 2.1]).to_json()
     assert data["prior"] == {"sd": rounds.PRIOR_SD, "df": rounds.PRIOR_DF}
     assert data["rounds"] == {"baseline": 2, "candidate": 2}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 400), st.one_of(st.just(0.5 + DEFAULT_CONFIDENCE / 2), st.floats(0.5, 0.99995)))
+def test_t_quantile_is_scipys_bit_for_bit(df, p):
+    from scipy.special import stdtrit  # the reference: what scipy.stats.t.ppf calls
+
+    assert rounds.t_quantile(df, p) == float(stdtrit(df, p))
+
+
+def test_t_quantile_at_the_default_confidence_is_scipys_for_every_df_it_holds():
+    from scipy.special import stdtrit
+
+    held = range(rounds.PRIOR_DF, rounds.PRIOR_DF + len(rounds._T_DEFAULT))
+    assert [rounds.t_quantile(df, 0.5 + DEFAULT_CONFIDENCE / 2) for df in held] == \
+        [float(stdtrit(df, 0.5 + DEFAULT_CONFIDENCE / 2)) for df in held]
