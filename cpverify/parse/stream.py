@@ -2,8 +2,10 @@
 
 Equivalent to feeding every line to LogParser.feed (the tests check it), but faster: each block
 is searched for the gate words at once (cpverify.parse.scan), and only the lines they hit (plus
-every line while a traceback or a wrapped message is open) are fed. Memory stays bounded
-whatever the file or line length.
+every line while a traceback or a wrapped message is open) are fed; a line in slime's own shape
+is read from its bytes (cpverify.parse.plain). A block whose lines are mostly gated, as a slime
+log's rollouts are, is taken whole by one regex pass instead, unscanned (_feed_dense). Memory
+stays bounded whatever the file or line length.
 
 Storage: gzip (magic bytes 1f 8b) and UTF-16 (byte-order mark) logs are read transparently, as
 they stream; ParsedLog.source (JSON "source") says how the log was stored, and "cut" when a
