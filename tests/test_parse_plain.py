@@ -11,10 +11,11 @@ from hypothesis import strategies as st
 from test_logs import STORED_PLAIN, feed_all
 
 from cpverify.parse import dicts, parse_stream, plain, scan, stream
+from cpverify.parse import parser as parsing
 
 # Each piece of a line: (as slime prints it, something else in its place).
 _PREFIX = (["(MegatronTrainRayActor pid=32167) ", "(RolloutManager pid=7, ip=10.0.0.1) ",
-            "\x1b[36m(MegatronTrainRayActor pid=3)\x1b[0m ", ""],
+            "\x1b[36m(MegatronTrainRayActor pid=3)\x1b[0m ", "", "(" + "A" * 90 + " pid=1) "],
            ["(exitcode pid=3) ", "[36m(A pid=2)[0m ", " ", "(A pid=1 +2s) ", "\x1b[36m(A pid=1) ", "(A pid=1)"])
 _STAMP = (["[2026-08-21 10:00:00] ", "[2026-08-21 10:00:00,123] "], ["[] ", "", "[now] ", "[2026-08-21 10:00:00]"])
 _FILE = (["model.py:918 - ", "timer.py:32 - ", "memory_utils.py:41 - "], ["timer.py:x - ", "", "a-b.py:1 - "])
@@ -77,13 +78,15 @@ _SLIME_STEP = "(MegatronTrainRayActor pid=1) [2026-08-21 10:00:00] model.py:918 
 
 @settings(max_examples=600, deadline=None)
 @given(st.lists(st.one_of(_slime_line(), _slime_line(), _CONTEXT), max_size=30), st.integers(1, 4096),
-       st.sampled_from(scan.ENGINES), st.sampled_from(dicts.JSON_READERS))
+       st.sampled_from(scan.ENGINES), st.sampled_from(dicts.JSON_READERS), st.sampled_from([64 * 1024, 100]))
 @example(["Traceback (most recent call last):", _SLIME_STEP, '  File "x.py", line 1, in <module>', "ValueError: x"],
-         64, scan.ENGINES[0], dicts.JSON_READERS[0])
-@example([_SLIME_STEP, _SLIME_STEP.replace("step 5", "step 2")], 4096, scan.ENGINES[0], dicts.JSON_READERS[0])
-def test_slime_lines_read_from_bytes_as_the_line_path_reads_them(lines, block, engine, reader):
+         64, scan.ENGINES[0], dicts.JSON_READERS[0], 64 * 1024)
+@example([_SLIME_STEP, _SLIME_STEP.replace("step 5", "step 2")], 4096, scan.ENGINES[0], dicts.JSON_READERS[0],
+         64 * 1024)
+def test_slime_lines_read_from_bytes_as_the_line_path_reads_them(lines, block, engine, reader, cap):
     data = ("\n".join(lines) + "\n").encode()
     with_patch = [(stream, "READ_BLOCK_BYTES", block), (scan, "ENGINE", engine), (dicts, "JSON_READER", reader),
+                  (parsing, "MAX_LINE_BYTES", cap),  # what of a line is read: its head, past it
                   (plain, "read", lambda *_: False)]  # the last: every line the long way
     saved = [(module, name, getattr(module, name)) for module, name, _ in with_patch]
     try:

@@ -256,7 +256,7 @@ def _feed_dense(parser: LogParser, block_scan: scan.BlockScan, data: bytes, begi
         lineno += 1
         if idle:
             name = groups[3]
-            if name:  # a Timer line, the most common (plain.read, inlined)
+            if name and len(groups[0]) < cap:  # a Timer line, the most common (plain.read, inlined)
                 timed(name.decode("ascii"), groups[4] != b"", groups[5].decode("ascii"), lineno)
                 shaped += 1
                 continue
