@@ -113,3 +113,22 @@ def test_a_slime_log_is_read_in_its_shape():
     kinds = {line.split(" - ", 1)[1].split(" ", 1)[0] for line in shaped}
     assert {"Timer", "step", "perf", "rollout", "[Rank"} <= kinds
     assert len(shaped) >= 0.8 * sum(" - " in line for line in lines)
+
+
+_VALUE = st.one_of(st.floats(allow_nan=True, allow_infinity=True).map(repr), st.integers().map(str),
+                   st.integers(-(10**400), 10**400).map(str), st.sampled_from(
+                       ["'0'", "'nan'", "'-inf'", "'x true'", "True", "None", "true", "null", "false", "nan", "[1, 2]",
+                        "{'a': 1}", "1e400", "-0.0", "1_0", "0x1f", "'a' 'b'", ""]))
+_KEY = st.sampled_from(["'train/loss'", "'perf/step_time'", "'true'", "'a'", "a", "'x y'", "1", "'k'"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(_KEY, _VALUE), max_size=6), st.sampled_from([", ", ",", " , "]),
+       st.sampled_from(dicts.JSON_READERS))
+def test_a_plain_dict_reads_as_parse_dict_reads_its_text(pairs, comma, reader):
+    body = ("{" + comma.join(f"{key}: {value}" for key, value in pairs) + "}").encode()
+    saved, dicts.JSON_READER = dicts.JSON_READER, reader
+    try:
+        assert repr(dicts.parse_plain_dict(body)) == repr(dicts.parse_dict(body.decode()))  # NaN: by its repr
+    finally:
+        dicts.JSON_READER = saved

@@ -113,6 +113,11 @@ def _flat_repr(text: str) -> dict[str, float] | None:
             return None
         if type(obj) is not dict or end != len(text):
             return None
+    return _numbers(obj)
+
+
+def _numbers(obj: dict[str, Any]) -> dict[str, float]:
+    """The numeric items of a flat repr's dict as JSON read it."""
     # Numbers, and Python's nan/inf words as strings; other strings, lists and dicts are no
     # numbers (as in _numeric_items). Keys interned: every record repeats the same few dozen,
     # so memory grows per value only.
@@ -141,8 +146,9 @@ def parse_plain_dict(body: bytes) -> tuple[dict[str, float], bool]:
             if kinds <= _NUMBERS:  # ints among them: floats, as _flat_repr makes them
                 try:
                     return dict(zip(map(sys.intern, obj), map(float, obj.values()), strict=True)), False
-                except OverflowError:  # an int beyond float range: _flat_repr knows what it reads as
+                except OverflowError:  # an int beyond float range
                     pass
+            return _numbers(obj), False  # what _flat_repr makes of the dict it reads
     return parse_dict(body.decode("ascii"))
 
 
