@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import math
 import sys
 from typing import Any
 
 from cpverify.inputs import shown_name
-from cpverify.parse import ParsedLog, parse_file, parse_stream
+from cpverify.parse import ParsedLog, parse_file, parse_stream, records_kept
 from cpverify.redact import print_json
 
 
@@ -26,19 +25,12 @@ def register(subparsers: Any) -> None:
 
 
 def _cmd_parse(args: argparse.Namespace) -> int:
-    # Every record made here lives until the command ends: the cycle collector would only walk
-    # them again and again (a tenth of a records-dense log's time, benchmarks/parse_throughput.md).
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with records_kept():
         parsed = parse_stream(sys.stdin.buffer) if args.log == "-" else parse_file(args.log)
         if args.json:
             print_json(parsed.to_json())
         else:
             print(render_summary(parsed, "<stdin>" if args.log == "-" else shown_name(args.log)))
-    finally:
-        if collecting:
-            gc.enable()
     return 0
 
 

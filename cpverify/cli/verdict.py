@@ -25,6 +25,7 @@ from cpverify.fixes import FIX_INCOMPLETE
 from cpverify.given_logs import bundle_log, check_out_apart
 from cpverify.inputs import shown_command, shown_name
 from cpverify.model import WORKLOADS, CheckStatus, round_name
+from cpverify.parse import records_kept
 from cpverify.plan.build import arm_name
 from cpverify.redact import Redactor
 from cpverify.verdict import FAIL, INCONCLUSIVE, PASS, ArmEvidence, Check, Thresholds, decide
@@ -79,6 +80,11 @@ def register(subparsers) -> None:
 def run_verdict_command(args: argparse.Namespace) -> int:
     """Snapshot the logs into the bundle, decide on the snapshots, write the bundle, print the
     headline; returns the status's exit code."""
+    with records_kept():  # the logs' records live until the verdict is written
+        return _run_verdict(args)
+
+
+def _run_verdict(args: argparse.Namespace) -> int:
     thresholds = Thresholds(pass_ratio=args.pass_ratio, warmup=args.warmup, min_counted_steps=args.min_steps,
                             deterministic=args.deterministic)
     claimed = args.baseline_cp is not None or args.candidate_cp is not None

@@ -31,7 +31,7 @@ from cpverify.parse.records import (
     TracebackRecord,
 )
 from cpverify.parse.signatures import COARSE_CLASS, coarse_class
-from cpverify.parse.stream import open_text, parse_file, parse_stream
+from cpverify.parse.stream import open_text, parse_file, parse_stream, records_kept
 
 __all__ = [
     "COARSE_CLASS",
@@ -56,4 +56,5 @@ __all__ = [
     "parse_dict",
     "parse_file",
     "parse_stream",
+    "records_kept",
 ]
