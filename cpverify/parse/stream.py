@@ -3,9 +3,10 @@
 Equivalent to feeding every line to LogParser.feed (the tests check it), but faster: each block
 is searched for the gate words at once (cpverify.parse.scan), and only the lines they hit (plus
 every line while a traceback or a wrapped message is open) are fed; a line in slime's own shape
-is read from its bytes (cpverify.parse.plain). A block whose lines are mostly gated, as a slime
-log's rollouts are, is taken whole by one regex pass instead, unscanned (_feed_dense). Memory
-stays bounded whatever the file or line length.
+is read from its bytes (cpverify.parse.plain). After a block whose lines were mostly in that
+shape, as a slime log's rollouts are, the blocks are taken whole by one regex pass, unscanned
+(_feed_dense), while more than half their lines are. Memory stays bounded whatever the file or
+line length.
 
 Storage: gzip (magic bytes 1f 8b) and UTF-16 (byte-order mark) logs are read transparently, as
 they stream; ParsedLog.source (JSON "source") says how the log was stored, and "cut" when a
@@ -216,8 +217,6 @@ def _feed_block(parser: LogParser, block_scan: scan.BlockScan, data: bytes, begi
     if block_scan.dense:  # the last block was mostly slime's own lines: this one likely too
         return _feed_dense(parser, block_scan, data, begin, end, lineno)
     hits, vias = block_scan.scan(data, begin, end)
-    if len(hits) * 2 > data.count(b"\n", begin, end):
-        return _feed_dense(parser, block_scan, data, begin, end, lineno)
     # Channel lines first, so the transports keep the order in which the log first names them.
     for start in vias:
         line = data[start : data.find(b"\n", start)]
@@ -225,7 +224,7 @@ def _feed_block(parser: LogParser, block_scan: scan.BlockScan, data: bytes, begi
             parser._nccl.info_line(line[: parsing.MAX_LINE_BYTES])
     count, find, feed, cap = data.count, data.find, parser._feed_gated, parsing.MAX_LINE_BYTES
     tracebacks, match, read = parser._tracebacks, plain.PLAIN.match, plain.read
-    h, pos = 0, begin  # pos: start of the first unread line, number lineno + 1
+    h, pos, first, shaped = 0, begin, lineno, 0  # pos: start of the first unread line, number lineno + 1
     while pos < end:
         if tracebacks.open is None and parser._held is None:  # not parser.wants_every_line, inlined
             while h < len(hits) and hits[h] < pos:
@@ -236,7 +235,7 @@ def _feed_block(parser: LogParser, block_scan: scan.BlockScan, data: bytes, begi
             lineno += count(b"\n", pos, start) + 1
             m = match(data, start, end)  # a line in slime's own shape (plain), read from its bytes
             if m is not None and m.end() - start <= cap and read(parser, (b"", *m.groups(b"")), lineno):
-                pos = m.end()
+                pos, shaped = m.end(), shaped + 1
                 continue
         else:
             start = pos
@@ -244,7 +243,9 @@ def _feed_block(parser: LogParser, block_scan: scan.BlockScan, data: bytes, begi
         stop = find(b"\n", start)
         feed(data[start : stop if stop - start <= cap else start + cap], lineno)
         pos = stop + 1
-    return lineno + count(b"\n", pos, end)
+    lineno += count(b"\n", pos, end)
+    block_scan.dense = shaped * 2 > lineno - first  # mostly slime's own lines: the next block is read whole
+    return lineno
 
 
 def _feed_dense(parser: LogParser, block_scan: scan.BlockScan, data: bytes, begin: int, end: int, lineno: int) -> int:
