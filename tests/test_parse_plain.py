@@ -56,13 +56,13 @@ def _piece(draw, pieces: tuple[list[str], list[str]], odd: bool) -> str:
 
 
 @st.composite
-def _slime_line(draw) -> str:
-    """A line in slime's shape, with up to two of its pieces printed otherwise."""
+def _slime_line(draw, odd_draws: int = 2) -> str:
+    """A line in slime's shape, with up to `odd_draws` of its pieces printed otherwise."""
     kind = draw(st.sampled_from(["timer", "record", "memory"]))
     message = {"timer": [_TIMER], "record": [_KIND, _INDEX, _DICT], "memory": [_RANK, _LABEL, _MEMORY_DICT]}[kind]
     pieces = [_PREFIX, _STAMP, _FILE, *message, _SUFFIX]
     # Each of two draws names a piece to print otherwise about half the time: most lines keep one
-    odd = {i for i in (draw(st.integers(0, 2 * len(pieces) - 1)) for _ in range(2)) if i < len(pieces)}
+    odd = {i for i in (draw(st.integers(0, 2 * len(pieces) - 1)) for _ in range(odd_draws)) if i < len(pieces)}
     text = [_piece(draw, piece, i in odd) for i, piece in enumerate(pieces)]
     if kind == "record":  # `step 3: {...}`
         head, kind_word, index, body, tail = text[:3], text[3], text[4], text[5], text[6]
@@ -76,11 +76,19 @@ def _slime_line(draw) -> str:
 _SLIME_STEP = "(MegatronTrainRayActor pid=1) [2026-08-21 10:00:00] model.py:918 - step 5: {'train/loss': 1.5}"
 
 
-@settings(max_examples=600, deadline=None)
-@given(st.lists(st.one_of(_slime_line(), _slime_line(), _CONTEXT), max_size=30), st.integers(1, 4096),
+@settings(max_examples=800, deadline=None)
+# Mostly lines in slime's shape, as a slime log is: a block of them is read whole (stream._feed_dense).
+@given(st.lists(st.one_of(*[_slime_line(0)] * 3, _slime_line(), _slime_line(), _CONTEXT), max_size=30), st.integers(1, 4096),
        st.sampled_from(scan.ENGINES), st.sampled_from(dicts.JSON_READERS), st.sampled_from([64 * 1024, 100]))
 @example(["Traceback (most recent call last):", _SLIME_STEP, '  File "x.py", line 1, in <module>', "ValueError: x"],
          64, scan.ENGINES[0], dicts.JSON_READERS[0], 64 * 1024)
+@example([_SLIME_STEP, "Traceback (most recent call last):", _SLIME_STEP, '  File "x.py", line 1, in <module>',
+          "ValueError: x"], 64, scan.ENGINES[0], dicts.JSON_READERS[0], 64 * 1024)  # a dense block's traceback
+@example([_SLIME_STEP.replace("{'train/loss': 1.5}", "{'a': 'Traceback (most recent call last):'}"), "ValueError: x"],
+         4096, scan.ENGINES[0], dicts.JSON_READERS[0], 64 * 1024)  # a dict no flat one: the long way
+@example([_SLIME_STEP.replace("step 5: {'train/loss': 1.5}", "[Rank 0] Memory-Usage after torch distributed error: "
+                              "{'x': 'CUDA out of memory', 'y': 1}")], 4096, scan.ENGINES[0], dicts.JSON_READERS[0],
+         64 * 1024)
 @example([_SLIME_STEP, _SLIME_STEP.replace("step 5", "step 2")], 4096, scan.ENGINES[0], dicts.JSON_READERS[0],
          64 * 1024)
 def test_slime_lines_read_from_bytes_as_the_line_path_reads_them(lines, block, engine, reader, cap):
