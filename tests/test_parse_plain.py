@@ -74,11 +74,14 @@ def _slime_line(draw, odd_draws: int = 2) -> str:
 
 
 _SLIME_STEP = "(MegatronTrainRayActor pid=1) [2026-08-21 10:00:00] model.py:918 - step 5: {'train/loss': 1.5}"
+_TEN_STEPS = [_SLIME_STEP] * 10  # a block of them: the next is read whole (stream._feed_dense)
+_WRAPPED = "(MegatronTrainRayActor pid=1) [2026-08-21 10:00:00] model.py:918 - step 9: {'train/loss': 1.5, 'train/x'"
+_LONG_TIMER = "(" + "A" * 90 + " pid=1) [2026-08-21 10:00:00] timer.py:24 - Timer actor_train start"
 
 
 @settings(max_examples=800, deadline=None)
 # Mostly lines in slime's shape, as a slime log is: a block of them is read whole (stream._feed_dense).
-@given(st.lists(st.one_of(*[_slime_line(0)] * 3, _slime_line(), _slime_line(), _CONTEXT), max_size=30), st.integers(1, 4096),
+@given(st.lists(st.one_of(*[_slime_line(0)] * 3, _slime_line(), _slime_line(), _CONTEXT), max_size=40), st.integers(1, 4096),
        st.sampled_from(scan.ENGINES), st.sampled_from(dicts.JSON_READERS), st.sampled_from([64 * 1024, 100]))
 @example(["Traceback (most recent call last):", _SLIME_STEP, '  File "x.py", line 1, in <module>', "ValueError: x"],
          64, scan.ENGINES[0], dicts.JSON_READERS[0], 64 * 1024)
@@ -89,6 +92,9 @@ _SLIME_STEP = "(MegatronTrainRayActor pid=1) [2026-08-21 10:00:00] model.py:918 
 @example([_SLIME_STEP.replace("step 5: {'train/loss': 1.5}", "[Rank 0] Memory-Usage after torch distributed error: "
                               "{'x': 'CUDA out of memory', 'y': 1}")], 4096, scan.ENGINES[0], dicts.JSON_READERS[0],
          64 * 1024)
+@example([*_TEN_STEPS, _WRAPPED, _SLIME_STEP, "plain text"], len("\n".join(_TEN_STEPS)) + 1, scan.ENGINES[0],
+         dicts.JSON_READERS[0], 64 * 1024)  # a record held open in a block read whole
+@example([*_TEN_STEPS, _LONG_TIMER], len("\n".join(_TEN_STEPS)) + 1, scan.ENGINES[0], dicts.JSON_READERS[0], 100)
 @example([_SLIME_STEP, _SLIME_STEP.replace("step 5", "step 2")], 4096, scan.ENGINES[0], dicts.JSON_READERS[0],
          64 * 1024)
 def test_slime_lines_read_from_bytes_as_the_line_path_reads_them(lines, block, engine, reader, cap):

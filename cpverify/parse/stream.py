@@ -33,6 +33,7 @@ from cpverify.parse.parser import LogParser
 from cpverify.parse.records import ParsedLog
 
 READ_BLOCK_BYTES = 1 << 20
+_JUDGED_LINES = 8  # a block of fewer lines leaves how the next is read as it was (_judge)
 
 
 
@@ -244,7 +245,7 @@ def _feed_block(parser: LogParser, block_scan: scan.BlockScan, data: bytes, begi
         feed(data[start : stop if stop - start <= cap else start + cap], lineno)
         pos = stop + 1
     lineno += count(b"\n", pos, end)
-    block_scan.dense = shaped * 2 > lineno - first  # mostly slime's own lines: the next block is read whole
+    _judge(block_scan, shaped, lineno - first)
     return lineno
 
 
@@ -269,8 +270,15 @@ def _feed_dense(parser: LogParser, block_scan: scan.BlockScan, data: bytes, begi
                 continue
         feed(groups[0], lineno)
         idle = tracebacks.open is None and parser._held is None
-    block_scan.dense = shaped * 2 > lineno - first
+    _judge(block_scan, shaped, lineno - first)
     return lineno
+
+
+def _judge(block_scan: scan.BlockScan, shaped: int, lines: int) -> None:
+    """Read the next block whole while more than half of this one's lines were in slime's shape; a
+    few lines (the one a block's end cut, carried into the next) say nothing of the log."""
+    if lines >= _JUDGED_LINES:
+        block_scan.dense = shaped * 2 > lines
 
 
 @contextlib.contextmanager
