@@ -105,7 +105,9 @@ class Workspace:
     def env(self, extra: dict | None = None) -> dict[str, str]:
         return {**os.environ, "HF_HUB_OFFLINE": "1", "CPVERIFY_LOCK_DIR": str(self.root), **(extra or {})}
 
-    def run(self, run_id: str, *extra: str, env: dict | None = None, timeout: float = 300, **options) -> Outcome:
+    # A whole run in containers (two rounds per arm, the lint's and compileall's containers) on a loaded
+    # 2-core host with vfs storage takes minutes: the limit only stops a run that would never end.
+    def run(self, run_id: str, *extra: str, env: dict | None = None, timeout: float = 900, **options) -> Outcome:
         proc = subprocess.run(self.argv(run_id, *extra, **options), capture_output=True, text=True,
                               env=self.env(env), cwd=ROOT, timeout=timeout, check=False)
         return Outcome(proc.returncode, proc.stdout, proc.stderr, self.out / run_id)
