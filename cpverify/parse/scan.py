@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from cpverify.parse.signatures import GATE_BYTES
+from cpverify.scan_engines import ENGINES, hyperscan
 
 # The block scan's gate: channel lines (` via `) are found by _unseen_via_pattern instead.
 _BLOCK_GATE = tuple(token for token in GATE_BYTES if token != b" via ")
@@ -47,12 +48,6 @@ def _unseen_via_pattern(words: Iterable[bytes]) -> bytes:
     return rb" via " + branch(trie, True)
 
 
-try:
-    import hyperscan
-except ImportError:  # no wheels for Linux on ARM: every gate word is then one bytes.find pass
-    hyperscan = None  # type: ignore[assignment]
-
-ENGINES = ("find",) if hyperscan is None else ("hyperscan", "find")
 ENGINE = ENGINES[0]  # the block scan parse_stream uses (tests and the benchmark try both)
 
 

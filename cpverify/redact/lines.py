@@ -23,16 +23,11 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from cpverify.redact.credentials import GATE_PATTERNS, GATE_WORDS, Credentials
+from cpverify.scan_engines import ENGINES, hyperscan
 
 if TYPE_CHECKING:
     from cpverify.redact.redactor import Redactor
 
-try:  # as cpverify.parse.scan's block scan; the redaction is below the parse, so it asks for itself
-    import hyperscan
-except ImportError:  # no wheels for Linux on ARM: each word is then one bytes.find pass
-    hyperscan = None  # type: ignore[assignment]
-
-ENGINES = ("find",) if hyperscan is None else ("hyperscan", "find")
 
 _NOT_ASCII = re.compile(rb"[\x80-\xff]")
 
