@@ -82,6 +82,15 @@ def feed_all(data: bytes, as_text: bool = False) -> records.ParsedLog:
     return parser.result()
 
 
+def test_a_line_is_cut_at_the_same_byte_whether_fed_as_text_or_bytes(monkeypatch):
+    from cpverify.parse import parser as parsing
+
+    monkeypatch.setattr(parsing, "MAX_LINE_BYTES", 100)
+    data = ("(MegatronTrainRayActor pid=3) [2026-08-21 10:00:00] timer.py:32 - critic-step 3: {'t': '"
+            + "é" * 9 + "'}\n").encode()  # 99 characters, 108 bytes
+    assert feed_all(data, as_text=True).to_json() == feed_all(data).to_json()
+
+
 # ---------------------------------------------------------------------------- records
 
 

@@ -155,7 +155,11 @@ class LogParser:
     def feed(self, line: str | bytes, lineno: int) -> None:
         """One physical line (str or bytes, newline optional) and its 1-based number in the file."""
         self.mark_read(lineno)
-        if len(line) > MAX_LINE_BYTES:
+        if isinstance(line, str):
+            # the cap is in bytes, as the file holds the line: a character may take up to four
+            if len(line) > MAX_LINE_BYTES // 4 and len(raw := line.encode("utf-8", "surrogateescape")) > MAX_LINE_BYTES:
+                line = raw[:MAX_LINE_BYTES].decode("utf-8", "replace")
+        elif len(line) > MAX_LINE_BYTES:
             line = line[:MAX_LINE_BYTES]
         if isinstance(line, (bytes, bytearray)):
             line = bytes(line)
