@@ -239,6 +239,15 @@ def test_megatron_iteration_lines_are_read_in_their_shape():
     assert [it.iteration for it in parser.result().iterations] == [122, 123, 124, 125, 3]
 
 
+def test_the_megatron_field_sets_kept_stay_bounded():
+    """A log whose every line names other fields (or one of 5,000 bytes) keeps a bounded cache."""
+    parser = LogParser()
+    lines = [_with_field(f"loss {n}") for n in range(plain._MAX_PLANS + 50)] + [_with_field("x" * 5000)]
+    assert all(plain.iteration(parser, line.encode(), number) for number, line in enumerate(lines, 1))
+    assert len(plain._PLANS) <= plain._MAX_PLANS
+    assert max(len(b"|".join(names)) for names in plain._PLANS) <= plain._MAX_PLANNED_BYTES
+
+
 def test_a_slime_log_is_read_in_its_shape():
     """The shapes the fast path takes are the ones slime prints (tests/helpers/slime_log.py's lines):
     a change of PLAIN that stops matching them would leave every slime line to the long way."""

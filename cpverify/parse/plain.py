@@ -105,8 +105,9 @@ _ELAPSED = "elapsed time per iteration"  # a field named so is the record's elap
 # holds none of it, a number none, a name no `:` or `|`, and the line ends in `|` (no Ray repeat note).
 _LONG_WAY = (b"\x1b", TB_HEADER.encode(), b"received by PID", b"cpverify-", b"Timer ", b"NCCL INFO")
 _NOT_SEPARATOR = bytes(c for c in range(256) if c not in b":|\r\n")
-_PLANS: dict[tuple[bytes, ...], tuple[str, ...]] = {}  # a log has a few sets of fields, on many lines
-_MAX_PLANS = 1024
+# A log has a few sets of fields, each on many lines: their plans are kept, up to a bounded size.
+_PLANS: dict[tuple[bytes, ...], tuple[str, ...]] = {}
+_MAX_PLANS, _MAX_PLANNED_BYTES = 256, 4096
 
 
 def iteration(parser: LogParser, line: bytes, lineno: int) -> bool:
@@ -145,6 +146,6 @@ def _plan(names: tuple[bytes, ...]) -> tuple[str, ...]:
     if not any(word in joined for word in _LONG_WAY):
         stripped = [name.decode("ascii").strip() for name in names]
         plan = tuple(_ELAPSED if name.startswith(_ELAPSED) else sys.intern(name) for name in stripped)
-    if len(_PLANS) < _MAX_PLANS:
+    if len(_PLANS) < _MAX_PLANS and len(joined) <= _MAX_PLANNED_BYTES:
         _PLANS[names] = plan
     return plan
