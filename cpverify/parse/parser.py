@@ -6,8 +6,8 @@ codes and Ray prefix taken off (line_text), goes to what reads its kind: traceba
 tables (tracebacks), slime's records (metrics), cpverify's own lines (here), timers (timers),
 Megatron's iterations and argument dump (here), NCCL's lines (nccl), progress bars (bars), and last
 the error signatures (signatures). A Timer, record or Memory-Usage line in slime's own shape, and
-Megatron-LM's iteration line, is read from its bytes before all that (plain). What each kind looks like and what the parse reports of it is
-ARCHITECTURE.md's "What the parse reads".
+Megatron-LM's iteration line, is read from its bytes before all that (plain). What each kind looks
+like and what the parse reports of it is ARCHITECTURE.md's "What the parse reads".
 """
 
 from __future__ import annotations
