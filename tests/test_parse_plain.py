@@ -140,8 +140,8 @@ _MEGATRON_STAMP = ([" [2026-08-21 10:00:00.123456]", " [2026-08-21 10:00:00]", "
                     " [iteration 9/ 9 |]", "[\x1b[1m]"])
 _MEGATRON_HEAD = ([" iteration {0:8d}/{1:8d} |"],
                   [" iteration {0} / {1} |", " iteration {0}/{1}|", " Iteration {0:8d}/{1:8d} |", " iteration ²{0}/{1} |",
-                   " iteration {0}{0}{0}{0}{0}/{1} |", " iteration {0}" + "9" * 5000 + "/{1} |", " iteration {0:8d}/{1:8d} | x |", " iteration {0:8d}/{1:8d}",
-                   " iteration {0:8d}/{1:8d} || "])
+                   " iteration {0}{0}{0}{0}{0}/{1} |", " iteration {0}" + "9" * 5000 + "/{1} |",
+                   " iteration {0:8d}/{1:8d} | x |", " iteration {0:8d}/{1:8d}", " iteration {0:8d}/{1:8d} || "])
 # A field's name, value or separator printed otherwise: each, where the line path reads the line
 # otherwise, or skips the field, or reads more than the field.
 _ODD_NAME = ["Timer actor_train start", "cpverify-check name=x status=fail", "x NCCL INFO y", "a\x1b[0m",
