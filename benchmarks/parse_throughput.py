@@ -4,6 +4,7 @@ Python line loop over the same file run the same way.
 
     python3 benchmarks/parse_throughput.py [--sizes-mb 50 100] [--reps 7] [--dir /tmp]
                                            [--shapes mixed nccl megatron] [--in-process hyperscan/orjson ...]
+                                           [--before TREE]
 
 Shapes (every log is written under --dir and deleted afterwards):
   mixed     a colocated slime run with NCCL_DEBUG=INFO, Ray prefixes and ANSI colour on every actor
@@ -18,6 +19,8 @@ For each log it runs, alternately (bare, cpverify, bare, cpverify, ...: a load t
 falls on both), --reps times each:
   bare      python -c 'import sys\nfor line in open(sys.argv[1], "rb"): pass' LOG
   cpverify  python -m cpverify parse LOG --json > OUT
+and, with --before TREE, that tree's `cpverify parse LOG --json` in the same turn (a load that comes and
+goes falls on both: the before and after of a change, and whether they print the same bytes),
 each a fresh process started by a small launcher that reports the child's own CPU time (user +
 sys) and peak RSS (wait4; the launcher is small, so Linux's carry-over of the parent's peak RSS
 into the child's does not show), with the wall time around it. The interpreter's bytecode is
@@ -206,29 +209,35 @@ print(json.dumps([time.perf_counter() - start, usage.ru_utime, usage.ru_stime, u
 BARE = "import sys\nfor line in open(sys.argv[1], 'rb'): pass"
 
 
-def run_whole(argv: list[str], out: Path, env: dict[str, str]) -> dict[str, float]:
+def run_whole(argv: list[str], out: Path, env: dict[str, str], cwd: Path = REPO) -> dict[str, float]:
     """One fresh process: wall and CPU seconds, peak RSS MiB."""
     proc = subprocess.run([sys.executable, "-S", "-I", "-c", LAUNCHER, str(out), *argv], capture_output=True,
-                          text=True, check=True, cwd=REPO, env=env)
+                          text=True, check=True, cwd=cwd, env=env)
     wall, user, system, rss, code = json.loads(proc.stdout)
     if code != 0:
         raise SystemExit(f"{argv} exited {code}")
     return {"wall": wall, "cpu": user + system, "rss": rss}
 
 
-def whole_process(path: Path, reps: int, scratch: Path) -> dict[str, list[dict[str, float]]]:
-    """`reps` runs each of the bare loop and `cpverify parse LOG --json`, alternately."""
+def whole_process(path: Path, reps: int, scratch: Path, before: Path | None = None) -> dict[str, list[dict[str, float]]]:
+    """`reps` runs each of the bare loop and `cpverify parse LOG --json` (and the `before` tree's, when
+    given), alternately."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(PYTHONPATH=str(REPO), PYTHONPYCACHEPREFIX=str(scratch / "pycache"))
+    env.update(PYTHONPYCACHEPREFIX=str(scratch / "pycache"))  # it mirrors each tree's absolute paths
     bare = [sys.executable, "-c", BARE, str(path)]
     cpverify = [sys.executable, "-m", "cpverify", "parse", str(path), "--json"]
-    out = scratch / "parse.json"
-    run_whole(cpverify, out, env)  # bytecode written, the page cache warm: as for every later run
-    runs: dict[str, list[dict[str, float]]] = {"bare": [], "cpverify": []}
+    trees = {"cpverify": REPO, **({"before": before} if before else {})}
+    runs: dict[str, list[dict[str, float]]] = {"bare": [], **{name: [] for name in trees}}
+    for name, tree in trees.items():  # bytecode written, the page cache warm: as for every later run
+        run_whole(cpverify, scratch / f"{name}.json", {**env, "PYTHONPATH": str(tree)}, tree)
     for _ in range(reps):
         runs["bare"].append(run_whole(bare, scratch / "bare.out", env))
-        runs["cpverify"].append(run_whole(cpverify, out, env))
-    runs["output_bytes"] = [{"bytes": out.stat().st_size}]
+        for name, tree in trees.items():
+            runs[name].append(run_whole(cpverify, scratch / f"{name}.json", {**env, "PYTHONPATH": str(tree)}, tree))
+    out = (scratch / "cpverify.json").read_bytes()
+    runs["output_bytes"] = [{"bytes": len(out)}]
+    if before:
+        runs["same_output"] = [{"same": float(out == (scratch / "before.json").read_bytes())}]
     return runs
 
 
@@ -247,6 +256,12 @@ def report_whole(label: str, path: Path, runs: dict[str, list[dict[str, float]]]
           f"    peak RSS: bare {max(r['rss'] for r in bare):.1f} MiB, cpverify {max(r['rss'] for r in cpv):.1f} MiB\n"
           f"    runs (cpu, wall): bare {[(round(r['cpu'], 3), round(r['wall'], 3)) for r in bare]}\n"
           f"                      cpverify {[(round(r['cpu'], 3), round(r['wall'], 3)) for r in cpv]}")
+    if "before" in runs:
+        old = runs["before"]
+        oc, ow = median(old, "cpu"), median(old, "wall")
+        print(f"    before: CPU {oc:.3f} s, ratio {oc / bc:.2f}x; wall {ow:.3f} s, ratio {ow / bw:.2f}x; peak RSS "
+              f"{max(r['rss'] for r in old):.1f} MiB; the same JSON: {bool(runs['same_output'][0]['same'])}\n"
+              f"    runs (cpu, wall): before {[(round(r['cpu'], 3), round(r['wall'], 3)) for r in old]}")
 
 
 # -- parse_file in this process -------------------------------------------------------------------
@@ -289,6 +304,9 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--dir", type=Path, default=Path("/tmp"))
     ap.add_argument("--shapes", nargs="+", choices=list(SHAPES), default=list(SHAPES))
+    ap.add_argument("--before", type=lambda tree: Path(tree).resolve(), metavar="TREE",
+                    help="also run the cpverify of this tree (e.g. `git archive main | tar -x -C TREE`), alternately "
+                         "with this one's, and say whether it prints the same JSON")
     sys.path.insert(0, str(REPO))
     from cpverify.parse import dicts, scan
 
@@ -304,13 +322,13 @@ def main() -> int:
         for shape, size in [(shape, size) for shape in args.shapes for size in args.sizes_mb]:
             path = scratch / f"{shape}-{size}mb.log"
             write_log(path, size, shape)
-            report_whole(f"{shape}, whole process", path, whole_process(path, args.reps, scratch))
+            report_whole(f"{shape}, whole process", path, whole_process(path, args.reps, scratch, args.before))
             for setup in args.in_process:
                 print(in_process(path, setup, args.reps))
             path.unlink()
         path = scratch / "one-line.log"
         write_one_line(path, max(args.sizes_mb))
-        report_whole("one line, whole process", path, whole_process(path, args.reps, scratch))
+        report_whole("one line, whole process", path, whole_process(path, args.reps, scratch, args.before))
     print(f"load {os.getloadavg()[0]:.2f} at the end")
     return 0
 

@@ -91,6 +91,17 @@ def test_a_line_is_cut_at_the_same_byte_whether_fed_as_text_or_bytes(monkeypatch
     assert feed_all(data, as_text=True).to_json() == feed_all(data).to_json()
 
 
+def test_a_line_longer_than_the_cap_is_gated_by_its_head_in_blocks_as_line_by_line(monkeypatch):
+    from cpverify.parse import parser as parsing
+
+    monkeypatch.setattr(parsing, "MAX_LINE_BYTES", 100)
+    # Its head, up to `consumed`, holds no gate word (`elapsed time per iteration` is past it).
+    data = (b"(MegatronTrainRayActor pid=32167) [2026-08-21 10:00:00.123456] iteration        3/     100 | consumed "
+            b"samples:         3072 | elapsed time per iteration (ms): 849.8 | lm loss: 2.274822E+00 |\n")
+    assert feed_all(data).iterations == []
+    assert parse_stream(io.BytesIO(data)).to_json() == {**feed_all(data).to_json(), "source": STORED_PLAIN}
+
+
 # ---------------------------------------------------------------------------- records
 
 

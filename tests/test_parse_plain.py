@@ -1,16 +1,17 @@
-"""slime's own lines read from their bytes (cpverify.parse.plain, stream._feed_dense) read as the
-line path reads them: the same ParsedLog, each piece of a line printed otherwise, among lines that
-change how the next ones are read, with any cut into blocks."""
+"""Lines read from their bytes (cpverify.parse.plain, stream._feed_dense), slime's own and Megatron-LM's
+iteration line, read as the line path reads them: the same ParsedLog, each piece of a line printed
+otherwise, among lines that change how the next ones are read, with any cut into blocks."""
 
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from test_logs import STORED_PLAIN, feed_all
 
-from cpverify.parse import dicts, parse_stream, plain, scan, stream
+from cpverify.parse import LogParser, dicts, parse_stream, plain, scan, stream
 from cpverify.parse import parser as parsing
 
 # Each piece of a line: (as slime prints it, something else in its place).
@@ -98,16 +99,22 @@ _LONG_TIMER = "(" + "A" * 90 + " pid=1) [2026-08-21 10:00:00] timer.py:24 - Time
 @example([_SLIME_STEP, _SLIME_STEP.replace("step 5", "step 2")], 4096, scan.ENGINES[0], dicts.JSON_READERS[0],
          64 * 1024)
 def test_slime_lines_read_from_bytes_as_the_line_path_reads_them(lines, block, engine, reader, cap):
+    _read_both_ways(lines, block, engine, reader, cap)
+
+
+def _read_both_ways(lines: list[str], block: int, engine: str, reader: str, cap: int) -> None:
+    """The lines, cut into blocks of `block` bytes, read as the line path reads every line of them."""
     data = ("\n".join(lines) + "\n").encode()
     with_patch = [(stream, "READ_BLOCK_BYTES", block), (scan, "ENGINE", engine), (dicts, "JSON_READER", reader),
                   (parsing, "MAX_LINE_BYTES", cap),  # what of a line is read: its head, past it
-                  (plain, "read", lambda *_: False)]  # the last: every line the long way
+                  (plain, "read", lambda *_: False), (plain, "iteration", lambda *_: False)]  # the last: the long way
     saved = [(module, name, getattr(module, name)) for module, name, _ in with_patch]
     try:
         for module, name, value in with_patch:
             setattr(module, name, value)
         the_long_way = feed_all(data).to_json()
-        setattr(*saved[-1])
+        for undone in saved[-2:]:
+            setattr(*undone)
         if b"NCCL INFO" not in data:  # which a line's bytes give to NCCL's reading, its text to every kind
             assert feed_all(data, as_text=True).to_json() == the_long_way
         assert feed_all(data).to_json() == the_long_way
@@ -115,6 +122,130 @@ def test_slime_lines_read_from_bytes_as_the_line_path_reads_them(lines, block, e
     finally:
         for module, name, value in saved:
             setattr(module, name, value)
+
+
+# Megatron-LM's training_log line (megatron/training/training.py, NVIDIA/Megatron-LM 1dcf0daf): each
+# field as it prints one (name, format, printed on every line), in its order.
+_MEGATRON_FIELDS = [
+    ("consumed samples", "{:12d}", True), ("consumed bins", "{:12d}", False), ("skipped samples", "{:12d}", False),
+    ("elapsed time per iteration (ms)", "{:.1f}", True), ("throughput per GPU (TFLOP/s/GPU)", "{:.1f}", False),
+    ("energy per GPU (J/iter/GPU)", "{:.1f}", False), ("power per GPU (W/GPU)", "{:.1f}", False),
+    ("learning rate", "{:.6E}", True), ("global batch size", "{:5d}", True), ("lm loss", "{:.6E}", False),
+    ("mtp_1 loss", "{:.6E}", False), ("load_balancing_loss", "{:.6E}", False), ("loss scale", "{:.1f}", True),
+    ("grad norm", "{:.3f}", False), ("num zeros", "{}", False), ("params norm", "{:.3f}", False),
+    ("number of skipped iterations", "{:3d}", True), ("number of nan iterations", "{:3d}", True),
+]
+_MEGATRON_STAMP = ([" [2026-08-21 10:00:00.123456]", " [2026-08-21 10:00:00]", ""],
+                   ["[2026-08-21 10:00:00.123456]", " [now]", " [2026-08-21 10:00:00]  ", "\t", "\x1b[0m", " [1;2m]",
+                    " [iteration 9/ 9 |]", "[\x1b[1m]"])
+_MEGATRON_HEAD = ([" iteration {0:8d}/{1:8d} |"],
+                  [" iteration {0} / {1} |", " iteration {0}/{1}|", " Iteration {0:8d}/{1:8d} |", " iteration ²{0}/{1} |",
+                   " iteration {0}{0}{0}{0}{0}/{1} |", " iteration {0}" + "9" * 5000 + "/{1} |",
+                   " iteration {0:8d}/{1:8d} | x |", " iteration {0:8d}/{1:8d}", " iteration {0:8d}/{1:8d} || "])
+# A field's name, value or separator printed otherwise: each, where the line path reads the line
+# otherwise, or skips the field, or reads more than the field.
+_ODD_NAME = ["Timer actor_train start", "cpverify-check name=x status=fail", "x NCCL INFO y", "a\x1b[0m",
+             "Traceback (most recent call last)", "Signal 9 (SIGKILL) received by PID 3", "Root Cause", "exitcode",
+             'File "x.py", line 1, in f', "elapsed time per iteration (s)", "elapsed time per iteration", "",
+             "  padded  ", "é loss", "lm loss", "a=b", "x [repeated 3x across cluster]", "step 3", "{", "Timer x"]
+_ODD_VALUE = ["x", "", "1_0", "٣", "{1}", "0x1f", "- 1", "1e400", "-0", "+5", ".5", "5.", "infinity", "\t5", "\x0b5",
+              "NaN", "1 2", "9" * 400, "1\r2", "\x1c5", "5\x00"]
+_ODD_SEPARATOR = [" {0} {1} |", " {0}:{1}|", " {0}: {1} ||", " {0}: {1}", " {0}: {1}: 2 |", " {0} | {1} |",
+                  " {0}: {1} | x: 2: 3 | y |", " {0}: {1} |\r", " {0}: {1} | ]"]
+_NUMBER = st.one_of(st.floats(), st.sampled_from([0.0, -0.0, 1e300, -1e-300, 5e-324, 1.0]))
+
+
+def _value(draw, fmt: str) -> str:
+    if fmt.endswith("d}"):
+        return fmt.format(draw(st.one_of(st.integers(0, 10**7), st.integers())))
+    if fmt == "{}":  # num zeros: a float or an int, as reduced
+        return str(draw(st.one_of(_NUMBER, st.integers(0, 10**6))))
+    return fmt.format(draw(_NUMBER))
+
+
+@st.composite
+def _megatron_line(draw, odd_draws: int = 2) -> str:
+    """An iteration line as Megatron-LM prints one, with up to `odd_draws` of its pieces printed otherwise."""
+    pieces = ["prefix", "stamp", "head", "name", "value", "separator", "order", "suffix"]
+    odd = {pieces[i] for i in (draw(st.integers(0, 2 * len(pieces) - 1)) for _ in range(odd_draws)) if i < len(pieces)}
+    fields = [[name, _value(draw, fmt), " {0}: {1} |"] for name, fmt, always in _MEGATRON_FIELDS
+              if always or draw(st.booleans())]
+    at = draw(st.integers(0, len(fields) - 1))
+    for piece, column, choices in (("name", 0, _ODD_NAME), ("value", 1, _ODD_VALUE), ("separator", 2, _ODD_SEPARATOR)):
+        if piece in odd:
+            fields[at][column] = draw(st.sampled_from(choices))
+    if "order" in odd:  # reordered, or a field twice
+        fields = draw(st.one_of(st.permutations(fields), st.just([*fields, fields[at]])))
+    head = _piece(draw, _MEGATRON_HEAD, "head" in odd).format(draw(st.integers(0, 10**6)), draw(st.integers(0, 10**7)))
+    return (_piece(draw, _PREFIX, "prefix" in odd) + _piece(draw, _MEGATRON_STAMP, "stamp" in odd) + head
+            + "".join(separator.format(name, value) for name, value, separator in fields)
+            + _piece(draw, _SUFFIX, "suffix" in odd))
+
+
+_ITERATION = (" [2026-08-21 10:00:00.123456] iteration        3/     100 | consumed samples:         3072 | elapsed "
+              "time per iteration (ms): 849.8 | learning rate: 3.395564E-06 | global batch size:  1024 | lm loss: "
+              "2.274822E+00 | loss scale: 1.0 | grad norm: 0.318 | number of skipped iterations:   0 | number of nan "
+              "iterations:   0 |")
+
+
+def _with_field(name: str, value: str = "1.5") -> str:
+    return _ITERATION.replace(" loss scale:", f" {name}: {value} | loss scale:")
+
+
+@settings(max_examples=800, deadline=None)
+# Iteration lines among tracebacks, elastic tables, NCCL's, cpverify's and slime's lines.
+@given(st.lists(st.one_of(_megatron_line(0), _megatron_line(), _megatron_line(), _slime_line(), _CONTEXT),
+                max_size=30), st.integers(1, 4096), st.sampled_from(scan.ENGINES), st.sampled_from(dicts.JSON_READERS),
+       st.sampled_from([64 * 1024, 100]))
+# Each guard of plain.iteration: a line it sends the long way, which reads it otherwise than a fast path would.
+@example([_ITERATION.replace("lm loss:", "lm loss | 3: x:")], 4096, scan.ENGINES[0], dicts.JSON_READERS[0],
+         64 * 1024)  # a field without its colon, the next with two
+@example([_ITERATION + " cpverify-check name=x status=fail"], 4096, scan.ENGINES[0], dicts.JSON_READERS[0], 64 * 1024)
+@example([_with_field("Timer actor_train start"), "Timer actor_train end (elapsed: 2.0s)"], 4096, scan.ENGINES[0],
+         dicts.JSON_READERS[0], 64 * 1024)
+@example([_with_field("cpverify-check name=x status=fail")], 4096, scan.ENGINES[0], dicts.JSON_READERS[0], 64 * 1024)
+@example([_with_field("x NCCL INFO NCCL version 2.21.5+cuda12.4")], 4096, scan.ENGINES[0], dicts.JSON_READERS[0],
+         64 * 1024)
+@example([_with_field("a\x1b[0m")], 4096, scan.ENGINES[0], dicts.JSON_READERS[0], 64 * 1024)
+@example([_with_field("Traceback (most recent call last)"), '  File "x.py", line 1, in <module>', "ValueError: x"],
+         4096, scan.ENGINES[0], dicts.JSON_READERS[0], 64 * 1024)
+@example([_with_field("Signal 9 (SIGKILL) received by PID 3")], 4096, scan.ENGINES[0], dicts.JSON_READERS[0], 64 * 1024)
+@example([_with_field("lm loss", "x")], 4096, scan.ENGINES[0], dicts.JSON_READERS[0], 64 * 1024)  # a field skipped
+@example([_with_field("é loss")], 4096, scan.ENGINES[0], dicts.JSON_READERS[0], 64 * 1024)
+@example([_with_field("lm loss", "\r5")], 4096, scan.ENGINES[0], dicts.JSON_READERS[0], 64 * 1024)
+@example([_ITERATION.replace("2026-08-21 10:00:00.123456", "iteration 9/ 9 |")], 4096, scan.ENGINES[0],
+         dicts.JSON_READERS[0], 64 * 1024)  # a stamp the long way reads as the head
+@example([_ITERATION.replace(" 3/", " " + "9" * 5000 + "/")], 4096, scan.ENGINES[0], dicts.JSON_READERS[0],
+         64 * 1024)  # no int
+@example([_with_field("elapsed time per iteration (s)", "9.5")], 4096, scan.ENGINES[0], dicts.JSON_READERS[0],
+         64 * 1024)
+@example(["Traceback (most recent call last):", _ITERATION, '  File "x.py", line 1, in <module>', "ValueError: x"],
+         64, scan.ENGINES[0], dicts.JSON_READERS[0], 64 * 1024)  # inside a traceback
+@example([*_TEN_STEPS, _ITERATION, _WRAPPED, _ITERATION], len("\n".join(_TEN_STEPS)) + 1, scan.ENGINES[0],
+         dicts.JSON_READERS[0], 64 * 1024)  # in a block read whole, and a record held open
+@example([_ITERATION], 4096, scan.ENGINES[0], dicts.JSON_READERS[0], len(_ITERATION) - 40)  # its head only
+@example([_ITERATION], 4096, scan.ENGINES[0], dicts.JSON_READERS[0], 90)  # a head without a gate word
+def test_megatron_iteration_lines_read_from_bytes_as_the_line_path_reads_them(lines, block, engine, reader, cap):
+    _read_both_ways(lines, block, engine, reader, cap)
+
+
+def test_megatron_iteration_lines_are_read_in_their_shape():
+    """The lines the fast path takes are the ones Megatron-LM prints (a recorded log's, this commit's
+    format): a change that stopped taking them would leave every one to the long way."""
+    recorded = Path(__file__).parent / "data" / "real-logs" / "25_megatron-llm-issue11-iteration-lines.log"
+    lines = [*recorded.read_bytes().splitlines(), _ITERATION.encode()]
+    parser = LogParser()
+    assert all(plain.iteration(parser, line, number) for number, line in enumerate(lines, 1))
+    assert [it.iteration for it in parser.result().iterations] == [122, 123, 124, 125, 3]
+
+
+def test_the_megatron_field_sets_kept_stay_bounded():
+    """A log whose every line names other fields (or one of 5,000 bytes) keeps a bounded cache."""
+    parser = LogParser()
+    lines = [_with_field(f"loss {n}") for n in range(plain._MAX_PLANS + 50)] + [_with_field("x" * 5000)]
+    assert all(plain.iteration(parser, line.encode(), number) for number, line in enumerate(lines, 1))
+    assert len(plain._PLANS) <= plain._MAX_PLANS
+    assert max(len(b"|".join(names)) for names in plain._PLANS) <= plain._MAX_PLANNED_BYTES
 
 
 def test_a_slime_log_is_read_in_its_shape():

@@ -5,9 +5,9 @@ number), of a line longer than MAX_LINE_BYTES only the head is read, and each pi
 codes and Ray prefix taken off (line_text), goes to what reads its kind: tracebacks and elastic
 tables (tracebacks), slime's records (metrics), cpverify's own lines (here), timers (timers),
 Megatron's iterations and argument dump (here), NCCL's lines (nccl), progress bars (bars), and last
-the error signatures (signatures). A Timer, record or Memory-Usage line in slime's own shape is read
-from its bytes before all that (plain). What each kind looks like and what the parse reports of it is
-ARCHITECTURE.md's "What the parse reads".
+the error signatures (signatures). A Timer, record or Memory-Usage line in slime's own shape, and
+Megatron-LM's iteration line, is read from its bytes before all that (plain). What each kind looks
+like and what the parse reports of it is ARCHITECTURE.md's "What the parse reads".
 """
 
 from __future__ import annotations
@@ -174,6 +174,8 @@ class LogParser:
         if self._tracebacks.open is None and self._held is None:
             m = plain.PLAIN.match(line)
             if m is not None and m.end() == len(line) and plain.read(self, (b"", *m.groups(b"")), lineno):
+                return
+            if plain.iteration(self, line, lineno):  # Megatron-LM's iteration line, from its bytes too
                 return
         text = line.decode("utf-8", "replace")  # `in` on str: on bytes it first tries an int
         if "NCCL INFO" in text and self._tracebacks.open is None and self._held is None and "\r" not in text:

@@ -6,7 +6,6 @@ become null in the JSON.
 
 from __future__ import annotations
 
-import contextlib
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -294,7 +293,9 @@ def _finite_value(x: float | None) -> float | None:
 
 def _finite(metrics: dict[str, float]) -> dict[str, float | None]:
     # JSON has no NaN/Infinity; null keeps the key and says "not a finite number".
-    with contextlib.suppress(TypeError):  # a None among them: the general way below keeps it
+    try:  # not contextlib.suppress: its context manager was half the time of a record's call
         if all(map(math.isfinite, metrics.values())):  # nearly always: copied at C speed
             return dict(metrics)
+    except TypeError:  # a None among them: the general way below keeps it
+        pass
     return {k: _finite_value(v) for k, v in metrics.items()}

@@ -242,7 +242,10 @@ def _feed_block(parser: LogParser, block_scan: scan.BlockScan, data: bytes, begi
             start = pos
             lineno += 1
         stop = find(b"\n", start)
-        feed(data[start : stop if stop - start <= cap else start + cap], lineno)
+        if stop - start <= cap:
+            feed(data[start:stop], lineno)
+        else:  # only its head is read, and gated as LogParser.feed gates it: a word past the head lets in nothing
+            parser.feed(data[start : start + cap], lineno)
         pos = stop + 1
     lineno += count(b"\n", pos, end)
     _judge(block_scan, shaped, lineno - first)
