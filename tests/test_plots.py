@@ -263,11 +263,24 @@ def test_a_legend_placed_outside_the_axes_is_inside_the_image_drawn_once(sweep, 
     assert outside == 3  # steps.png (its last axes), phases.png, cp.png (six lines); seq.png's five sit inside
 
 
-def test_real_logs_plots_are_each_drawn_once(monkeypatch):
-    pair = [ArmEvidence(f"cp{cp}", cp, parse_file(REAL_PAIR / f"slime-cp{cp}.log")) for cp in (1, 2)]
+def _slime_pair(tmp_path: Path, seed: int):
+    from helpers.slime_log import synthetic_arm
+
+    return [ArmEvidence(f"cp{cp}", cp, parse_file(synthetic_arm(cp=cp, actor_train_time=t, rollouts=20, seed=seed * cp)
+                                                   .write(tmp_path / f"cp{cp}.log"))) for cp, t in ((1, 1.0), (2, 1.05))]
+
+
+@pytest.mark.parametrize("logs", ["real", "by the mean"])
+def test_a_cp1_cp2_verdicts_plots_are_each_drawn_once(tmp_path, monkeypatch, logs):
+    """The real pair of tests/data; and a pair whose ratio of means decides, which ratio.png's note says
+    (a note anchored in the data, long enough to stand past the axes)."""
+    pair = ([ArmEvidence(f"cp{cp}", cp, parse_file(REAL_PAIR / f"slime-cp{cp}.log")) for cp in (1, 2)] if logs == "real"
+            else _slime_pair(tmp_path, seed=2))
     verdict = decide(pair, comparisons=[("cp1", "cp2")])
     rendered = plots.figures(verdict)
     assert [plot.file for plot in rendered] == ["ratio.png", "steps.png", "phases.png"]
+    notes = [text.get_text() for text in rendered[0].figure.axes[0].texts]
+    assert any(note.endswith("(by the mean)") for note in notes) == (logs == "by the mean")
     for plot in rendered:
         image = _drawn_once(monkeypatch, plot.figure)
         assert struct.unpack(">II", image[16:24]) == plot.figure.canvas.get_width_height(physical=True)

@@ -334,21 +334,29 @@ def png(figure) -> bytes:
     """The figure laid out (tight_layout: axes placed so that their tick labels, legends and notes fit)
     and drawn once. What that layout leaves to chance (_unplaced) is looked at on the drawn figure:
     where any of it lies outside, the figure is drawn again around everything drawn (bbox "tight")."""
-    from matplotlib.layout_engine import TightLayoutEngine
-
-    # Laid out once, here: figure.tight_layout() leaves a placeholder engine behind, for which savefig
-    # lays out the whole figure again before it draws; rect None, as tight_layout() passes it (a rect
-    # makes the engine compute the layout twice). Where decorations do not fit it warns and leaves
-    # the axes as they are: the check below draws that figure around everything, no warning to show.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        TightLayoutEngine(rect=None).execute(figure)  # type: ignore[arg-type]  # None: as tight_layout() passes it
+    _lay_out(figure)
+    if not _inside(figure, [note for ax in figure.axes for note in ax.texts]):
+        # the layout takes what stands outside the axes to keep its size; a note anchored in the data
+        # (ratio.png's) moves with the axes it shrank, and a second pass places it
+        _lay_out(figure)
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", **_PNG)
     if not _inside(figure, _unplaced(figure)):
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png", bbox_inches="tight", **_PNG)
     return buffer.getvalue()
+
+
+def _lay_out(figure) -> None:
+    """tight_layout, without the placeholder engine figure.tight_layout() leaves behind (for which
+    savefig lays out the whole figure again before it draws). rect None, as tight_layout() passes it:
+    a rect makes the engine compute the layout twice. Where what it must place does not fit, it warns
+    and leaves the axes as they are: png() then draws the figure around everything, no warning to show."""
+    from matplotlib.layout_engine import TightLayoutEngine
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        TightLayoutEngine(rect=None).execute(figure)  # type: ignore[arg-type]  # None: as tight_layout() passes it
 
 
 def _unplaced(figure) -> list:
