@@ -197,7 +197,7 @@ def bundle_log(source: Path, bundled: Path, scrub: Redactor, *, max_bytes: int =
             copy.close_note(record)
     parsed.source = how  # how the log was stored, not the copy's (plain UTF-8 text)
     record.update(stored=how, bundled=f"logs/{bundled.name}", bundled_sha256=copy.sha256.hexdigest())
-    scrub.vouch(copy.sha256.hexdigest(), begun)  # the archive takes the copy as it is (cpverify.report.write)
+    scrub.vouch(bundled, copy.sha256.hexdigest(), begun)  # the archive takes the copy as it is (cpverify.report.write)
     if not copy.complete or copy.lines_cut:
         record["copy"] = {"complete": copy.complete, "lines": copy.copied_lines, "of_lines": copy.lines,
                           "bytes": copy.copied, "of_bytes": copy.text_bytes, "lines_cut": copy.lines_cut,

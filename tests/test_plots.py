@@ -7,10 +7,15 @@ an overhead), so the plotted points and the ideal lines can be checked exactly.
 
 from __future__ import annotations
 
+import string
+import struct
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from matplotlib.figure import Figure
 from matplotlib.image import imread  # in the test extra: a missing matplotlib fails, it never skips
 
 from cpverify import report
@@ -24,6 +29,7 @@ from cpverify.verdict import ArmEvidence, Thresholds, decide
 
 HERE = Path(__file__).resolve().parent
 PROBE_LOGS = HERE / "data" / "probe"
+REAL_PAIR = HERE / "data" / "real-logs" / "slime-train-only-h200x2"
 OVERHEAD = {1: 1.0, 2: 1.15, 4: 1.4}
 
 
@@ -190,3 +196,122 @@ def test_steps_plot_draws_every_rollout_and_dots_each_only_while_they_can_be_tol
     lines = [line for ax in plots.step_times(verdict).axes for line in ax.get_lines()]
     assert lines and all(len(line.get_xdata()) == steps for line in lines)
     assert {line.get_marker() for line in lines} == ({"o"} if steps <= plots._DOTTED_POINTS else {""})
+
+
+
+def test_every_text_drawn_passes_through_the_scrubber(sweep):
+    """Titles, axis labels, legends, notes and tick labels alike: a tick's label is written from its
+    formatter at every draw (ratio.png's rows name the arms), so what is looked at is what was drawn."""
+    from matplotlib.text import Text
+
+    verdict, plan = sweep
+    rendered, _ = plots.render(verdict, scrub=lambda text: text.replace("c", "\u00e7"))  # numbers hold no "c"
+    rows = next(plot for plot, _ in rendered if plot.file == "ratio.png").figure.axes[0].get_yticklabels()
+    assert rows[0].get_text() == "\u00e7p2-s8k / \u00e7p1-s8k"  # the arms' names, drawn scrubbed
+    drawn = [t.get_text() for plot, _ in rendered for t in plot.figure.findobj(Text) if t.get_visible()]
+    assert len(drawn) > 100 and not [text for text in drawn if "c" in text]
+
+
+def _pair(tmp_path: Path):
+    """A CP=1 vs CP=2 verdict of two probe logs: two arms, every legend inside its axes."""
+    logs = [probe_log(tmp_path / f"cp{cp}.log", cp=cp, seq_len=8192) for cp in (1, 2)]
+    return decide([ArmEvidence(f"cp{cp}", cp, parse_file(log)) for cp, log in zip((1, 2), logs, strict=True)],
+                  comparisons=[("cp1", "cp2")], thresholds=Thresholds(warmup=3))
+
+
+def _drawn_once(monkeypatch, figure) -> bytes:
+    """png(figure), checking that the figure was drawn once (a layout pass draws nothing)."""
+    draws = []
+    draw = Figure.draw
+    monkeypatch.setattr(Figure, "draw", lambda self, renderer: (draws.append(self), draw(self, renderer))[1])
+    image = plots.png(figure)
+    monkeypatch.undo()
+    assert len(draws) == 1
+    return image
+
+
+def _outside_the_image(figure, image: bytes) -> list[str]:
+    """What was drawn (matplotlib's tight box of the figure: every text, tick label, legend and line)
+    beyond the PNG written of it. A PNG of the figure's size shows the figure; any other size is the
+    figure cut around the whole drawing (bbox "tight"), which holds it by construction."""
+    width, height = struct.unpack(">II", image[16:24])  # the IHDR chunk
+    renderer = figure.canvas.get_renderer()
+    drawn = figure.get_tightbbox(renderer)  # inches
+    if (width, height) != figure.canvas.get_width_height(physical=True):
+        cut = drawn.padded(0.1)  # savefig's pad_inches
+        assert (width, height) == pytest.approx((cut.width * figure.dpi, cut.height * figure.dpi), abs=1)
+        return []
+    margins = {"left": drawn.x0, "bottom": drawn.y0, "right": figure.get_figwidth() - drawn.x1,
+               "top": figure.get_figheight() - drawn.y1}
+    return [f"{side} by {-margin * figure.dpi:.0f} px" for side, margin in margins.items() if margin < -1 / figure.dpi]
+
+
+def test_a_legend_placed_outside_the_axes_is_inside_the_image_drawn_once(sweep, monkeypatch):
+    """Nine arms: each legend stands right of its axes; the layout makes room for it in the figure."""
+    verdict, plan = sweep
+    outside = 0
+    for plot in plots.figures(verdict):
+        legends = [legend for ax in plot.figure.axes if (legend := ax.get_legend()) is not None]
+        image = _drawn_once(monkeypatch, plot.figure)
+        assert struct.unpack(">II", image[16:24]) == plot.figure.canvas.get_width_height(physical=True)
+        assert _outside_the_image(plot.figure, image) == []
+        renderer = plot.figure.canvas.get_renderer()
+        for legend in legends:
+            box, axes = legend.get_window_extent(renderer), legend.axes.get_window_extent(renderer)
+            outside += box.x0 >= axes.x1
+            assert plot.figure.bbox.contains(box.x0, box.y0) and plot.figure.bbox.contains(box.x1, box.y1)
+    assert outside == 3  # steps.png (its last axes), phases.png, cp.png (six lines); seq.png's five sit inside
+
+
+def _slime_pair(tmp_path: Path, seed: int):
+    from helpers.slime_log import synthetic_arm
+
+    return [ArmEvidence(f"cp{cp}", cp, parse_file(synthetic_arm(cp=cp, actor_train_time=t, rollouts=20, seed=seed * cp)
+                                                   .write(tmp_path / f"cp{cp}.log"))) for cp, t in ((1, 1.0), (2, 1.05))]
+
+
+@pytest.mark.parametrize("logs", ["real", "by the mean"])
+def test_a_cp1_cp2_verdicts_plots_are_each_drawn_once(tmp_path, monkeypatch, logs):
+    """The real pair of tests/data; and a pair whose ratio of means decides, which ratio.png's note says
+    (a note anchored in the data, long enough to stand past the axes)."""
+    pair = ([ArmEvidence(f"cp{cp}", cp, parse_file(REAL_PAIR / f"slime-cp{cp}.log")) for cp in (1, 2)] if logs == "real"
+            else _slime_pair(tmp_path, seed=2))
+    verdict = decide(pair, comparisons=[("cp1", "cp2")])
+    rendered = plots.figures(verdict)
+    assert [plot.file for plot in rendered] == ["ratio.png", "steps.png", "phases.png"]
+    notes = [text.get_text() for text in rendered[0].figure.axes[0].texts]
+    assert any(note.endswith("(by the mean)") for note in notes) == (logs == "by the mean")
+    for plot in rendered:
+        image = _drawn_once(monkeypatch, plot.figure)
+        assert struct.unpack(">II", image[16:24]) == plot.figure.canvas.get_width_height(physical=True)
+        assert _outside_the_image(plot.figure, image) == []
+
+
+# a label of 1 to 200 characters, words or one long word
+_LABEL = st.builds(lambda text, length: (text * length)[:length],
+                   st.text(string.ascii_letters + string.digits + " -_./:=()", min_size=1, max_size=12),
+                   st.integers(1, 200))
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(base=_LABEL, cand=_LABEL)
+@example(base="CP=1", cand="x" * 200).via("a title wider than the figure, no space to wrap at")
+def test_no_text_falls_outside_the_image_whatever_the_labels(tmp_path, base, cand):
+    """The arms' labels stand in the legends and in ratio.png's title: any length, with or without
+    spaces, they are drawn inside the image."""
+    verdict = _pair(tmp_path)
+    verdict.labels.update(cp1=base, cp2=cand)
+    for plot, image in plots.render(verdict)[0]:
+        assert _outside_the_image(plot.figure, image) == [], plot.file
+
+
+def test_long_arm_names_and_labels_of_a_sweep_stay_inside_the_image(sweep):
+    """ratio.png's rows name the arms compared, the legends their labels; nine of them, each long."""
+    verdict, plan = sweep
+    long = {name: f"{name} built from refs/heads/feature/context-parallel-{'ring-attention-' * 3}{name}"
+            for name in verdict.labels}
+    verdict.labels.update(long)
+    for comparison in verdict.comparisons:
+        comparison.candidate = long[comparison.candidate]  # rows: "candidate / baseline"
+    for plot, image in plots.render(verdict)[0]:
+        assert _outside_the_image(plot.figure, image) == [], plot.file

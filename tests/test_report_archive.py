@@ -4,7 +4,6 @@ copy once changed or once the redactor has learned a host or a secret since, goe
 
 from __future__ import annotations
 
-import hashlib
 import io
 import re
 import zipfile
@@ -15,7 +14,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cpverify.artifacts import RunDir
-from cpverify.errors import ArtifactWriteError
 from cpverify.given_logs import bundle_log
 from cpverify.redact import Pseudonyms, Redactor
 from cpverify.report import write
@@ -27,7 +25,9 @@ LOG = (f"step 1: {{'train/loss': 0.5}}\nHF_TOKEN={TOKEN}\nconnect to [gpu-node-1
 
 def _archived(run_dir: RunDir, scrub: Redactor, name: str = "logs/cp1.log") -> bytes:
     path = write.write_archive(run_dir, {}, scrub)
+    assert sorted(p.name for p in run_dir.root.iterdir() if p.is_file()) == [path.name]  # no temporary left
     with zipfile.ZipFile(path) as zf:
+        assert zf.testzip() is None  # every entry reads back to its CRC
         return zf.read(name)
 
 
@@ -45,6 +45,24 @@ def test_the_bundles_copy_goes_into_the_archive_as_it_was_written(tmp_path, monk
     assert TOKEN.encode() not in copy and b"gpu-node-17" not in copy and b"10.1.2.3" not in copy
     monkeypatch.setattr(scrub, "line_of", lambda rules, line: pytest.fail(f"redacted again: {line!r}"))
     assert _archived(run_dir, scrub) == copy
+
+
+def test_the_copies_of_the_logs_given_to_cpverify_verdict_go_as_they_are(tmp_path, monkeypatch, capsys):
+    """`cpverify verdict` renames each copy after it is written (logs/baseline.log becomes logs/cp1.log):
+    the redactor's word follows the file, not its name."""
+    from cpverify.cli import main
+
+    archive_log, taken = write._archive_log, []
+
+    def spied(src, out, scrub, claim):
+        taken.append((claim is not None, archive_log(src, out, scrub, claim)))
+        return taken[-1][1]
+
+    monkeypatch.setattr(write, "_archive_log", spied)
+    logs = Path(__file__).resolve().parent / "data" / "real-logs" / "slime-train-only-h200x2"
+    main(["verdict", "--baseline", str(logs / "slime-cp1.log"), "--candidate", str(logs / "slime-cp2.log"),
+          "--out", str(tmp_path / "out")])
+    assert taken == [(True, True), (True, True)]  # logs/cp1.log, logs/cp2.log: each claimed, and as claimed
 
 
 def test_a_copy_changed_after_it_was_written_is_redacted_again(tmp_path):
@@ -90,18 +108,44 @@ def test_another_redactors_copy_is_redacted_by_this_one(tmp_path):
     assert b"10.1.2.3" not in _archived(run_dir, Redactor(pseudonyms=Pseudonyms()))
 
 
-def test_a_log_that_changes_while_it_is_archived_fails_the_archive():
+def test_a_copy_that_changes_as_it_is_archived_is_archived_through_the_rules(tmp_path, monkeypatch):
+    """The copy is read once for the archive, hashed as it is deflated; bytes that are not the ones
+    vouched for throw that archive away, and the log goes through the rules in the one written instead."""
     scrub = Redactor(pseudonyms=Pseudonyms())
-    text = b"vouched text\n"
-    scrub.vouch(hashlib.sha256(text).hexdigest(), scrub.learned())
+    run_dir = _given(tmp_path, scrub)
+    copy = run_dir.log_path("cp1")
+    planted = f"HF_TOKEN={TOKEN} from 10.9.8.7\n".encode()
+    archive_log, claims = write._archive_log, []
 
-    class Changing(io.BytesIO):
-        def seek(self, *args):  # after it was hashed, before it is copied
-            self.write(b"HF_TOKEN=" + TOKEN.encode() + b"\n")
-            return super().seek(*args)
+    def changing(src, out, scrub, claim):  # the file grows once it is opened, before it is read
+        claims.append(claim)
+        if claim is not None:
+            with copy.open("ab") as log:
+                log.write(planted)
+        return archive_log(src, out, scrub, claim)
 
-    with pytest.raises(ArtifactWriteError):
-        write._archive_log(Changing(text), io.BytesIO(), scrub, "logs/cp1.log")
+    monkeypatch.setattr(write, "_archive_log", changing)
+    archived = _archived(run_dir, scrub)
+    assert [claim is None for claim in claims] == [False, True]  # taken on its word, then through the rules
+    assert TOKEN.encode() not in archived and b"10.9.8.7" not in archived
+    line = Redactor(pseudonyms=scrub.pseudonyms).lines()
+    assert archived == b"".join(line(piece.decode()).encode() for piece in re.findall(rb"[^\n]*\n", copy.read_bytes()))
+
+
+def test_each_log_is_read_once_for_the_archive(tmp_path, monkeypatch):
+    scrub = Redactor(pseudonyms=Pseudonyms())
+    run_dir = _given(tmp_path, scrub, "ok\n" * 100_000)
+    (run_dir.logs_dir / "runner.log").write_text(LOG)  # not the bundle's copy: through the rules
+    read = []
+
+    class Counted(write.HashingReader):
+        def readinto(self, buffer):
+            read.append(n := super().readinto(buffer))
+            return n
+
+    monkeypatch.setattr(write, "HashingReader", Counted)
+    write.write_archive(run_dir, {}, scrub)
+    assert sum(read) == sum(log.stat().st_size for log in run_dir.logs_dir.glob("*.log"))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -114,7 +158,7 @@ def test_a_raw_log_is_archived_as_the_line_redactor_makes_it_up_to_its_cap(tmp_p
     monkeypatch.setattr(write, "ARCHIVE_LOG_BYTES", cap)
     raw = ("\n".join(lines) + ("\n" if newline_at_end and lines else "")).encode("utf-8", "surrogateescape")
     out = io.BytesIO()
-    write._archive_log(io.BytesIO(raw), out, Redactor(pseudonyms=Pseudonyms()), "logs/cp1.log")
+    assert write._archive_log(io.BytesIO(raw), out, Redactor(pseudonyms=Pseudonyms()), None)
     line, expected, sent = Redactor(pseudonyms=Pseudonyms()).lines(), b"", 0
     for piece in re.findall(rb"[^\n]*\n|[^\n]+$", raw):
         if sent + len(piece) > cap:

@@ -8,7 +8,9 @@ and the Redactor this machine's identity.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -23,6 +25,10 @@ from cpverify.redact.values import EMPTY, SECRET
 def scrub_credentials(text: str, *, extra_secrets: Iterable[str] = ()) -> str:
     """`text` without credentials (identity kept): for files that stay on this machine, like state.json."""
     return Redactor(extra_secrets, identity=False)(text)
+
+
+def _identity(stat: os.stat_result) -> tuple[int, int]:
+    return stat.st_dev, stat.st_ino
 
 
 class LineScrubber:
@@ -59,18 +65,31 @@ class Redactor:
         self.identity = identity
         self.pseudonyms = pseudonyms if pseudonyms is not None else Pseudonyms()
         self._identity = IdentityRules(self.pseudonyms, *environment.machine_identity())
-        self._vouched: dict[str, tuple[int, frozenset[str]]] = {}  # digest -> learned() when it began
+        # file (device, inode) -> (sha256 of the text written to it, learned() when it began)
+        self._vouched: dict[tuple[int, int], tuple[str, tuple[int, frozenset[str]]]] = {}
 
     def learned(self) -> tuple[int, frozenset[str]]:  # how many secrets, which hosts: as a text begins (vouch)
         return len(self.literals), frozenset(self.pseudonyms.known_hosts()[0])
 
-    def vouch(self, digest: str, begun: tuple[int, frozenset[str]]) -> None:
-        """The text of sha256 `digest` was written redacted by this redactor, which knew `begun` at its start."""
-        self._vouched[digest] = begun
+    def vouch(self, file: str | os.PathLike[str], digest: str, begun: tuple[int, frozenset[str]]) -> None:
+        """The text of sha256 `digest` was written to `file` redacted by this redactor, which knew `begun`
+        at its start. The word is on the file, under whatever name it is given later (`cpverify verdict`
+        renames its copies): its device and inode."""
+        with contextlib.suppress(OSError):  # gone already: no word, its text goes through the rules
+            self._vouched[_identity(os.stat(file))] = (digest, begun)
 
-    def vouched(self, digest: str) -> frozenset[str] | None:
-        """The hosts learned since the text of sha256 `digest` began (None: not this redactor's, or a secret learned since)."""
-        return None if (then := self._vouched.get(digest)) is None or then[0] != len(self.literals) else self.learned()[1] - then[1]
+    def vouched(self, file: int | str | os.PathLike[str]) -> tuple[str, frozenset[str]] | None:
+        """(the sha256 of the text this redactor wrote to `file` (a path or an open descriptor), the hosts
+        learned since it began); None: it wrote none to that file, or a secret was learned since. Whoever
+        takes the file's text on this word checks that its bytes are of that sha256."""
+        try:
+            claim = self._vouched.get(_identity(os.stat(file)))
+        except OSError:
+            return None
+        if claim is None or claim[1][0] != len(self.literals):
+            return None
+        digest, (_, hosts) = claim
+        return digest, self.learned()[1] - hosts
 
     def add_secrets(self, values: Iterable[str]) -> None:
         """More literal values to remove (the plan's, once it is known)."""

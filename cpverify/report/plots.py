@@ -13,12 +13,14 @@ names them and the terminal says which to attach: ratio.png is the one made for 
 
 matplotlib's object API on the Agg canvas: no pyplot, so no global backend or state, and it
 works headless and inside other programs. matplotlib is imported only here and only when
-plotting; without it `render()` returns no images and a note that the report prints.
+plotting; without it `render()` returns no images and a note that the report prints. Each PNG is
+laid out once and drawn once (`png()`); only a figure whose texts do not fit it is drawn again.
 """
 
 from __future__ import annotations
 
 import io
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -88,6 +90,16 @@ def _legend(ax, entries: int) -> None:
         ax.legend(fontsize=7)
 
 
+def _ticks(axis, positions: Sequence[float], labels: Sequence[str]) -> None:
+    """Ticks at `positions` named `labels`. A tick's label is written from its axis's formatter at
+    every draw: a FixedFormatter holds them where scrub_texts redacts them (Axis.set_ticks(ticks,
+    labels) keeps them in a mapping of its own)."""
+    from matplotlib.ticker import FixedFormatter
+
+    axis.set_ticks(positions)
+    axis.set_major_formatter(FixedFormatter(list(labels)))
+
+
 def _short(metric: str) -> str:
     short = short_metric(metric)
     return "step time" if short == "step" else short  # a bare "step" reads as a step number
@@ -122,7 +134,6 @@ def step_times(verdict: Verdict):
         _y_scale(ax, plotted)
         ax.grid(alpha=0.3)
     _legend(axes[-1], len(verdict.planned_arms))
-    fig.tight_layout()
     return fig
 
 
@@ -148,14 +159,13 @@ def phase_medians(verdict: Verdict, infos: dict[str, ArmInfo]):
             high.append(s.q3 - s.median)
         ax.bar(xs, heights, width, yerr=[low, high], capsize=2, label=_label(verdict, arm.name))
         medians.extend(heights)
-    ax.set_xticks(range(len(phases)), [_short(p) for p in phases])
+    _ticks(ax.xaxis, range(len(phases)), [_short(p) for p in phases])
     ax.set_xlabel("phase")
     ax.set_ylabel("median per rollout [s] (bars: IQR)")
     ax.set_title("per-phase medians: the arms side by side", fontsize=10)
     _y_scale(ax, medians)
     ax.grid(axis="y", alpha=0.3)
     _legend(ax, len(arms))
-    fig.tight_layout()
     return fig
 
 
@@ -197,17 +207,16 @@ def phase_ratios(verdict: Verdict):
                     xytext=(6, 0), textcoords="offset points", va="center", fontsize=8)
     ax.axvline(1.0, color="grey", linewidth=1, linestyle=":")
     ax.axvline(t.pass_ratio, color="black", linewidth=1, linestyle="--")
-    ax.set_yticks(ys, [label for label, _, _ in rows])
+    _ticks(ax.yaxis, ys, [label for label, _, _ in rows])
     high = max(max(est.ci[1] if est.ci else est.ratio, est.ratio) for _, est, _ in rows)
     ax.set_xlim(0, max(high * 1.45, t.pass_ratio * 1.3))
     pair = f"{labels.get(deciding.candidate, deciding.candidate)} / {labels.get(deciding.baseline, deciding.baseline)}"
-    ax.set_xlabel(f"ratio of medians, or of means where they decide ({t.confidence:.0%} interval); dashed: "
-                  f"threshold {t.pass_ratio:.2f}, "
-                  "dotted: 1.0")
+    # two lines: on one it is wider than the figure
+    ax.set_xlabel(f"ratio of medians, or of means where they decide ({t.confidence:.0%} interval)\n"
+                  f"dashed: threshold {t.pass_ratio:.2f}, dotted: 1.0")
     ax.set_title(f"{verdict.status}: {pair if len(verdict.comparisons) == 1 else 'each CP against the baseline'}"
                  f" — {_short(t.primary_metric)} decides", fontsize=10)
     ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
     return fig
 
 
@@ -277,13 +286,12 @@ def _finish_scaling(fig, ax, ticks, tick_labels, xlabel: str, metric: str, title
     """Both scaling plots: log-log axes (ideal 1/CP is then a straight line), labelled ticks, legend."""
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_xticks(ticks, tick_labels)
+    _ticks(ax.xaxis, ticks, tick_labels)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(f"median {metric} [s]")
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3, which="both")
     _legend(ax, len(ax.get_lines()))
-    fig.tight_layout()
     return fig
 
 
@@ -302,19 +310,78 @@ def figures(verdict: Verdict) -> list[Plot]:
 
 def scrub_texts(figure, scrub: Callable[[str], str]) -> None:
     """Redact every text of a figure (titles, axis and tick labels, legend entries) before it is
-    drawn: a PNG cannot be redacted afterwards, and labels carry revision names and paths."""
+    drawn: a PNG cannot be redacted afterwards, and labels carry revision names and paths. A tick's
+    label is written from its axis's formatter at each draw: the labels _ticks gave (arm names,
+    phases) are redacted in their formatter (the others format numbers)."""
     from matplotlib.text import Text
+    from matplotlib.ticker import FixedFormatter
 
+    for ax in figure.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            if isinstance(labels := axis.get_major_formatter(), FixedFormatter):  # written by _ticks
+                axis.set_major_formatter(FixedFormatter([scrub(str(label)) for label in labels.seq]))
     for text in figure.findobj(Text):
         shown = text.get_text()
         if shown:
             text.set_text(scrub(shown))
 
 
+# zlib level 1: pixels as at Pillow's default 6, in ~70% of the time, files 5-10% larger (benchmarks/verdict_throughput.md)
+_PNG = {"pil_kwargs": {"compress_level": 1}}
+
+
 def png(figure) -> bytes:
+    """The figure laid out (tight_layout: axes placed so that their tick labels, legends and notes fit)
+    and drawn once. What that layout leaves to chance (_unplaced) is looked at on the drawn figure:
+    where any of it lies outside, the figure is drawn again around everything drawn (bbox "tight")."""
+    _lay_out(figure)
+    if not _inside(figure, [note for ax in figure.axes for note in ax.texts]):
+        # the layout takes what stands outside the axes to keep its size; a note anchored in the data
+        # (ratio.png's) moves with the axes it shrank, and a second pass places it
+        _lay_out(figure)
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", bbox_inches="tight")  # "tight": keeps a legend placed outside
+    figure.savefig(buffer, format="png", **_PNG)
+    if not _inside(figure, _unplaced(figure)):
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png", bbox_inches="tight", **_PNG)
     return buffer.getvalue()
+
+
+def _lay_out(figure) -> None:
+    """tight_layout, without the placeholder engine figure.tight_layout() leaves behind (for which
+    savefig lays out the whole figure again before it draws). rect None, as tight_layout() passes it:
+    a rect makes the engine compute the layout twice. Where what it must place does not fit, it warns
+    and leaves the axes as they are: png() then draws the figure around everything, no warning to show."""
+    from matplotlib.layout_engine import TightLayoutEngine
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        TightLayoutEngine(rect=None).execute(figure)  # type: ignore[arg-type]  # None: as tight_layout() passes it
+
+
+def _unplaced(figure) -> list:
+    """What tight_layout may leave outside the figure: a title longer than the figure, an axis label
+    longer than its side (it places their height, not their length), and, where it gives up (what it
+    must place does not fit), the legends, notes and tick labels written here (the numbers' tick
+    labels fit the margins it then leaves)."""
+    from matplotlib.ticker import FixedFormatter
+
+    artists = [*figure.legends, *figure.texts]
+    for ax in figure.axes:
+        artists += [ax.title, ax.xaxis.label, ax.yaxis.label, *ax.texts]
+        artists += [legend] if (legend := ax.get_legend()) is not None else []
+        for axis in (ax.xaxis, ax.yaxis):
+            if isinstance(axis.get_major_formatter(), FixedFormatter):
+                artists += axis.get_majorticklabels()
+    return [a for a in artists if a.get_visible() and (not hasattr(a, "get_text") or a.get_text())]
+
+
+def _inside(figure, artists) -> bool:
+    """Whether `artists`, as last drawn, lie within the figure (to a pixel)."""
+    renderer = figure.canvas.get_renderer()
+    bounds = figure.bbox.padded(1)
+    return all(bounds.contains(box.x0, box.y0) and bounds.contains(box.x1, box.y1)
+               for box in (a.get_window_extent(renderer) for a in artists))
 
 
 def render(verdict: Verdict, scrub: Callable[[str], str] | None = None) -> tuple[list[tuple[Plot, bytes]], str]:
