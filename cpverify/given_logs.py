@@ -11,7 +11,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -73,7 +73,7 @@ class _BundledCopy(io.RawIOBase):
     Whoever reads it (the parser) reads every line; the copy stops at a line's end once full
     (`complete` False). Memory: a block and a line."""
 
-    def __init__(self, text: IO[bytes], out: IO[bytes], redact: Callable[[list[bytes]], list[bytes]], *,
+    def __init__(self, text: IO[bytes], out: IO[bytes], redact: BlockRedactor, *,
                  max_bytes: int, line_bytes: int) -> None:
         self._text, self._out, self._redact = text, out, redact
         self._max_bytes, self._line_bytes = max_bytes, line_bytes
@@ -100,6 +100,14 @@ class _BundledCopy(io.RawIOBase):
     def _fill(self) -> bytes:
         """The next block's lines, redacted (the copy takes those that fit)."""
         block = self._text.read(_BLOCK)
+        if not self._dropped and len(block) <= self._line_bytes:  # each line begun in the block fits
+            data = self._held + block  # the line held from the last block, ended in this one
+            whole = data.rfind(b"\n") + 1
+            if whole and block.find(b"\n") + len(self._held) <= self._line_bytes and data.isascii():
+                # Most blocks: lines that fit, UTF-8 already: redacted as one block, not split into lines.
+                text, self._held = self._redact.block(data[:whole]), data[whole:]
+                self.lines += data.count(b"\n", 0, whole)
+                return self._took(text)
         lines: list[bytes] = []
         cut: dict[int, int] = {}  # line -> bytes of it past line_bytes
         if not block:
@@ -124,7 +132,7 @@ class _BundledCopy(io.RawIOBase):
                 break
             self._take(lines, cut, b"\n")
             start = nl + 1
-        self.lines += len(lines) - (1 if self._eof and lines and not lines[-1].endswith(b"\n") else 0)
+        self.lines += len(lines)  # a last line without its newline is a line too, as the parser counts it
         if not all(map(bytes.isascii, lines)):  # the copy is UTF-8 text: bytes that are not UTF-8 read as U+FFFD
             lines = [line if line.isascii() else line.decode("utf-8", "replace").encode() for line in lines]
         raw, lines = lines, self._redact(lines)
@@ -132,10 +140,14 @@ class _BundledCopy(io.RawIOBase):
             newline = b"\n" if raw[i].endswith(b"\n") else b""
             lines[i] = (lines[i][: len(lines[i]) - len(newline)]
                         + f" [cpverify: line cut here, {dropped} more bytes not copied]".encode() + newline)
-        self.text_bytes += sum(map(len, lines))
-        if self.complete and lines:
-            self._copy(lines)
-        return b"".join(lines)
+        return self._took(b"".join(lines))
+
+    def _took(self, text: bytes) -> bytes:
+        """`text`, the next lines redacted, counted and into the copy as far as it fits."""
+        self.text_bytes += len(text)
+        if self.complete and text:
+            self._copy(text)
+        return text
 
     def _take(self, lines: list[bytes], cut: dict[int, int], newline: bytes) -> None:
         """The held line, with its newline, into `lines` (cut to a whole word when it ran past line_bytes)."""
@@ -148,22 +160,18 @@ class _BundledCopy(io.RawIOBase):
             head = kept
         lines.append(head + newline)
 
-    def _copy(self, lines: list[bytes]) -> None:
-        """Into the copy, the lines that fit; the first that does not ends it."""
-        room, taken = self._max_bytes - self.copied, 0
-        for data in lines:
-            if len(data) > room:
-                self.complete = False
-                break
-            room -= len(data)
-            taken += 1
-        chunk = b"".join(lines[:taken])
-        if chunk:
-            self._out.write(chunk)
-            self.sha256.update(chunk)
-            self.copied += len(chunk)
-            self.copied_lines += chunk.count(b"\n")
-            self.ends_line = chunk.endswith(b"\n")
+    def _copy(self, text: bytes) -> None:
+        """Into the copy, the whole lines of `text` that fit; the first that does not ends it."""
+        room = self._max_bytes - self.copied
+        if len(text) > room:
+            self.complete = False
+            text = text[: text.rfind(b"\n", 0, room) + 1]
+        if text:
+            self._out.write(text)
+            self.sha256.update(text)
+            self.copied += len(text)
+            self.copied_lines += text.count(b"\n")
+            self.ends_line = text.endswith(b"\n")
 
     def close_note(self, log: dict) -> None:
         """End a copy that stopped early with a line saying so, naming the log it was cut from."""

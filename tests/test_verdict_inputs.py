@@ -20,11 +20,13 @@ import sys
 import tempfile
 import tracemalloc
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cpverify import given_logs
 from cpverify.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE, InputError
 from cpverify.given_logs import BUNDLED_LINE_MAX_BYTES, BUNDLED_LOG_MAX_BYTES, bundle_log, check_out_apart
 from cpverify.inputs import shown_name
@@ -170,12 +172,14 @@ LINES = st.lists(st.one_of(st.text(st.characters(min_codepoint=32, max_codepoint
                  max_size=40)
 
 
-@settings(max_examples=80, deadline=None)
-@given(lines=LINES, newline_at_end=st.booleans(), max_bytes=st.integers(0, 3000), line_bytes=st.integers(8, 200))
+@settings(max_examples=120, deadline=None)
+@given(lines=LINES, newline_at_end=st.booleans(), max_bytes=st.integers(0, 3000), line_bytes=st.integers(8, 200),
+       block=st.integers(1, 400))
 def test_the_copy_holds_a_prefix_of_the_log_line_for_line_within_its_caps(lines, newline_at_end, max_bytes,
-                                                                            line_bytes):
+                                                                            line_bytes, block):
     data = "\n".join(lines).encode() + (b"\n" if newline_at_end and lines else b"")
-    with tempfile.TemporaryDirectory() as tmp:
+    # Blocks of any size: one within the line cap is taken whole, one past it line by line.
+    with tempfile.TemporaryDirectory() as tmp, mock.patch.object(given_logs, "_BLOCK", block):
         record, parsed, copy = _bundle(Path(tmp), data, max_bytes=max_bytes, line_bytes=line_bytes)
     source = data.split(b"\n")
     if source[-1] == b"":
@@ -194,6 +198,7 @@ def test_the_copy_holds_a_prefix_of_the_log_line_for_line_within_its_caps(lines,
                                                        summary["of_bytes"]]
         assert (int(note[5]), note[6].decode()) == (len(data), record["sha256"])
         assert summary["bytes"] <= max_bytes and len(kept) == summary["lines"]
+        assert summary["of_lines"] == len(source)
     else:
         assert len(kept) == len(source)
     assert len(b"\n".join(kept)) <= max(max_bytes, 0) + 1 or summary["complete"]
