@@ -5,18 +5,21 @@ into the bundle redacted (`bundle_log`); an output directory that holds one is r
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import io
 import os
 import re
+import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 from cpverify.artifacts import DEFAULT_BASE, HashingReader, atomic_writer, fix_for_write, new_run_id
 from cpverify.errors import ArtifactWriteError, InputError
+from cpverify.forked import Children, Pending
 from cpverify.inputs import shown_name
 from cpverify.parse import ParsedLog, open_text, parse_stream
 from cpverify.redact import BlockRedactor, Redactor
@@ -195,22 +198,64 @@ def bundle_log(source: Path, bundled: Path, scrub: Redactor, *, max_bytes: int =
     read and of the bytes written; "stored", how the log was stored (ParsedLog.source: gzip, UTF-16,
     where it breaks off); "copy", when a line or the copy was cut, the counts (the copy's last line
     says so too)."""
+    with _copying(source, bundled, scrub, max_bytes, line_bytes) as (copy, record, how):
+        parsed = parse_stream(copy)  # type: ignore[arg-type]
+    parsed.source = how  # how the log was stored, not the copy's (plain UTF-8 text)
+    return record, parsed
+
+
+def bundle_logs(logs: Sequence[tuple[Path, Path]], scrub: Redactor, begun: list[Path]) -> list[tuple[dict, ParsedLog]]:
+    """bundle_log of each (source, bundled), in their order, with the parses side by side (a parse is
+    one CPU's work; cpverify.forked): while a CPU is spare, a log but the last is copied first, its
+    whole redacted text kept in a nameless file that a child process parses while the next log is
+    copied; any other is parsed here as it is copied. The copies are written one after the other, in
+    the order given, so the redactor learns hosts in that order and a host is the same host-N however
+    the parses ran. Each copy's path is added to `begun` before it is written."""
+    with Children() as children, contextlib.ExitStack() as texts:
+        pending: list[tuple[dict, Pending[ParsedLog]]] = []
+        for i, (source, bundled) in enumerate(logs):
+            begun.append(bundled)
+            if i == len(logs) - 1 or not children.free():
+                record, parsed = bundle_log(source, bundled, scrub)
+                pending.append((record, Pending.done(parsed)))
+                continue
+            text = texts.enter_context(tempfile.TemporaryFile(dir=bundled.parent))  # nameless: no path to plant a link at
+            with _copying(source, bundled, scrub, BUNDLED_LOG_MAX_BYTES, BUNDLED_LINE_MAX_BYTES) as (copy, record, how):
+                shutil.copyfileobj(copy, text, _BLOCK)
+            text.flush()
+            pending.append((record, children.start(functools.partial(_parse_text, text, how))))
+        return [(record, parsed.result()) for record, parsed in pending]
+
+
+def _parse_text(text: IO[bytes], how: dict[str, Any]) -> ParsedLog:
+    """The parse of a log's redacted text kept whole (bundle_logs); `how`: how the log was stored."""
+    text.seek(0)  # a child shares the offset: read from the start, wherever a failed one stopped
+    parsed = parse_stream(text)
+    parsed.source = how
+    return parsed
+
+
+@contextlib.contextmanager
+def _copying(source: Path, bundled: Path, scrub: Redactor, max_bytes: int,
+             line_bytes: int) -> Iterator[tuple[_BundledCopy, dict, dict[str, Any]]]:
+    """(the log's text as the bundle keeps it, read as a stream that writes the copy `bundled` as it
+    passes; its env.json record; how the log was stored), for bundle_log: whoever reads the stream
+    reads it to its end; the record is complete, and the redactor vouches for the copy, when the
+    block ends."""
     how: dict[str, Any] = {}
     begun = scrub.learned()  # a host learned as the copy is written may stand bare in its earlier lines
     with _snapshot(source, bundled.parent) as (snapshot, record):
         with atomic_writer(bundled, binary=True) as out:
             copy = _BundledCopy(open_text(snapshot, how), out, BlockRedactor(scrub), max_bytes=max_bytes,
                                 line_bytes=line_bytes)
-            parsed = parse_stream(copy)  # type: ignore[arg-type]
+            yield copy, record, how
             copy.close_note(record)
-    parsed.source = how  # how the log was stored, not the copy's (plain UTF-8 text)
     record.update(stored=how, bundled=f"logs/{bundled.name}", bundled_sha256=copy.sha256.hexdigest())
     scrub.vouch(bundled, copy.sha256.hexdigest(), begun)  # the archive takes the copy as it is (cpverify.report.write)
     if not copy.complete or copy.lines_cut:
         record["copy"] = {"complete": copy.complete, "lines": copy.copied_lines, "of_lines": copy.lines,
                           "bytes": copy.copied, "of_bytes": copy.text_bytes, "lines_cut": copy.lines_cut,
                           "max_bytes": max_bytes, "max_line_bytes": line_bytes}
-    return record, parsed
 
 
 @contextlib.contextmanager

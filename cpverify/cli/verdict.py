@@ -22,7 +22,7 @@ from cpverify import __version__
 from cpverify.artifacts import RunDir
 from cpverify.errors import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE, ArtifactWriteError, InputError
 from cpverify.fixes import FIX_INCOMPLETE
-from cpverify.given_logs import bundle_log, check_out_apart
+from cpverify.given_logs import bundle_logs, check_out_apart
 from cpverify.inputs import shown_command, shown_name
 from cpverify.model import WORKLOADS, CheckStatus, round_name
 from cpverify.parse import records_kept
@@ -138,18 +138,18 @@ def _judge(args, paths, requested, claimed, thresholds, run_dir: RunDir, copies:
     from cpverify import report  # imports tabulate: not at `cpverify --help`
 
     scrub = Redactor()  # one for the bundle: a host is the same host-N in its logs and in verdict.md
-    inputs: dict[str, list[dict]] = {}
-    parsed: dict[str, list] = {}
+    # Judge what the bundle keeps: one snapshot of a log that grows while it is read, parsed as
+    # its redacted copy is written, so that the copy, its sha256 and the verdict describe the
+    # same text, and commands.sh replays it (exactly, unless the copy had to be cut short).
+    jobs = [(option, path, run_dir.log_path(round_name(option, k))) for option, given in paths.items()
+            for k, path in enumerate(given, start=1)]
+    taken = bundle_logs([(path, copy) for _, path, copy in jobs], scrub, copies)
+    inputs: dict[str, list[dict]] = {option: [] for option in paths}
+    parsed: dict[str, list] = {option: [] for option in paths}
+    for (option, _, _), (record, log) in zip(jobs, taken, strict=True):
+        inputs[option].append(record)
+        parsed[option].append(log)
     for option, given in paths.items():
-        # Judge what the bundle keeps: one snapshot of a log that grows while it is read, parsed as
-        # its redacted copy is written, so that the copy, its sha256 and the verdict describe the
-        # same text, and commands.sh replays it (exactly, unless the copy had to be cut short).
-        inputs[option], parsed[option] = [], []
-        for k, path in enumerate(given, start=1):
-            copies.append(run_dir.log_path(round_name(option, k)))
-            record, log = bundle_log(path, copies[-1], scrub)
-            inputs[option].append(record)
-            parsed[option].append(log)
         repeats = _repeats(inputs[option], parsed[option])
         twice = [shown_name(path.name) for path, again in zip(given, repeats, strict=True) if again]
         if twice:

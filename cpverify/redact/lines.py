@@ -141,7 +141,8 @@ class BlockRedactor:
         edits = self._edits(data)
         if not edits:
             return data
-        parts, at = [], 0
+        parts: list[bytes] = []
+        at = 0
         for start, end, line in edits:
             parts += (data[at:start], line)
             at = end
