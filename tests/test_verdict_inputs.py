@@ -435,8 +435,9 @@ def test_logs_parsed_side_by_side_are_bundled_as_one_after_the_other(tmp_path: P
         [(tmp_path / "inline" / f"{k}.log").read_bytes() for k in range(len(logs))]
     assert together.pseudonyms.known_hosts() == alone.pseudonyms.known_hosts()
     assert together.pseudonyms.known_hosts()[0]  # the logs name hosts: the order they are learned in is tested
-    for record, _ in apart:
-        assert together.vouched(record["bundled_sha256"]) == alone.vouched(record["bundled_sha256"])
+    for k in range(len(logs)):
+        assert together.vouched(tmp_path / "apart" / f"{k}.log") == alone.vouched(tmp_path / "inline" / f"{k}.log")
+        assert together.vouched(tmp_path / "apart" / f"{k}.log") is not None
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="children are forked on Linux only")

@@ -2,8 +2,9 @@
 
 Each log is taken once (given_logs.bundle_logs), so a log still being written is judged as one
 snapshot, and parsed from the text the bundle's copy of it is written from: the copy, its digest and
-the verdict describe the same text (the logs are parsed side by side where CPUs are spare). The copy is capped (a gzip bomb, a runaway line); a copy cut short says
-so in itself, in env.json and in a row of the verdict.
+the verdict describe the same text (the logs are parsed side by side where CPUs are spare). The copy
+is capped (a gzip bomb, a runaway line); a copy cut short says so in itself, in env.json and in a
+row of the verdict.
 
 Each of --baseline and --candidate may be repeated: one log per round (one process) of the arm,
 in the order they ran; the bundle names them as `cpverify run` does (logs/cp1.log, logs/cp1.r2.log)."""
