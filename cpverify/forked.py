@@ -8,8 +8,9 @@ cleanups (an atomic writer's `finally` would delete what this process is writing
 fails in any way (its call raised, it was killed, its result would not pickle) gives nothing back,
 and the call runs again in this process: its error, or its result, is then this process's own.
 
-Only on Linux, where fork is cheap and safe for a process without threads (cpverify verdict has
-none); elsewhere, or with one usable CPU, no child is forked and every call runs here.
+Only on Linux, where fork is cheap; and only from a process whose other threads the child never
+needs (cpverify verdict has one, numpy's BLAS pool, which prepares itself for a fork and which no
+child uses). Elsewhere, or with one usable CPU, no child is forked and every call runs here.
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ def usable_cpus() -> int:
 class Pending(Generic[T]):
     """A call's result: from the child running it, or (no child) the call's own."""
 
-    def __init__(self, call: Callable[[], T], pid: int | None = None, out: IO[bytes] | None = None) -> None:
-        self._call, self._pid, self._out, self._status = call, pid, out, 0
+    def __init__(self, call: Callable[[], T], pid: int | None = None, out: IO[bytes] | None = None,
+                 here: Callable[[], T] | None = None) -> None:
+        self._call, self._pid, self._out, self._status = here or call, pid, out, 0
         self._value: T | None = call() if pid is None else None
 
     @classmethod
@@ -108,8 +110,9 @@ class Children:
         """A child may be forked now: fewer than `limit` are running."""
         return sum(not pending.finished() for pending in self._started) < self.limit
 
-    def start(self, call: Callable[[], T]) -> Pending[T]:
-        """`call()` in a child process; here, at once, when no child may be forked now."""
+    def start(self, call: Callable[[], T], *, here: Callable[[], T] | None = None) -> Pending[T]:
+        """`call()` in a child process; here, at once, when no child may be forked now. `here`: what
+        this process runs instead when the child gives nothing back (by default `call` again)."""
         if not self.free():
             return Pending(call)
         out = tempfile.TemporaryFile()  # nameless; the result waits there, however large, until it is read
@@ -125,7 +128,7 @@ class Children:
                 raise
             if pid == 0:
                 _child(call, out, blocked)
-            pending: Pending[T] = Pending(call, pid, out)
+            pending: Pending[T] = Pending(call, pid, out, here)
             self._started.append(pending)
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)

@@ -18,11 +18,13 @@ import platform
 import shlex
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cpverify import __version__
 from cpverify.artifacts import RunDir
 from cpverify.errors import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE, ArtifactWriteError, InputError
 from cpverify.fixes import FIX_INCOMPLETE
+from cpverify.forked import Children
 from cpverify.given_logs import bundle_logs, check_out_apart
 from cpverify.inputs import shown_command, shown_name
 from cpverify.model import WORKLOADS, CheckStatus, round_name
@@ -31,6 +33,9 @@ from cpverify.plan.build import arm_name
 from cpverify.redact import Redactor
 from cpverify.verdict import FAIL, INCONCLUSIVE, PASS, ArmEvidence, Check, Thresholds, decide
 from cpverify.verdict.evidence import timing_records
+
+if TYPE_CHECKING:
+    from cpverify.report.plot_process import PlotProcess
 
 # What `cpverify verdict` can exit with. Logs alone never make a verdict BLOCKED (an arm that could not
 # start leaves no log to judge), so 4 is only the environment refusing the bundle (ArtifactWriteError).
@@ -113,8 +118,11 @@ def _run_verdict(args: argparse.Namespace) -> int:
     made = _missing_dirs(Path(args.out) if args.out is not None else None)
     run_dir = RunDir.create(args.out)
     copies: list[Path] = []
+    from cpverify.report.plot_process import PlotProcess  # imports tabulate: not at `cpverify --help`
+
     try:
-        return _judge(args, paths, requested, claimed, thresholds, run_dir, copies)
+        with Children() as children:  # the plots' process: it imports matplotlib while the logs are read
+            return _judge(args, paths, requested, claimed, thresholds, run_dir, copies, PlotProcess(children))
     except InputError:
         # Refused after the logs were taken: the copies this command wrote go, the folders it made too
         # (a refused verdict leaves the --out it was given as it found it, but for logs it replaced).
@@ -134,8 +142,10 @@ def _missing_dirs(out: Path | None) -> set[Path]:
     return {folder for folder in (out, out / "logs") if not folder.exists()}
 
 
-def _judge(args, paths, requested, claimed, thresholds, run_dir: RunDir, copies: list[Path]) -> int:
-    """The verdict on the given logs, bundled in `run_dir`; every log copy it writes is added to `copies`."""
+def _judge(args, paths, requested, claimed, thresholds, run_dir: RunDir, copies: list[Path],
+           plots: PlotProcess) -> int:
+    """The verdict on the given logs, bundled in `run_dir` (`plots` draws its plots); every log copy it
+    writes is added to `copies`."""
     from cpverify import report  # imports tabulate: not at `cpverify --help`
 
     scrub = Redactor()  # one for the bundle: a host is the same host-N in its logs and in verdict.md
@@ -217,7 +227,7 @@ def _judge(args, paths, requested, claimed, thresholds, run_dir: RunDir, copies:
     logs_state = {"baseline": _stated(parsed[b_option][0]), "candidate": _stated(parsed[c_option][0])}
     written = report.write_report(run_dir, verdict, env=_basic_env(shown_inputs, logs_state), commands_sh=commands,
                                   redactor=scrub, command=shown_command(["cpverify", "verdict", *sys.argv[2:]])
-                                  if sys.argv[1:2] == ["verdict"] else shlex.join(reproduce[:-2]))
+                                  if sys.argv[1:2] == ["verdict"] else shlex.join(reproduce[:-2]), draw=plots.render)
 
     if args.json:
         print(json.dumps(json.loads(written["verdict.json"].read_text(encoding="utf-8")), indent=2))

@@ -387,6 +387,12 @@ def _inside(figure, artists) -> bool:
 def render(verdict: Verdict, scrub: Callable[[str], str] | None = None) -> tuple[list[tuple[Plot, bytes]], str]:
     """([(plot, PNG bytes)], note): no plots and a note when matplotlib is missing; never raises for that.
     `scrub` redacts every text drawn (and the titles verdict.md shows)."""
+    plots, note = redacted_figures(verdict, scrub)
+    return [(plot, png(plot.figure)) for plot in plots], note
+
+
+def redacted_figures(verdict: Verdict, scrub: Callable[[str], str] | None = None) -> tuple[list[Plot], str]:
+    """render()'s figures, every text redacted by `scrub`, not drawn yet."""
     try:
         import matplotlib  # noqa: F401
     except ImportError:
@@ -396,4 +402,4 @@ def render(verdict: Verdict, scrub: Callable[[str], str] | None = None) -> tuple
         for plot in plots:
             scrub_texts(plot.figure, scrub)
             plot.title = scrub(plot.title)
-    return [(plot, png(plot.figure)) for plot in plots], ""
+    return plots, ""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -24,6 +25,7 @@ from cpverify.report.data import finite, render_json
 from cpverify.report.markdown import failure_lines, render_markdown
 from cpverify.verdict import Verdict
 
+Draw = Callable[[Verdict, Callable[[str], str]], tuple[list[tuple[plotting.Plot, bytes]], str]]
 ARCHIVE_LOG_BYTES = 64 << 20  # a log's copy in the archive stops here (and says so): an issue takes 25 MB
 # Never in the archive: which placeholder is which host (logs/placeholders.json), the run's own
 # bookkeeping (state.json, .lock), the workload's scratch (work/), temporaries.
@@ -38,19 +40,20 @@ def archive_name(run_dir: RunDir) -> str:
 def write_report(run_dir: RunDir | str | Path, verdict: Verdict, *, env: dict | None, commands_sh: str | None,
                  redact: bool = True, extra_secrets: tuple[str, ...] = (), plot: bool = True,
                  redactor: Redactor | None = None,
-                 command: str | None = None) -> dict[str, Path]:
+                 command: str | None = None, draw: Draw = plotting.render) -> dict[str, Path]:
     """Write verdict.md, verdict.json, commands.sh, env.json, the cpverify.report.plots PNGs (when
     matplotlib is there) and `cpverify-<run-id>.zip` (the bundle with its logs, for attaching)
     atomically, every one redacted; returns file name -> path ("archive" for the zip).
     `redactor`: the run's (its placeholders are the terminal's and the other steps'); else one is
     made from `redact` (False: --no-redact keeps host names, paths and IPs; credentials go always)
-    and `extra_secrets`. `command`: the command line that made the verdict, shown in verdict.md."""
+    and `extra_secrets`. `command`: the command line that made the verdict, shown in verdict.md.
+    `draw`: what draws the plots (cpverify.report.plot_process: a child that imported matplotlib early)."""
     run_dir = run_dir if isinstance(run_dir, RunDir) else RunDir(Path(run_dir))
     scrub = redactor or Redactor(extra_secrets, identity=redact)
     commands = commands_sh or "#!/usr/bin/env bash\n# No commands were recorded for this verdict.\n"
     env = scrub.json(env or {})
     commands = scrub(commands)
-    rendered, plot_note = plotting.render(verdict, scrub=scrub) if plot else ([], "")
+    rendered, plot_note = draw(verdict, scrub) if plot else ([], "")
     evidence = {arm.name: lines for arm in verdict.arms if (lines := failure_lines(arm))}
     archive = archive_name(run_dir)
     markdown = render_markdown(verdict, env=env, commands=commands, scrub=scrub,
