@@ -37,7 +37,7 @@ def test_the_child_draws_what_this_process_would_draw(sweep) -> None:  # noqa: F
     with Children(limit=1) as children:
         process = PlotProcess(children)
         assert process._pending is not None  # a child was forked: what follows is its drawing
-        there, there_note = process.render(verdict, there_scrub)
+        there, there_note = process.start(verdict, there_scrub)()
     assert all(plot.figure is None for plot, _ in there)  # drawn in the child: only the PNGs came back
     assert _drawn(there) == _drawn(here) and there_note == here_note
     # Every text went through this process's redactor: it learned the host and numbered it, as here.
@@ -50,7 +50,7 @@ def test_a_child_that_dies_leaves_the_plots_to_this_process(sweep) -> None:  # n
     with Children(limit=1) as children:
         process = PlotProcess(children)
         os.kill(process._pending._pid, signal.SIGKILL)  # type: ignore[union-attr, arg-type]
-        there, _ = process.render(verdict, Redactor())
+        there, _ = process.start(verdict, Redactor())()
     assert _drawn(there) == _drawn(here)
     assert all(plot.figure is not None for plot, _ in there)  # drawn here
 
@@ -60,5 +60,5 @@ def test_with_no_spare_cpu_the_plots_are_drawn_here(sweep) -> None:  # noqa: F81
     with Children(limit=0) as children:
         process = PlotProcess(children)
         assert process._pending is None
-        there, _ = process.render(verdict, Redactor())
+        there, _ = process.start(verdict, Redactor())()
     assert _drawn(there) == _drawn(plots.render(verdict, scrub=Redactor())[0])

@@ -227,7 +227,7 @@ def _judge(args, paths, requested, claimed, thresholds, run_dir: RunDir, copies:
     logs_state = {"baseline": _stated(parsed[b_option][0]), "candidate": _stated(parsed[c_option][0])}
     written = report.write_report(run_dir, verdict, env=_basic_env(shown_inputs, logs_state), commands_sh=commands,
                                   redactor=scrub, command=shown_command(["cpverify", "verdict", *sys.argv[2:]])
-                                  if sys.argv[1:2] == ["verdict"] else shlex.join(reproduce[:-2]), draw=plots.render)
+                                  if sys.argv[1:2] == ["verdict"] else shlex.join(reproduce[:-2]), draw=plots.start)
 
     if args.json:
         print(json.dumps(json.loads(written["verdict.json"].read_text(encoding="utf-8")), indent=2))
@@ -245,6 +245,8 @@ def _logs_state(paths: list[Path]) -> str:
 def _repeats(found: list[dict], logs: list) -> list[bool]:
     """For each log taken, whether an earlier one is the same process's: the same bytes, or the same
     timing records (evidence.timing_records: the same log with other bytes)."""
+    if len(logs) < 2:  # one round repeats nothing (and a long log's records take a while to compare)
+        return [False] * len(logs)
     seen: set = set()
     out = []
     for item, log in zip(found, logs, strict=True):

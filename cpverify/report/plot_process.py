@@ -15,7 +15,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection, Pipe
 
 from cpverify.forked import Children, Pending
-from cpverify.report.plots import Plot, png, redacted_figures, render
+from cpverify.report.plots import Plot, Rendered, png, redacted_figures, render
 from cpverify.verdict import Verdict
 
 Drawn = tuple[list[tuple[str, str, bytes]], str]  # ([(file, title, PNG)], note), as the child sends it
@@ -31,18 +31,24 @@ class PlotProcess:
             self._pending = children.start(functools.partial(_draw, theirs, self._conn), here=_nothing)
             theirs.close()  # the child's end: once it is gone, a read here ends
 
-    def render(self, verdict: Verdict, scrub: Callable[[str], str]) -> tuple[list[tuple[Plot, bytes]], str]:
-        drawn = None
-        if self._pending is not None:
-            try:
-                self._conn.send(verdict)
-                while (text := self._conn.recv()) is not None:  # the texts it will draw, each redacted here
-                    self._conn.send(scrub(text))
-                drawn = self._pending.result()
-            except (OSError, EOFError):  # it ended early: what it drew, or nothing
-                drawn = self._pending.result()
-            finally:
-                self._conn.close()
+    def start(self, verdict: Verdict, scrub: Callable[[str], str]) -> Callable[[], Rendered]:
+        """Hand the child `verdict` and redact the texts it will draw; the function returned waits for
+        its drawing (render()'s answer: drawn here if the child gives nothing back)."""
+        if self._pending is None:
+            rendered = render(verdict, scrub=scrub)
+            return lambda: rendered
+        try:
+            self._conn.send(verdict)
+            while (text := self._conn.recv()) is not None:  # the texts it will draw, each redacted here
+                self._conn.send(scrub(text))
+        except (OSError, EOFError):  # it ended early: what it drew, or nothing
+            pass
+        return functools.partial(self._finish, verdict, scrub)
+
+    def _finish(self, verdict: Verdict, scrub: Callable[[str], str]) -> Rendered:
+        assert self._pending is not None
+        drawn = self._pending.result()
+        self._conn.close()
         if drawn is None:
             return render(verdict, scrub=scrub)
         plots, note = drawn
