@@ -8,10 +8,12 @@ per rollout the RolloutManager's perf line, the Timer lines, Memory-Usage, the s
 perf dicts, 17 lines, ~3 KB), then runs `python -m cpverify verdict --baseline A --candidate B --out
 DIR` --reps times per N, the sizes interleaved (the machine's load falls on all of them alike), and
 reports the medians of wall time, CPU time (user + system of that process, from wait4) and peak RSS.
-Then, in this process, where the time goes (CPU seconds, medians): the parse alone (parse_file of
-both logs, apart: what of the bundle is parsing), the bundle's redacted copy of the logs, parsed as it
-is written (given_logs.bundle_log), the decision (cpverify.verdict.decide: the
-statistics), the plots, and the rest of the report (verdict.md, verdict.json, the bundle's archive).
+Then, in this process, where the time goes, stage by stage as the command runs them (CPU seconds of
+this process and its children, and wall seconds; medians): the plots' child forked
+(report.plot_process), the bundle (given_logs.bundle_logs: the redacted copies, the logs parsed side
+by side), the decision (cpverify.verdict.decide), the report (verdict.md, verdict.json, the archive;
+the plots drawn by the child meanwhile); and two references: both logs parsed one after the other
+here, and the plots drawn here.
 
 --tree DIR runs the same command against another checkout's package (PYTHONPATH=DIR, e.g. a `git
 archive` of an older commit) at --tree-rollouts, for a before/after. The logs are deleted afterwards.
@@ -60,36 +62,49 @@ def whole_process(base: Path, cand: Path, out: Path, pythonpath: Path) -> dict:
 
 
 def stages(base: Path, cand: Path, out: Path) -> dict:
-    """CPU seconds of each stage of `cpverify verdict`, in this process."""
+    """Each stage of `cpverify verdict` as it runs them, in this process: (CPU seconds, this process's
+    and its children's, wall seconds). Two references first: both logs parsed one after the other
+    (what the bundle's parsing would cost in one process), and the plots drawn in this process."""
     from cpverify import report
     from cpverify.artifacts import RunDir
-    from cpverify.given_logs import bundle_log
+    from cpverify.forked import Children
+    from cpverify.given_logs import bundle_logs
+    from cpverify.parse import parse_file
     from cpverify.redact import Redactor
     from cpverify.report import plots
+    from cpverify.report.plot_process import PlotProcess
     from cpverify.verdict import ArmEvidence, decide
 
     shutil.rmtree(out, ignore_errors=True)
     run_dir, scrub, seconds = RunDir.create(str(out)), Redactor(), {}
-    clock = time.process_time()
+
+    def now() -> tuple[float, float]:
+        t = os.times()  # children's time: those waited for (every child of the stage is)
+        return t.user + t.system + t.children_user + t.children_system, time.perf_counter()
+
+    clock = now()
 
     def lap(name: str) -> None:
         nonlocal clock
-        seconds[name], clock = time.process_time() - clock, time.process_time()
-
-    from cpverify.parse import parse_file
+        cpu, wall = now()
+        seconds[name], clock = (cpu - clock[0], wall - clock[1]), now()
 
     for path in (base, cand):
         parse_file(path)
-    lap("parse alone (parse_file of both logs: the part of the bundle that is parsing)")
-    parsed = [bundle_log(path, run_dir.log_path(name), scrub)[1] for name, path in (("cp1", base), ("cp2", cand))]
-    lap("bundle (redacted copy + parse)")
-    verdict = decide([ArmEvidence("cp1", 1, parsed[0]), ArmEvidence("cp2", 2, parsed[1])],
-                     comparisons=[("cp1", "cp2")])
-    lap("decide (statistics)")
+    lap("reference: both logs parsed one after the other here")
+    with Children() as children:
+        drawer = PlotProcess(children)  # as the command does: forked first, it imports matplotlib meanwhile
+        lap("the plots' child forked")
+        parsed = [log for _, log in bundle_logs([(base, run_dir.log_path("cp1")), (cand, run_dir.log_path("cp2"))],
+                                                scrub, [])]
+        lap("bundle (redacted copies; the logs parsed side by side)")
+        verdict = decide([ArmEvidence("cp1", 1, parsed[0]), ArmEvidence("cp2", 2, parsed[1])],
+                         comparisons=[("cp1", "cp2")])
+        lap("decide (statistics)")
+        report.write_report(run_dir, verdict, env={}, commands_sh="", redactor=scrub, draw=drawer.start)
+        lap("report (md, json, archive; the plots drawn by the child meanwhile)")
     plots.render(verdict, scrub=scrub)
-    lap("plots (rendered apart)")
-    report.write_report(run_dir, verdict, env={}, commands_sh="", redactor=scrub, plot=False)
-    lap("report (md, json, archive)")
+    lap("reference: the plots drawn here")
     return seconds
 
 
@@ -119,8 +134,9 @@ def main() -> None:
                                **{k: round(statistics.median(r[k] for r in reps), 3) for k in reps[0]}}
                               for (label, n), reps in runs.items()]}, indent=2), flush=True)
         breakdown = {n: [stages(*logs[n], work / "stages") for _ in range(args.reps)] for n in args.rollouts}
-        print(json.dumps({"stages_cpu_s": {n: {stage: round(statistics.median(r[stage] for r in reps), 3)
-                                               for stage in reps[0]} for n, reps in breakdown.items()}}, indent=2))
+        print(json.dumps({f"stages_{kind}_s": {n: {stage: round(statistics.median(r[stage][i] for r in reps), 3)
+                                                   for stage in reps[0]} for n, reps in breakdown.items()}
+                          for i, kind in enumerate(("cpu", "wall"))}, indent=2))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -5,18 +5,21 @@ into the bundle redacted (`bundle_log`); an output directory that holds one is r
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import io
 import os
 import re
+import shutil
 import stat
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 from cpverify.artifacts import DEFAULT_BASE, HashingReader, atomic_writer, fix_for_write, new_run_id
 from cpverify.errors import ArtifactWriteError, InputError
+from cpverify.forked import Children, Pending
 from cpverify.inputs import shown_name
 from cpverify.parse import ParsedLog, open_text, parse_stream
 from cpverify.redact import BlockRedactor, Redactor
@@ -73,7 +76,7 @@ class _BundledCopy(io.RawIOBase):
     Whoever reads it (the parser) reads every line; the copy stops at a line's end once full
     (`complete` False). Memory: a block and a line."""
 
-    def __init__(self, text: IO[bytes], out: IO[bytes], redact: Callable[[list[bytes]], list[bytes]], *,
+    def __init__(self, text: IO[bytes], out: IO[bytes], redact: BlockRedactor, *,
                  max_bytes: int, line_bytes: int) -> None:
         self._text, self._out, self._redact = text, out, redact
         self._max_bytes, self._line_bytes = max_bytes, line_bytes
@@ -100,6 +103,14 @@ class _BundledCopy(io.RawIOBase):
     def _fill(self) -> bytes:
         """The next block's lines, redacted (the copy takes those that fit)."""
         block = self._text.read(_BLOCK)
+        if not self._dropped and len(block) <= self._line_bytes:  # each line begun in the block fits
+            data = self._held + block  # the line held from the last block, ended in this one
+            whole = data.rfind(b"\n") + 1
+            if whole and block.find(b"\n") + len(self._held) <= self._line_bytes and data.isascii():
+                # Most blocks: lines that fit, UTF-8 already: redacted as one block, not split into lines.
+                text, self._held = self._redact.block(data[:whole]), data[whole:]
+                self.lines += data.count(b"\n", 0, whole)
+                return self._took(text)
         lines: list[bytes] = []
         cut: dict[int, int] = {}  # line -> bytes of it past line_bytes
         if not block:
@@ -124,7 +135,7 @@ class _BundledCopy(io.RawIOBase):
                 break
             self._take(lines, cut, b"\n")
             start = nl + 1
-        self.lines += len(lines) - (1 if self._eof and lines and not lines[-1].endswith(b"\n") else 0)
+        self.lines += len(lines)  # a last line without its newline is a line too, as the parser counts it
         if not all(map(bytes.isascii, lines)):  # the copy is UTF-8 text: bytes that are not UTF-8 read as U+FFFD
             lines = [line if line.isascii() else line.decode("utf-8", "replace").encode() for line in lines]
         raw, lines = lines, self._redact(lines)
@@ -132,10 +143,14 @@ class _BundledCopy(io.RawIOBase):
             newline = b"\n" if raw[i].endswith(b"\n") else b""
             lines[i] = (lines[i][: len(lines[i]) - len(newline)]
                         + f" [cpverify: line cut here, {dropped} more bytes not copied]".encode() + newline)
-        self.text_bytes += sum(map(len, lines))
-        if self.complete and lines:
-            self._copy(lines)
-        return b"".join(lines)
+        return self._took(b"".join(lines))
+
+    def _took(self, text: bytes) -> bytes:
+        """`text`, the next lines redacted, counted and into the copy as far as it fits."""
+        self.text_bytes += len(text)
+        if self.complete and text:
+            self._copy(text)
+        return text
 
     def _take(self, lines: list[bytes], cut: dict[int, int], newline: bytes) -> None:
         """The held line, with its newline, into `lines` (cut to a whole word when it ran past line_bytes)."""
@@ -148,22 +163,18 @@ class _BundledCopy(io.RawIOBase):
             head = kept
         lines.append(head + newline)
 
-    def _copy(self, lines: list[bytes]) -> None:
-        """Into the copy, the lines that fit; the first that does not ends it."""
-        room, taken = self._max_bytes - self.copied, 0
-        for data in lines:
-            if len(data) > room:
-                self.complete = False
-                break
-            room -= len(data)
-            taken += 1
-        chunk = b"".join(lines[:taken])
-        if chunk:
-            self._out.write(chunk)
-            self.sha256.update(chunk)
-            self.copied += len(chunk)
-            self.copied_lines += chunk.count(b"\n")
-            self.ends_line = chunk.endswith(b"\n")
+    def _copy(self, text: bytes) -> None:
+        """Into the copy, the whole lines of `text` that fit; the first that does not ends it."""
+        room = self._max_bytes - self.copied
+        if len(text) > room:
+            self.complete = False
+            text = text[: text.rfind(b"\n", 0, room) + 1]
+        if text:
+            self._out.write(text)
+            self.sha256.update(text)
+            self.copied += len(text)
+            self.copied_lines += text.count(b"\n")
+            self.ends_line = text.endswith(b"\n")
 
     def close_note(self, log: dict) -> None:
         """End a copy that stopped early with a line saying so, naming the log it was cut from."""
@@ -187,22 +198,64 @@ def bundle_log(source: Path, bundled: Path, scrub: Redactor, *, max_bytes: int =
     read and of the bytes written; "stored", how the log was stored (ParsedLog.source: gzip, UTF-16,
     where it breaks off); "copy", when a line or the copy was cut, the counts (the copy's last line
     says so too)."""
+    with _copying(source, bundled, scrub, max_bytes, line_bytes) as (copy, record, how):
+        parsed = parse_stream(copy)  # type: ignore[arg-type]
+    parsed.source = how  # how the log was stored, not the copy's (plain UTF-8 text)
+    return record, parsed
+
+
+def bundle_logs(logs: Sequence[tuple[Path, Path]], scrub: Redactor, begun: list[Path]) -> list[tuple[dict, ParsedLog]]:
+    """bundle_log of each (source, bundled), in their order, with the parses side by side (a parse is
+    one CPU's work; cpverify.forked): while a CPU is spare, a log but the last is copied first, its
+    whole redacted text kept in a nameless file that a child process parses while the next log is
+    copied; any other is parsed here as it is copied. The copies are written one after the other, in
+    the order given, so the redactor learns hosts in that order and a host is the same host-N however
+    the parses ran. Each copy's path is added to `begun` before it is written."""
+    with Children() as children, contextlib.ExitStack() as texts:
+        pending: list[tuple[dict, Pending[ParsedLog]]] = []
+        for i, (source, bundled) in enumerate(logs):
+            begun.append(bundled)
+            if i == len(logs) - 1 or not children.free():
+                record, parsed = bundle_log(source, bundled, scrub)
+                pending.append((record, Pending.done(parsed)))
+                continue
+            text = texts.enter_context(tempfile.TemporaryFile(dir=bundled.parent))  # nameless: no path to plant a link at
+            with _copying(source, bundled, scrub, BUNDLED_LOG_MAX_BYTES, BUNDLED_LINE_MAX_BYTES) as (copy, record, how):
+                shutil.copyfileobj(copy, text, _BLOCK)
+            text.flush()
+            pending.append((record, children.start(functools.partial(_parse_text, text, how))))
+        return [(record, parsed.result()) for record, parsed in pending]
+
+
+def _parse_text(text: IO[bytes], how: dict[str, Any]) -> ParsedLog:
+    """The parse of a log's redacted text kept whole (bundle_logs); `how`: how the log was stored."""
+    text.seek(0)  # a child shares the offset: read from the start, wherever a failed one stopped
+    parsed = parse_stream(text)
+    parsed.source = how
+    return parsed
+
+
+@contextlib.contextmanager
+def _copying(source: Path, bundled: Path, scrub: Redactor, max_bytes: int,
+             line_bytes: int) -> Iterator[tuple[_BundledCopy, dict, dict[str, Any]]]:
+    """(the log's text as the bundle keeps it, read as a stream that writes the copy `bundled` as it
+    passes; its env.json record; how the log was stored), for bundle_log: whoever reads the stream
+    reads it to its end; the record is complete, and the redactor vouches for the copy, when the
+    block ends."""
     how: dict[str, Any] = {}
     begun = scrub.learned()  # a host learned as the copy is written may stand bare in its earlier lines
     with _snapshot(source, bundled.parent) as (snapshot, record):
         with atomic_writer(bundled, binary=True) as out:
             copy = _BundledCopy(open_text(snapshot, how), out, BlockRedactor(scrub), max_bytes=max_bytes,
                                 line_bytes=line_bytes)
-            parsed = parse_stream(copy)  # type: ignore[arg-type]
+            yield copy, record, how
             copy.close_note(record)
-    parsed.source = how  # how the log was stored, not the copy's (plain UTF-8 text)
     record.update(stored=how, bundled=f"logs/{bundled.name}", bundled_sha256=copy.sha256.hexdigest())
     scrub.vouch(bundled, copy.sha256.hexdigest(), begun)  # the archive takes the copy as it is (cpverify.report.write)
     if not copy.complete or copy.lines_cut:
         record["copy"] = {"complete": copy.complete, "lines": copy.copied_lines, "of_lines": copy.lines,
                           "bytes": copy.copied, "of_bytes": copy.text_bytes, "lines_cut": copy.lines_cut,
                           "max_bytes": max_bytes, "max_line_bytes": line_bytes}
-    return record, parsed
 
 
 @contextlib.contextmanager

@@ -9,24 +9,28 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import io
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
 import tracemalloc
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cpverify.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE, InputError
-from cpverify.given_logs import BUNDLED_LINE_MAX_BYTES, BUNDLED_LOG_MAX_BYTES, bundle_log, check_out_apart
+from cpverify import forked, given_logs
+from cpverify.errors import EXIT_INCONCLUSIVE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, InputError
+from cpverify.given_logs import BUNDLED_LINE_MAX_BYTES, BUNDLED_LOG_MAX_BYTES, bundle_log, bundle_logs, check_out_apart
 from cpverify.inputs import shown_name
 from cpverify.parse import parse_stream
 from cpverify.parse.parser import MAX_LINE_BYTES
@@ -170,12 +174,14 @@ LINES = st.lists(st.one_of(st.text(st.characters(min_codepoint=32, max_codepoint
                  max_size=40)
 
 
-@settings(max_examples=80, deadline=None)
-@given(lines=LINES, newline_at_end=st.booleans(), max_bytes=st.integers(0, 3000), line_bytes=st.integers(8, 200))
+@settings(max_examples=120, deadline=None)
+@given(lines=LINES, newline_at_end=st.booleans(), max_bytes=st.integers(0, 3000), line_bytes=st.integers(8, 200),
+       block=st.integers(1, 400))
 def test_the_copy_holds_a_prefix_of_the_log_line_for_line_within_its_caps(lines, newline_at_end, max_bytes,
-                                                                            line_bytes):
+                                                                            line_bytes, block):
     data = "\n".join(lines).encode() + (b"\n" if newline_at_end and lines else b"")
-    with tempfile.TemporaryDirectory() as tmp:
+    # Blocks of any size: one within the line cap is taken whole, one past it line by line.
+    with tempfile.TemporaryDirectory() as tmp, mock.patch.object(given_logs, "_BLOCK", block):
         record, parsed, copy = _bundle(Path(tmp), data, max_bytes=max_bytes, line_bytes=line_bytes)
     source = data.split(b"\n")
     if source[-1] == b"":
@@ -194,6 +200,7 @@ def test_the_copy_holds_a_prefix_of_the_log_line_for_line_within_its_caps(lines,
                                                        summary["of_bytes"]]
         assert (int(note[5]), note[6].decode()) == (len(data), record["sha256"])
         assert summary["bytes"] <= max_bytes and len(kept) == summary["lines"]
+        assert summary["of_lines"] == len(source)
     else:
         assert len(kept) == len(source)
     assert len(b"\n".join(kept)) <= max(max_bytes, 0) + 1 or summary["complete"]
@@ -398,3 +405,64 @@ def test_a_line_across_blocks_that_is_not_utf8_is_copied_as_utf8(tmp_path):
     record, parsed, copy = _bundle(tmp_path, data)
     copy.decode("utf-8")  # raises where a byte is not UTF-8
     assert copy.startswith(b"ok\n\xef\xbf\xbdx") and copy.endswith(b" tail\nlast\n") and parsed.lines == 3
+
+
+# -- the logs parsed side by side ----------------------------------------------------------------
+
+SIDE_BY_SIDE = ["12_nccl-issue1267-debug-info-net-socket.log", "02_slime-issue1136-cp-step11-train-metrics.log",
+                "30_ray-issue46795-ray-prefixed-nccl-p2p-ipc-read.log", "42_megatron-llm-issue11-iteration-lines-gzip.log.gz",
+                "14_nccl-issue1189-h20-net-ib-gdrdma-and-p2p-cumem.log", "43_slime-issue1136-step11-as-windows-utf16.log"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="children are forked on Linux only")
+@pytest.mark.parametrize("cpus", [1, 2, 8])  # 8: every log but the last in a child
+def test_logs_parsed_side_by_side_are_bundled_as_one_after_the_other(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                     cpus: int) -> None:
+    """Whatever runs in a child: the same records, parses, copies, and hosts numbered in the order given."""
+    real = Path(__file__).parent / "data" / "real-logs"
+    logs = [real / name for name in SIDE_BY_SIDE]
+    monkeypatch.setattr(forked, "usable_cpus", lambda: cpus)
+    (tmp_path / "apart").mkdir()
+    (tmp_path / "inline").mkdir()
+    together, begun = Redactor(), []
+    apart = bundle_logs([(log, tmp_path / "apart" / f"{k}.log") for k, log in enumerate(logs)], together, begun)
+    alone = Redactor()
+    inline = [bundle_log(log, tmp_path / "inline" / f"{k}.log", alone) for k, log in enumerate(logs)]
+    assert begun == [tmp_path / "apart" / f"{k}.log" for k in range(len(logs))]
+    assert [record for record, _ in apart] == [record for record, _ in inline]
+    assert [parsed for _, parsed in apart] == [parsed for _, parsed in inline]
+    assert [(tmp_path / "apart" / f"{k}.log").read_bytes() for k in range(len(logs))] == \
+        [(tmp_path / "inline" / f"{k}.log").read_bytes() for k in range(len(logs))]
+    assert together.pseudonyms.known_hosts() == alone.pseudonyms.known_hosts()
+    assert together.pseudonyms.known_hosts()[0]  # the logs name hosts: the order they are learned in is tested
+    for k in range(len(logs)):
+        assert together.vouched(tmp_path / "apart" / f"{k}.log") == alone.vouched(tmp_path / "inline" / f"{k}.log")
+        assert together.vouched(tmp_path / "apart" / f"{k}.log") is not None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="children are forked on Linux only")
+def test_ctrl_c_while_a_log_is_parsed_apart_leaves_no_process_and_no_partial_file(tmp_path: Path) -> None:
+    """SIGINT to the whole process group (a terminal's Ctrl-C) once the verdict has forked a child."""
+    base = synthetic_arm(cp=1, actor_train_time=1.0, rollouts=5000, seed=1).write(tmp_path / "cp1.log")
+    cand = synthetic_arm(cp=2, actor_train_time=1.05, rollouts=5000, seed=2).write(tmp_path / "cp2.log")
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.Popen([sys.executable, "-m", "cpverify", "verdict", "--baseline", str(base), "--candidate",
+                             str(cand), "--out", str(out)], env=env, cwd=tmp_path, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+    forked_child = None
+    while proc.poll() is None and forked_child is None:
+        with contextlib.suppress(OSError):
+            forked_child = next(iter(children.read_text().split()), None)
+    assert forked_child is not None, "the verdict ended before it forked a child"
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == EXIT_INTERRUPTED, err
+    left_over = [stat.split(b") ")[1].split()[:4] for stat in (p.read_bytes() for p in Path("/proc").glob("[0-9]*/stat")
+                 if p.exists()) if int(stat.split(b") ")[1].split()[3]) == proc.pid]
+    assert left_over == [], err
+    left = sorted(p.name for p in (out / "logs").iterdir()) if (out / "logs").exists() else []
+    assert set(left) <= {"baseline.log"}  # a copy is there whole (written and renamed) or not at all
+    if left:  # its lines, redacted (the synthetic actors' IPs): every one of them
+        assert (out / "logs" / "baseline.log").read_bytes().count(b"\n") == base.read_bytes().count(b"\n")

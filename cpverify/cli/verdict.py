@@ -1,9 +1,10 @@
 """`cpverify verdict --baseline A.log --candidate B.log`: a verdict from logs you already have.
 
-Each log is taken once (given_logs.bundle_log), so a log still being written is judged as one
-snapshot, and parsed as the bundle's copy of it is written: the copy, its digest and the verdict
-describe the same text. The copy is capped (a gzip bomb, a runaway line); a copy cut short says
-so in itself, in env.json and in a row of the verdict.
+Each log is taken once (given_logs.bundle_logs), so a log still being written is judged as one
+snapshot, and parsed from the text the bundle's copy of it is written from: the copy, its digest and
+the verdict describe the same text (the logs are parsed side by side where CPUs are spare). The copy
+is capped (a gzip bomb, a runaway line); a copy cut short says so in itself, in env.json and in a
+row of the verdict.
 
 Each of --baseline and --candidate may be repeated: one log per round (one process) of the arm,
 in the order they ran; the bundle names them as `cpverify run` does (logs/cp1.log, logs/cp1.r2.log)."""
@@ -17,12 +18,14 @@ import platform
 import shlex
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cpverify import __version__
 from cpverify.artifacts import RunDir
 from cpverify.errors import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE, ArtifactWriteError, InputError
 from cpverify.fixes import FIX_INCOMPLETE
-from cpverify.given_logs import bundle_log, check_out_apart
+from cpverify.forked import Children
+from cpverify.given_logs import bundle_logs, check_out_apart
 from cpverify.inputs import shown_command, shown_name
 from cpverify.model import WORKLOADS, CheckStatus, round_name
 from cpverify.parse import records_kept
@@ -30,6 +33,9 @@ from cpverify.plan.build import arm_name
 from cpverify.redact import Redactor
 from cpverify.verdict import FAIL, INCONCLUSIVE, PASS, ArmEvidence, Check, Thresholds, decide
 from cpverify.verdict.evidence import timing_records
+
+if TYPE_CHECKING:
+    from cpverify.report.plot_process import PlotProcess
 
 # What `cpverify verdict` can exit with. Logs alone never make a verdict BLOCKED (an arm that could not
 # start leaves no log to judge), so 4 is only the environment refusing the bundle (ArtifactWriteError).
@@ -112,8 +118,11 @@ def _run_verdict(args: argparse.Namespace) -> int:
     made = _missing_dirs(Path(args.out) if args.out is not None else None)
     run_dir = RunDir.create(args.out)
     copies: list[Path] = []
+    from cpverify.report.plot_process import PlotProcess  # imports tabulate: not at `cpverify --help`
+
     try:
-        return _judge(args, paths, requested, claimed, thresholds, run_dir, copies)
+        with Children() as children:  # the plots' process: it imports matplotlib while the logs are read
+            return _judge(args, paths, requested, claimed, thresholds, run_dir, copies, PlotProcess(children))
     except InputError:
         # Refused after the logs were taken: the copies this command wrote go, the folders it made too
         # (a refused verdict leaves the --out it was given as it found it, but for logs it replaced).
@@ -133,23 +142,25 @@ def _missing_dirs(out: Path | None) -> set[Path]:
     return {folder for folder in (out, out / "logs") if not folder.exists()}
 
 
-def _judge(args, paths, requested, claimed, thresholds, run_dir: RunDir, copies: list[Path]) -> int:
-    """The verdict on the given logs, bundled in `run_dir`; every log copy it writes is added to `copies`."""
+def _judge(args, paths, requested, claimed, thresholds, run_dir: RunDir, copies: list[Path],
+           plots: PlotProcess) -> int:
+    """The verdict on the given logs, bundled in `run_dir` (`plots` draws its plots); every log copy it
+    writes is added to `copies`."""
     from cpverify import report  # imports tabulate: not at `cpverify --help`
 
     scrub = Redactor()  # one for the bundle: a host is the same host-N in its logs and in verdict.md
-    inputs: dict[str, list[dict]] = {}
-    parsed: dict[str, list] = {}
+    # Judge what the bundle keeps: one snapshot of a log that grows while it is read, parsed as
+    # its redacted copy is written, so that the copy, its sha256 and the verdict describe the
+    # same text, and commands.sh replays it (exactly, unless the copy had to be cut short).
+    jobs = [(option, path, run_dir.log_path(round_name(option, k))) for option, given in paths.items()
+            for k, path in enumerate(given, start=1)]
+    taken = bundle_logs([(path, copy) for _, path, copy in jobs], scrub, copies)
+    inputs: dict[str, list[dict]] = {option: [] for option in paths}
+    parsed: dict[str, list] = {option: [] for option in paths}
+    for (option, _, _), (record, log) in zip(jobs, taken, strict=True):
+        inputs[option].append(record)
+        parsed[option].append(log)
     for option, given in paths.items():
-        # Judge what the bundle keeps: one snapshot of a log that grows while it is read, parsed as
-        # its redacted copy is written, so that the copy, its sha256 and the verdict describe the
-        # same text, and commands.sh replays it (exactly, unless the copy had to be cut short).
-        inputs[option], parsed[option] = [], []
-        for k, path in enumerate(given, start=1):
-            copies.append(run_dir.log_path(round_name(option, k)))
-            record, log = bundle_log(path, copies[-1], scrub)
-            inputs[option].append(record)
-            parsed[option].append(log)
         repeats = _repeats(inputs[option], parsed[option])
         twice = [shown_name(path.name) for path, again in zip(given, repeats, strict=True) if again]
         if twice:
@@ -216,7 +227,7 @@ def _judge(args, paths, requested, claimed, thresholds, run_dir: RunDir, copies:
     logs_state = {"baseline": _stated(parsed[b_option][0]), "candidate": _stated(parsed[c_option][0])}
     written = report.write_report(run_dir, verdict, env=_basic_env(shown_inputs, logs_state), commands_sh=commands,
                                   redactor=scrub, command=shown_command(["cpverify", "verdict", *sys.argv[2:]])
-                                  if sys.argv[1:2] == ["verdict"] else shlex.join(reproduce[:-2]))
+                                  if sys.argv[1:2] == ["verdict"] else shlex.join(reproduce[:-2]), draw=plots.start)
 
     if args.json:
         print(json.dumps(json.loads(written["verdict.json"].read_text(encoding="utf-8")), indent=2))
@@ -234,6 +245,8 @@ def _logs_state(paths: list[Path]) -> str:
 def _repeats(found: list[dict], logs: list) -> list[bool]:
     """For each log taken, whether an earlier one is the same process's: the same bytes, or the same
     timing records (evidence.timing_records: the same log with other bytes)."""
+    if len(logs) < 2:  # one round repeats nothing (and a long log's records take a while to compare)
+        return [False] * len(logs)
     seen: set = set()
     out = []
     for item, log in zip(found, logs, strict=True):

@@ -15,7 +15,6 @@ benchmarks/verdict_throughput.md measures it.
 
 from __future__ import annotations
 
-import bisect
 import functools
 import itertools
 import re
@@ -50,19 +49,18 @@ class _Terms:
         if engine == "hyperscan":
             self._database = _compiled(tuple(anycase), tuple(cased), tuple(patterns), anycase_patterns)
 
-    def lines(self, block: bytes, starts: list[int], first: int = 0) -> set[int]:
-        """Indices of the lines of `block` (they begin at `starts`) from line `first` on that hold a term."""
+    def lines(self, block: bytes, begin: int = 0) -> set[int]:
+        """Where the lines of `block` from offset `begin` (a line's start) on that hold a term start."""
         hot: set[int] = set()
-        begin = starts[first]
         if self._database is not None:
             line_end = -1
 
             def on_match(_id: int, _start: int, end: int, _flags: int, _context: Any) -> None:
                 nonlocal line_end
-                if begin + end > line_end:  # matches come in the order they end: one report a line
-                    index = bisect.bisect_right(starts, begin + end - 1) - 1
-                    hot.add(index)
-                    line_end = starts[index + 1] if index + 1 < len(starts) else len(block)
+                last = begin + end - 1  # the match's last byte
+                if last >= line_end:  # matches come in the order they end: one report a line
+                    hot.add(block.rfind(b"\n", 0, last) + 1)
+                    line_end = block.find(b"\n", last) + 1 or len(block)
 
             if self.anycase or self.cased or self.patterns or self.anycase_patterns:
                 self._database.scan(memoryview(block)[begin:], match_event_handler=on_match)
@@ -70,22 +68,22 @@ class _Terms:
         lowered = block.lower()  # bytes.lower(): ASCII letters only, the offsets are the block's
         for text, words in ((lowered, self.anycase), (block, self.cased)):
             for word in words:
-                _hits(hot, starts, lambda at, w=word, t=text: t.find(w, at), begin)
+                _hits(hot, block, lambda at, w=word, t=text: t.find(w, at), begin)
         for text, patterns in ((block, self.patterns), (lowered, self.anycase_patterns)):
             for pattern in patterns:
-                _hits(hot, starts, lambda at, p=pattern, t=text: (m.start() if (m := p.search(t, at)) else -1), begin)
+                _hits(hot, block, lambda at, p=pattern, t=text: (m.start() if (m := p.search(t, at)) else -1), begin)
         return hot
 
 
-def _hits(hot: set[int], starts: list[int], find: Any, at: int) -> None:
-    """Add to `hot` each line where `find(at)` finds its term; after a hit, it goes on at the next line."""
+def _hits(hot: set[int], block: bytes, find: Any, at: int) -> None:
+    """Add to `hot` where each line that `find(at)` finds its term on starts; after a hit, it goes on at the next line."""
     found = find(at)
     while found != -1:
-        index = bisect.bisect_right(starts, found) - 1
-        hot.add(index)
-        if index + 1 == len(starts):
+        hot.add(block.rfind(b"\n", 0, found) + 1)
+        end = block.find(b"\n", found)
+        if end == -1:
             return
-        found = find(starts[index + 1])
+        found = find(end + 1)
 
 
 def _expression(word: bytes) -> bytes:
@@ -130,37 +128,61 @@ class BlockRedactor:
         out = list(lines)
         if not lines:
             return out
-        block = b"".join(lines)
-        starts = [0, *itertools.accumulate(map(len, lines[:-1]))]
+        edits = self._edits(b"".join(lines))
+        if edits:
+            index = {start: i for i, start in enumerate(itertools.accumulate(map(len, lines[:-1]), initial=0))}
+            for start, _, line in edits:
+                out[index[start]] = line
+        return out
+
+    def block(self, data: bytes) -> bytes:
+        """A block of whole lines (the last may lack its newline), redacted as __call__ would redact
+        its lines: a block in which no line changes (most of a log) comes back as it is, unsplit."""
+        edits = self._edits(data)
+        if not edits:
+            return data
+        parts: list[bytes] = []
+        at = 0
+        for start, end, line in edits:
+            parts += (data[at:start], line)
+            at = end
+        parts.append(data[at:])
+        return b"".join(parts)
+
+    def _edits(self, block: bytes) -> list[tuple[int, int, bytes]]:
+        """(start, end, the line redacted) of each line of `block` that goes through the rules: those a
+        scan finds a term on, every line while a PEM block is open, and, after a line that names a
+        host not known before, the later lines that hold its name."""
         self._names.update(self._redactor.gate_terms()[0])  # hosts the run learned elsewhere meanwhile
-        hot = self._fixed.lines(block, starts) | self._learned(block, starts, 0)
+        hot = self._fixed.lines(block) | self._learned(block, 0)
         if not block.isascii():
-            _hits(hot, starts, lambda at: (m.start() if (m := _NOT_ASCII.search(block, at)) else -1), 0)
-        order = sorted(hot)
-        h, i, n = 0, 0, len(lines)
-        while i < n:
+            _hits(hot, block, lambda at: (m.start() if (m := _NOT_ASCII.search(block, at)) else -1), 0)
+        order, h, at, n = sorted(hot), 0, 0, len(block)
+        edits: list[tuple[int, int, bytes]] = []
+        while at < n:
             if not self._rules.in_pem:  # else every line goes through until the block closes
-                while h < len(order) and order[h] < i:
+                while h < len(order) and order[h] < at:
                     h += 1
                 if h == len(order):
                     break
-                i = order[h]
+                at = order[h]
+            end = block.find(b"\n", at) + 1 or n
             known = len(self._names)
-            out[i] = self._line(lines[i].decode("utf-8", "replace")).encode()
-            i += 1
-            if i < n and self._learned_since(known):  # a host named on this line: its name, in the rest
-                more = self._learned(block, starts, i) - hot
+            edits.append((at, end, self._line(block[at:end].decode("utf-8", "replace")).encode()))
+            at = end
+            if at < n and self._learned_since(known):  # a host named on this line: its name, in the rest
+                more = self._learned(block, at) - hot
                 if more:
                     hot |= more
                     order = sorted(hot)
                     h = 0
-        return out
+        return edits
 
     def _learned_since(self, known: int) -> bool:
         self._names.update(self._redactor.gate_terms()[0])
         return len(self._names) != known
 
-    def _learned(self, block: bytes, starts: list[int], first: int) -> set[int]:
-        """Lines from `first` on that hold a host name learned since the scan was compiled."""
+    def _learned(self, block: bytes, begin: int) -> set[int]:
+        """Where the lines from offset `begin` on that hold a host name learned since the scan was compiled start."""
         names = _ascii(self._names - self._known)
-        return _Terms(names, [], [], "find").lines(block, starts, first) if names else set()
+        return _Terms(names, [], [], "find").lines(block, begin) if names else set()

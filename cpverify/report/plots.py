@@ -51,6 +51,9 @@ class Plot:
     figure: Any  # the matplotlib Figure (tests inspect it)
 
 
+Rendered = tuple[list[tuple[Plot, bytes]], str]  # ([(plot, PNG bytes)], note): render()'s answer
+
+
 def arm_infos(verdict: Verdict) -> dict[str, ArmInfo]:
     """Per planned arm, what it varied, as the verdict's summaries carry it from the plan's arms
     (`cpverify verdict`: from its options and the logs)."""
@@ -384,9 +387,15 @@ def _inside(figure, artists) -> bool:
                for box in (a.get_window_extent(renderer) for a in artists))
 
 
-def render(verdict: Verdict, scrub: Callable[[str], str] | None = None) -> tuple[list[tuple[Plot, bytes]], str]:
+def render(verdict: Verdict, scrub: Callable[[str], str] | None = None) -> Rendered:
     """([(plot, PNG bytes)], note): no plots and a note when matplotlib is missing; never raises for that.
     `scrub` redacts every text drawn (and the titles verdict.md shows)."""
+    plots, note = redacted_figures(verdict, scrub)
+    return [(plot, png(plot.figure)) for plot in plots], note
+
+
+def redacted_figures(verdict: Verdict, scrub: Callable[[str], str] | None = None) -> tuple[list[Plot], str]:
+    """render()'s figures, every text redacted by `scrub`, not drawn yet."""
     try:
         import matplotlib  # noqa: F401
     except ImportError:
@@ -396,4 +405,4 @@ def render(verdict: Verdict, scrub: Callable[[str], str] | None = None) -> tuple
         for plot in plots:
             scrub_texts(plot.figure, scrub)
             plot.title = scrub(plot.title)
-    return [(plot, png(plot.figure)) for plot in plots], ""
+    return plots, ""

@@ -3,9 +3,12 @@ attach to an issue, each atomically and redacted (the only part of the report th
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import re
 import zipfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -24,6 +27,8 @@ from cpverify.report.data import finite, render_json
 from cpverify.report.markdown import failure_lines, render_markdown
 from cpverify.verdict import Verdict
 
+# What draws the plots: begun with the verdict and the scrubber, finished by calling what it returns.
+Draw = Callable[[Verdict, Redactor], Callable[[], plotting.Rendered]]
 ARCHIVE_LOG_BYTES = 64 << 20  # a log's copy in the archive stops here (and says so): an issue takes 25 MB
 # Never in the archive: which placeholder is which host (logs/placeholders.json), the run's own
 # bookkeeping (state.json, .lock), the workload's scratch (work/), temporaries.
@@ -38,54 +43,82 @@ def archive_name(run_dir: RunDir) -> str:
 def write_report(run_dir: RunDir | str | Path, verdict: Verdict, *, env: dict | None, commands_sh: str | None,
                  redact: bool = True, extra_secrets: tuple[str, ...] = (), plot: bool = True,
                  redactor: Redactor | None = None,
-                 command: str | None = None) -> dict[str, Path]:
+                 command: str | None = None, draw: Draw | None = None) -> dict[str, Path]:
     """Write verdict.md, verdict.json, commands.sh, env.json, the cpverify.report.plots PNGs (when
     matplotlib is there) and `cpverify-<run-id>.zip` (the bundle with its logs, for attaching)
     atomically, every one redacted; returns file name -> path ("archive" for the zip).
     `redactor`: the run's (its placeholders are the terminal's and the other steps'); else one is
     made from `redact` (False: --no-redact keeps host names, paths and IPs; credentials go always)
-    and `extra_secrets`. `command`: the command line that made the verdict, shown in verdict.md."""
+    and `extra_secrets`. `command`: the command line that made the verdict, shown in verdict.md.
+    `draw`: what draws the plots, begun before the archive's logs are written and finished after
+    (cpverify.report.plot_process: a child process); by default they are drawn here, at once."""
     run_dir = run_dir if isinstance(run_dir, RunDir) else RunDir(Path(run_dir))
     scrub = redactor or Redactor(extra_secrets, identity=redact)
     commands = commands_sh or "#!/usr/bin/env bash\n# No commands were recorded for this verdict.\n"
     env = scrub.json(env or {})
     commands = scrub(commands)
-    rendered, plot_note = plotting.render(verdict, scrub=scrub) if plot else ([], "")
-    evidence = {arm.name: lines for arm in verdict.arms if (lines := failure_lines(arm))}
-    archive = archive_name(run_dir)
-    markdown = render_markdown(verdict, env=env, commands=commands, scrub=scrub,
-                               plots=[(p.title, p.file) for p, _ in rendered], plot_note=plot_note,
-                               evidence=evidence, command=command, bundle=archive)
-    data = scrub.json(render_json(verdict))
+    drawn = (draw or _drawn_here)(verdict, scrub) if plot else _drawn_here(None, scrub)
     # env and commands first: verdict.md is the file users look for, written once the rest exists.
     written = {
         "env.json": atomic_write_json(run_dir.env_json, finite(env)),
         "commands.sh": atomic_write_text(run_dir.commands_sh, commands, mode=0o755),
     }
-    for figure, image in rendered:
-        written[figure.file] = atomic_write_bytes(run_dir.root / figure.file, image)
-    written["verdict.json"] = atomic_write_json(run_dir.verdict_json, data)
-    written["verdict.md"] = atomic_write_text(run_dir.verdict_md, markdown)
-    written["archive"] = write_archive(run_dir, written, scrub)
+    with archive(run_dir, scrub) as add:  # the logs go in first (most of its time), while the plots are drawn
+        rendered, plot_note = drawn()
+        evidence = {arm.name: lines for arm in verdict.arms if (lines := failure_lines(arm))}
+        markdown = render_markdown(verdict, env=env, commands=commands, scrub=scrub,
+                                   plots=[(p.title, p.file) for p, _ in rendered], plot_note=plot_note,
+                                   evidence=evidence, command=command, bundle=archive_name(run_dir))
+        data = scrub.json(render_json(verdict))
+        for figure, image in rendered:
+            written[figure.file] = atomic_write_bytes(run_dir.root / figure.file, image)
+        written["verdict.json"] = atomic_write_json(run_dir.verdict_json, data)
+        written["verdict.md"] = atomic_write_text(run_dir.verdict_md, markdown)
+        add(written)
+    written["archive"] = run_dir.root / archive_name(run_dir)
     return written
 
 
+def _drawn_here(verdict: Verdict | None, scrub: Redactor) -> Callable[[], plotting.Rendered]:
+    rendered = plotting.render(verdict, scrub=scrub) if verdict is not None else ([], "")
+    return lambda: rendered
+
+
 def write_archive(run_dir: RunDir, written: dict[str, Path], scrub: Redactor) -> Path:
-    """`cpverify-<run-id>.zip`: the bundle's files as written (redacted already) and the run's logs
-    and plan.json redacted like the bundle (host names, IPs, user names, home paths replaced; the
-    raw logs on disk keep them, as the evidence), each log capped at ARCHIVE_LOG_BYTES. A log that
+    """`cpverify-<run-id>.zip` of the run's logs and `written` (see archive())."""
+    with archive(run_dir, scrub) as add:
+        add(written)
+    return run_dir.root / archive_name(run_dir)
+
+
+@contextlib.contextmanager
+def archive(run_dir: RunDir, scrub: Redactor) -> Iterator[Callable[[dict[str, Path]], None]]:
+    """`cpverify-<run-id>.zip`, begun with the run's logs and plan.json redacted like the bundle (host
+    names, IPs, user names, home paths replaced; the raw logs on disk keep them, as the evidence), each
+    log capped at ARCHIVE_LOG_BYTES; the block adds the bundle's files as written (redacted already)
+    with the function it is given, and the archive is published whole when it ends. A log that
     `scrub` wrote redacted itself (the bundle's copy of a log given to `cpverify verdict`) is taken
     as it is if its bytes are still those it wrote: see _archive_log. One found changed throws that
-    archive away (a temporary file until it is whole: never published) and the archive is written
+    archive away (a temporary file until it is whole: never published) and the logs are written
     again, that log through the rules."""
     path = run_dir.root / archive_name(run_dir)
     changed: set[Path] = set()
     while True:  # once more for each vouched log found changed: at most once a log
         try:
-            _write_zip(path, run_dir, written, scrub, changed)
-            return path
-        except _NotAsVouched as found:
+            # Deflate level 3: a log compresses 2.4x faster than at the default 6, into a 20% larger
+            # archive; level 1 is hardly faster, into a 30% larger one (benchmarks/verdict_throughput.md).
+            with (atomic_writer(path, binary=True) as handle,
+                  zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED, compresslevel=3) as zf):
+                _write_logs(zf, run_dir, scrub, changed)
+                yield functools.partial(_add, zf)
+            return
+        except _NotAsVouched as found:  # raised before the yield: that archive was thrown away
             changed.add(found.file)
+
+
+def _add(zf: zipfile.ZipFile, written: dict[str, Path]) -> None:
+    for name, file in written.items():
+        zf.write(file, name)
 
 
 class _NotAsVouched(Exception):
@@ -94,26 +127,20 @@ class _NotAsVouched(Exception):
         self.file = file
 
 
-def _write_zip(path: Path, run_dir: RunDir, written: dict[str, Path], scrub: Redactor, changed: set[Path]) -> None:
-    # Deflate level 3: a log compresses 2.4x faster than at the default 6, into a 20% larger archive;
-    # level 1 is hardly faster, into a 30% larger one (benchmarks/verdict_throughput.md).
-    with (atomic_writer(path, binary=True) as handle,
-          zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED, compresslevel=3) as zf):
-        for name, file in written.items():
-            zf.write(file, name)
-        logs = sorted(run_dir.logs_dir.glob("*.log")) if run_dir.logs_dir.is_dir() else []
-        extra = [run_dir.plan_json] if run_dir.plan_json.is_file() else []
-        for file in [*extra, *logs]:
-            if file.name in _NOT_SHARED:
-                continue
-            try:  # never through a link planted among the logs: it would put the file it points at in the archive
-                src = os.fdopen(open_in_place(file, os.O_RDONLY), "rb")
-            except OSError:
-                continue
-            claim = None if file in changed else scrub.vouched(src.fileno())
-            with zf.open(str(file.relative_to(run_dir.root)), "w", force_zip64=True) as out, src:
-                if not _archive_log(src, out, scrub, claim):
-                    raise _NotAsVouched(file)
+def _write_logs(zf: zipfile.ZipFile, run_dir: RunDir, scrub: Redactor, changed: set[Path]) -> None:
+    logs = sorted(run_dir.logs_dir.glob("*.log")) if run_dir.logs_dir.is_dir() else []
+    extra = [run_dir.plan_json] if run_dir.plan_json.is_file() else []
+    for file in [*extra, *logs]:
+        if file.name in _NOT_SHARED:
+            continue
+        try:  # never through a link planted among the logs: it would put the file it points at in the archive
+            src = os.fdopen(open_in_place(file, os.O_RDONLY), "rb")
+        except OSError:
+            continue
+        claim = None if file in changed else scrub.vouched(src.fileno())
+        with zf.open(str(file.relative_to(run_dir.root)), "w", force_zip64=True) as out, src:
+            if not _archive_log(src, out, scrub, claim):
+                raise _NotAsVouched(file)
 
 
 def _archive_log(src: IO[bytes], out: IO[bytes], scrub: Redactor, claim: tuple[str, frozenset[str]] | None) -> bool:
@@ -130,7 +157,7 @@ def _archive_log(src: IO[bytes], out: IO[bytes], scrub: Redactor, claim: tuple[s
     blocks = BlockRedactor(scrub, only=only)
 
     def redact(data: bytes) -> bytes:
-        return data if only == frozenset() else b"".join(blocks(_LINE.findall(data)))
+        return data if only == frozenset() else blocks.block(data)
 
     sent, rest = 0, b""
     while True:
