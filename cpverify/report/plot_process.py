@@ -5,7 +5,9 @@ there. Every text it draws is redacted here, by this process's redactor, one req
 this process learns a host and numbers it, so a host is the same host-N in a PNG and in verdict.md.
 
 Where no child could be forked, or the child gives nothing back, the plots are drawn here
-(cpverify.report.plots.render), as they would have been without it.
+(cpverify.report.plots.render), as they would have been without it. The verdict and the texts travel
+pickled through a pipe made before the fork: only the two processes hold its ends (the one
+unpickling of cpverify's besides forked.py's, tests/faults/test_hostile_logs.py).
 """
 
 from __future__ import annotations
