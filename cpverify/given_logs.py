@@ -10,7 +10,6 @@ import hashlib
 import io
 import os
 import re
-import shutil
 import stat
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -56,6 +55,9 @@ def check_out_apart(out: str | os.PathLike[str], inputs: dict[str, Path], *, fla
 # (more than the parser reads of a line, MAX_LINE_BYTES, so a replay judges the same lines).
 BUNDLED_LOG_MAX_BYTES = 64 << 20
 BUNDLED_LINE_MAX_BYTES = 1 << 20
+# A log parsed by a child (bundle_logs) has its whole redacted text on disk meanwhile: past this, the
+# rest is parsed here, as it is copied, and no more of it is kept.
+APART_MAX_BYTES = 1 << 30
 _BLOCK = 1 << 20
 _UP_TO_LAST_SPACE = re.compile(rb"(?s).*\s")  # greedy: one pass back from the end
 _WHOLE_LINE = re.compile(rb"[^\n]*\n")
@@ -221,10 +223,45 @@ def bundle_logs(logs: Sequence[tuple[Path, Path]], scrub: Redactor, begun: list[
                 continue
             text = texts.enter_context(tempfile.TemporaryFile(dir=bundled.parent))  # nameless: no path to plant a link at
             with _copying(source, bundled, scrub, BUNDLED_LOG_MAX_BYTES, BUNDLED_LINE_MAX_BYTES) as (copy, record, how):
-                shutil.copyfileobj(copy, text, _BLOCK)
-            text.flush()
-            pending.append((record, children.start(functools.partial(_parse_text, text, how))))
+                whole = _kept_whole(copy, text)
+                if not whole:  # a text past APART_MAX_BYTES (a gzip that inflates on and on): parsed here
+                    text.seek(0)
+                    parsed = parse_stream(io.BufferedReader(_Then(text, copy)))
+                    parsed.source = how
+            if whole:
+                text.flush()
+                pending.append((record, children.start(functools.partial(_parse_text, text, how))))
+            else:
+                pending.append((record, Pending.done(parsed)))
         return [(record, parsed.result()) for record, parsed in pending]
+
+
+def _kept_whole(copy: _BundledCopy, text: IO[bytes]) -> bool:
+    """Write `copy`'s text into `text` up to APART_MAX_BYTES: True when that was all of it; else the
+    first block past it is written too, and the rest is left in `copy`."""
+    while block := copy.read(_BLOCK):
+        text.write(block)
+        if text.tell() > APART_MAX_BYTES:
+            return False
+    return True
+
+
+class _Then(io.RawIOBase):
+    """The bytes of `first` from where it stands, then those of `then`."""
+
+    def __init__(self, first: IO[bytes], then: _BundledCopy) -> None:
+        self._streams = [first, then]
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while self._streams:
+            n = self._streams[0].readinto(buffer)  # type: ignore[attr-defined]
+            if n:
+                return n
+            self._streams.pop(0)
+        return 0
 
 
 def _parse_text(text: IO[bytes], how: dict[str, Any]) -> ParsedLog:

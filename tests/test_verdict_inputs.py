@@ -415,13 +415,20 @@ SIDE_BY_SIDE = ["12_nccl-issue1267-debug-info-net-socket.log", "02_slime-issue11
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="children are forked on Linux only")
-@pytest.mark.parametrize("cpus", [1, 2, 8])  # 8: every log but the last in a child
+@pytest.mark.parametrize(("cpus", "apart_max"), [(1, None), (2, None), (8, None), (8, 1), (8, 1500)])
 def test_logs_parsed_side_by_side_are_bundled_as_one_after_the_other(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                     cpus: int) -> None:
-    """Whatever runs in a child: the same records, parses, copies, and hosts numbered in the order given."""
+                                                                     cpus: int, apart_max: int | None) -> None:
+    """Whatever runs in a child: the same records, parses, copies, and hosts numbered in the order given.
+    8 CPUs: every log but the last in a child, but one whose text is past APART_MAX_BYTES (all of them at
+    1 byte, some at 1,500), which is parsed here, from what was kept and the rest of it."""
     real = Path(__file__).parent / "data" / "real-logs"
     logs = [real / name for name in SIDE_BY_SIDE]
     monkeypatch.setattr(forked, "usable_cpus", lambda: cpus)
+    if apart_max is not None:
+        monkeypatch.setattr(given_logs, "APART_MAX_BYTES", apart_max)
+    started = []
+    monkeypatch.setattr(forked.Children, "start", lambda self, call, start=forked.Children.start, **kw:
+                        started.append(call) or start(self, call, **kw))
     (tmp_path / "apart").mkdir()
     (tmp_path / "inline").mkdir()
     together, begun = Redactor(), []
@@ -438,6 +445,9 @@ def test_logs_parsed_side_by_side_are_bundled_as_one_after_the_other(tmp_path: P
     for k in range(len(logs)):
         assert together.vouched(tmp_path / "apart" / f"{k}.log") == alone.vouched(tmp_path / "inline" / f"{k}.log")
         assert together.vouched(tmp_path / "apart" / f"{k}.log") is not None
+    if cpus == 8:  # every log but the last went to a child, but those whose text does not fit
+        assert len(started) == {None: len(logs) - 1, 1: 0}.get(apart_max, len(started))
+        assert apart_max != 1500 or 0 < len(started) < len(logs) - 1  # some fit, some do not
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="children are forked on Linux only")
