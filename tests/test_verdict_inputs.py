@@ -450,9 +450,11 @@ def test_logs_parsed_side_by_side_are_bundled_as_one_after_the_other(tmp_path: P
         assert apart_max != 1500 or 0 < len(started) < len(logs) - 1  # some fit, some do not
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="children are forked on Linux only")
-def test_ctrl_c_while_a_log_is_parsed_apart_leaves_no_process_and_no_partial_file(tmp_path: Path) -> None:
-    """SIGINT to the whole process group (a terminal's Ctrl-C) once the verdict has forked a child."""
+@pytest.mark.skipif(not sys.platform.startswith("linux") or forked.usable_cpus() < 2,
+                    reason="children are forked on Linux only, with a CPU to spare")
+def test_ctrl_c_while_a_child_runs_leaves_no_process_and_no_partial_file(tmp_path: Path) -> None:
+    """SIGINT to the whole process group (a terminal's Ctrl-C) once the verdict has forked a child (the
+    plots' first, then a log's parse)."""
     base = synthetic_arm(cp=1, actor_train_time=1.0, rollouts=5000, seed=1).write(tmp_path / "cp1.log")
     cand = synthetic_arm(cp=2, actor_train_time=1.05, rollouts=5000, seed=2).write(tmp_path / "cp2.log")
     out = tmp_path / "out"
