@@ -55,9 +55,9 @@ def check_out_apart(out: str | os.PathLike[str], inputs: dict[str, Path], *, fla
 # (more than the parser reads of a line, MAX_LINE_BYTES, so a replay judges the same lines).
 BUNDLED_LOG_MAX_BYTES = 64 << 20
 BUNDLED_LINE_MAX_BYTES = 1 << 20
-# A log parsed by a child (bundle_logs) has its whole redacted text on disk meanwhile: past this, the
-# rest is parsed here, as it is copied, and no more of it is kept.
-APART_MAX_BYTES = 1 << 30
+# A log parsed by a child (bundle_logs) has its whole redacted text on disk, next to the bundle's
+# copies, meanwhile: past this, the rest is parsed here, as it is copied, and no more of it is kept.
+APART_MAX_BYTES = 256 << 20
 _BLOCK = 1 << 20
 _UP_TO_LAST_SPACE = re.compile(rb"(?s).*\s")  # greedy: one pass back from the end
 _WHOLE_LINE = re.compile(rb"[^\n]*\n")
@@ -229,7 +229,6 @@ def bundle_logs(logs: Sequence[tuple[Path, Path]], scrub: Redactor, begun: list[
                     parsed = parse_stream(io.BufferedReader(_Then(text, copy)))
                     parsed.source = how
             if whole:
-                text.flush()
                 pending.append((record, children.start(functools.partial(_parse_text, text, how))))
             else:
                 pending.append((record, Pending.done(parsed)))
@@ -238,9 +237,11 @@ def bundle_logs(logs: Sequence[tuple[Path, Path]], scrub: Redactor, begun: list[
 
 def _kept_whole(copy: _BundledCopy, text: IO[bytes]) -> bool:
     """Write `copy`'s text into `text` up to APART_MAX_BYTES: True when that was all of it; else the
-    first block past it is written too, and the rest is left in `copy`."""
+    first block past it is written too, and the rest is left in `copy`. Called while the bundle's
+    copy is being written: a full disk fails as it does (ArtifactWriteError, from atomic_writer)."""
     while block := copy.read(_BLOCK):
         text.write(block)
+        text.flush()  # on disk now, inside that writer: a child reads it through its own descriptor
         if text.tell() > APART_MAX_BYTES:
             return False
     return True

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import hashlib
 import io
@@ -29,7 +30,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cpverify import forked, given_logs
-from cpverify.errors import EXIT_INCONCLUSIVE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, InputError
+from cpverify.errors import EXIT_BLOCKED, EXIT_INCONCLUSIVE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ArtifactWriteError, InputError
 from cpverify.given_logs import BUNDLED_LINE_MAX_BYTES, BUNDLED_LOG_MAX_BYTES, bundle_log, bundle_logs, check_out_apart
 from cpverify.inputs import shown_name
 from cpverify.parse import parse_stream
@@ -478,3 +479,40 @@ def test_ctrl_c_while_a_child_runs_leaves_no_process_and_no_partial_file(tmp_pat
     assert set(left) <= {"baseline.log"}  # a copy is there whole (written and renamed) or not at all
     if left:  # its lines, redacted (the synthetic actors' IPs): every one of them
         assert (out / "logs" / "baseline.log").read_bytes().count(b"\n") == base.read_bytes().count(b"\n")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="children are forked on Linux only")
+def test_a_full_disk_while_a_log_is_kept_for_its_child_fails_as_the_bundle_would(tmp_path: Path,
+                                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(forked, "usable_cpus", lambda: 4)
+    real = Path(__file__).parent / "data" / "real-logs"
+    made = tempfile.TemporaryFile
+
+    class Full:
+        """A file on a full disk: every write fails as the OS fails it."""
+
+        def __init__(self, handle):
+            self._handle = handle
+
+        def write(self, data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def __getattr__(self, name):
+            return getattr(self._handle, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self._handle.close()
+
+    def full_text(*args, **kwargs):  # the text kept for a child, and only it (its folder is the bundle's)
+        handle = made(*args, **kwargs)
+        return Full(handle) if kwargs.get("dir") == tmp_path / "logs" else handle
+
+    monkeypatch.setattr(given_logs.tempfile, "TemporaryFile", full_text)
+    (tmp_path / "logs").mkdir()
+    logs = [(real / name, tmp_path / "logs" / f"{k}.log") for k, name in enumerate(SIDE_BY_SIDE[:2])]
+    with pytest.raises(ArtifactWriteError) as failed:
+        bundle_logs(logs, Redactor(), [])
+    assert failed.value.exit_code == EXIT_BLOCKED and "free disk space" in failed.value.fix
