@@ -241,7 +241,7 @@ def _kept_whole(copy: _BundledCopy, text: IO[bytes]) -> bool:
     copy is being written: a full disk fails as it does (ArtifactWriteError, from atomic_writer)."""
     while block := copy.read(_BLOCK):
         text.write(block)
-        text.flush()  # on disk now, inside that writer: a child reads it through its own descriptor
+        text.flush()  # on disk now, inside that writer (and nothing left in the buffer a child inherits)
         if text.tell() > APART_MAX_BYTES:
             return False
     return True
