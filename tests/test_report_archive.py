@@ -167,3 +167,16 @@ def test_a_raw_log_is_archived_as_the_line_redactor_makes_it_up_to_its_cap(tmp_p
         expected += line(piece.decode("utf-8", "replace")).encode()
         sent += len(piece)
     assert out.getvalue() == expected
+
+
+def test_a_host_the_redactor_learns_while_the_archive_is_open_is_redacted_in_its_logs(tmp_path: Path) -> None:
+    """The archive's logs are written first, and the bundle's files rendered meanwhile: what their
+    redaction teaches (a host a label or the command line names in full) reaches the logs too."""
+    scrub = Redactor()
+    run_dir = _given(tmp_path, scrub, "step 1: {'train/loss': 0.5}\nrank 3 on gpu-node-99 waits\n")
+    with write.archive(run_dir, scrub) as add:
+        scrub("the command ran on gpu-node-99.corp.example.com")  # as verdict.md's redaction may learn it
+        add({})
+    with zipfile.ZipFile(run_dir.root / write.archive_name(run_dir)) as zf:
+        archived = zf.read("logs/cp1.log")
+    assert b"gpu-node-99" not in archived and b"rank 3 on host-" in archived

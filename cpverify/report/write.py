@@ -4,7 +4,6 @@ attach to an issue, each atomically and redacted (the only part of the report th
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import re
 import zipfile
@@ -100,25 +99,37 @@ def archive(run_dir: RunDir, scrub: Redactor) -> Iterator[Callable[[dict[str, Pa
     `scrub` wrote redacted itself (the bundle's copy of a log given to `cpverify verdict`) is taken
     as it is if its bytes are still those it wrote: see _archive_log. One found changed throws that
     archive away (a temporary file until it is whole: never published) and the logs are written
-    again, that log through the rules."""
+    again, that log through the rules; so does a block whose redaction taught `scrub` a host or a
+    secret (verdict.md's may: a label, the command line) after the logs were written: they are
+    written again, redacted with what it knows now."""
     path = run_dir.root / archive_name(run_dir)
     changed: set[Path] = set()
-    while True:  # once more for each vouched log found changed: at most once a log
+    added: dict[str, Path] = {}
+    begun = False
+    while True:  # once more for each vouched log found changed, and once if the block taught `scrub`
         try:
             # Deflate level 3: a log compresses 2.4x faster than at the default 6, into a 20% larger
             # archive; level 1 is hardly faster, into a 30% larger one (benchmarks/verdict_throughput.md).
             with (atomic_writer(path, binary=True) as handle,
                   zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED, compresslevel=3) as zf):
                 _write_logs(zf, run_dir, scrub, changed)
-                yield functools.partial(_add, zf)
+                known = scrub.learned()
+                if not begun:
+                    begun = True
+                    yield added.update
+                if scrub.learned() != known:
+                    raise _LearnedSince
+                for name, file in added.items():
+                    zf.write(file, name)
             return
-        except _NotAsVouched as found:  # raised before the yield: that archive was thrown away
+        except _NotAsVouched as found:  # raised before the files go in: that archive was thrown away
             changed.add(found.file)
+        except _LearnedSince:
+            pass
 
 
-def _add(zf: zipfile.ZipFile, written: dict[str, Path]) -> None:
-    for name, file in written.items():
-        zf.write(file, name)
+class _LearnedSince(Exception):
+    """The block taught the redactor what the logs already written may name."""
 
 
 class _NotAsVouched(Exception):
