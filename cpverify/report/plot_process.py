@@ -17,7 +17,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection, Pipe
 
 from cpverify.forked import Children, Pending
-from cpverify.report.plots import Plot, Rendered, png, redacted_figures, render
+from cpverify.report.plots import Plot, Rendered, drawn_now, png, redacted_figures, render
 from cpverify.verdict import Verdict
 
 Drawn = tuple[list[tuple[str, str, bytes]], str]  # ([(file, title, PNG)], note), as the child sends it
@@ -37,8 +37,7 @@ class PlotProcess:
         """Hand the child `verdict` and redact the texts it will draw; the function returned waits for
         its drawing (render()'s answer: drawn here if the child gives nothing back)."""
         if self._pending is None:
-            rendered = render(verdict, scrub=scrub)
-            return lambda: rendered
+            return drawn_now(verdict, scrub)
         try:
             self._conn.send(verdict)
             while (text := self._conn.recv()) is not None:  # the texts it will draw, each redacted here

@@ -394,6 +394,13 @@ def render(verdict: Verdict, scrub: Callable[[str], str] | None = None) -> Rende
     return [(plot, png(plot.figure)) for plot in plots], note
 
 
+def drawn_now(verdict: Verdict | None, scrub: Callable[[str], str] | None = None) -> Callable[[], Rendered]:
+    """render() at once, as what draws the plots for cpverify.report.write gives it: a function that
+    returns them (no plots for no verdict)."""
+    rendered: Rendered = render(verdict, scrub=scrub) if verdict is not None else ([], "")
+    return lambda: rendered
+
+
 def redacted_figures(verdict: Verdict, scrub: Callable[[str], str] | None = None) -> tuple[list[Plot], str]:
     """render()'s figures, every text redacted by `scrub`, not drawn yet."""
     try:

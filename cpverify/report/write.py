@@ -56,7 +56,7 @@ def write_report(run_dir: RunDir | str | Path, verdict: Verdict, *, env: dict | 
     commands = commands_sh or "#!/usr/bin/env bash\n# No commands were recorded for this verdict.\n"
     env = scrub.json(env or {})
     commands = scrub(commands)
-    drawn = (draw or _drawn_here)(verdict, scrub) if plot else _drawn_here(None, scrub)
+    drawn = (draw or plotting.drawn_now)(verdict, scrub) if plot else plotting.drawn_now(None)
     # env and commands first: verdict.md is the file users look for, written once the rest exists.
     written = {
         "env.json": atomic_write_json(run_dir.env_json, finite(env)),
@@ -76,11 +76,6 @@ def write_report(run_dir: RunDir | str | Path, verdict: Verdict, *, env: dict | 
         add(written)
     written["archive"] = run_dir.root / archive_name(run_dir)
     return written
-
-
-def _drawn_here(verdict: Verdict | None, scrub: Redactor) -> Callable[[], plotting.Rendered]:
-    rendered = plotting.render(verdict, scrub=scrub) if verdict is not None else ([], "")
-    return lambda: rendered
 
 
 def write_archive(run_dir: RunDir, written: dict[str, Path], scrub: Redactor) -> Path:
