@@ -359,7 +359,10 @@ def _lay_out(figure) -> None:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        TightLayoutEngine(rect=None).execute(figure)  # type: ignore[arg-type]  # None: as tight_layout() passes it
+        # None is what tight_layout() passes, though matplotlib's stubs type rect as a tuple; passed as
+        # a keyword mapping so mypy reads it alike with matplotlib installed or not (nox's lint_code).
+        unset_rect: dict[str, Any] = {"rect": None}
+        TightLayoutEngine(**unset_rect).execute(figure)
 
 
 def _unplaced(figure) -> list:
