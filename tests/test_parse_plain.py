@@ -20,8 +20,11 @@ _PREFIX = (["(MegatronTrainRayActor pid=32167) ", "(RolloutManager pid=7, ip=10.
            ["(exitcode pid=3) ", "[36m(A pid=2)[0m ", " ", "(A pid=1 +2s) ", "\x1b[36m(A pid=1) ", "(A pid=1)"])
 _STAMP = (["[2026-08-21 10:00:00] ", "[2026-08-21 10:00:00,123] "], ["[] ", "", "[now] ", "[2026-08-21 10:00:00]"])
 _FILE = (["model.py:918 - ", "timer.py:32 - ", "memory_utils.py:41 - "], ["timer.py:x - ", "", "a-b.py:1 - "])
-_TIMER = (["Timer actor_train start", "Timer update_weights end", "Timer train_wait end (elapsed: 1.9s)"],
-          ["Timer exitcode_7 start", "Timer cpverify-layout end", "Timer x.y start", "Timer a end (elapsed: nan s)"])
+# Names and times that differ only in their digits share a line's shape (plain.TIMER_SHAPES).
+_TIMER = (["Timer actor_train start", "Timer update_weights end", "Timer train_wait end (elapsed: 1.9s)",
+           "Timer layer1 start", "Timer layer2 end (elapsed: 7.5s)", "Timer layer9 end (elapsed: 2.4s)"],
+          ["Timer exitcode_7 start", "Timer cpverify-layout end", "Timer x.y start", "Timer a end (elapsed: nan s)",
+           "Timer layer3 end (elapsed: 1.2.3s)", "Timer 4 start"])
 _KIND = (["step", "perf", "rollout", "critic-step", "eval"], ["steps", "Step", "perf/x", "step x"])
 _INDEX = (["3", "0", "7"], ["1" * 30, "²", "-1"])
 _DICT = (["{'train/loss': 1.5, 'train/step': 3}", "{'perf/actor_train_time': 2.0, 'perf/step_time': 3.25}",
@@ -77,6 +80,9 @@ def _slime_line(draw, odd_draws: int = 2) -> str:
 _SLIME_STEP = "(MegatronTrainRayActor pid=1) [2026-08-21 10:00:00] model.py:918 - step 5: {'train/loss': 1.5}"
 _TEN_STEPS = [_SLIME_STEP] * 10  # a block of them: the next is read whole (stream._feed_dense)
 _WRAPPED = "(MegatronTrainRayActor pid=1) [2026-08-21 10:00:00] model.py:918 - step 9: {'train/loss': 1.5, 'train/x'"
+_TIMERS_ONE_SHAPE = [f"(MegatronTrainRayActor pid=1) [2026-08-21 10:00:0{n}] timer.py:32 - Timer layer{n} {what}"
+                     for n, what in enumerate(["start", "end (elapsed: 7.5s)", "end (elapsed: 2.4s)", "start",
+                                               "end (elapsed: 1.2.3s)", "end (elapsed: 8.5s)", "end (elapsed: 4.4.4s)"])]
 _LONG_TIMER = "(" + "A" * 90 + " pid=1) [2026-08-21 10:00:00] timer.py:24 - Timer actor_train start"
 
 
@@ -98,6 +104,8 @@ _LONG_TIMER = "(" + "A" * 90 + " pid=1) [2026-08-21 10:00:00] timer.py:24 - Time
 @example([*_TEN_STEPS, _LONG_TIMER], len("\n".join(_TEN_STEPS)) + 1, scan.ENGINES[0], dicts.JSON_READERS[0], 100)
 @example([_SLIME_STEP, _SLIME_STEP.replace("step 5", "step 2")], 4096, scan.ENGINES[0], dicts.JSON_READERS[0],
          64 * 1024)
+@example([*_TEN_STEPS, *_TIMERS_ONE_SHAPE], len("\n".join(_TEN_STEPS)) + 1, scan.ENGINES[0], dicts.JSON_READERS[0],
+         64 * 1024)  # Timer lines of one shape in a block read whole: each read from its own bytes
 def test_slime_lines_read_from_bytes_as_the_line_path_reads_them(lines, block, engine, reader, cap):
     _read_both_ways(lines, block, engine, reader, cap)
 
@@ -277,3 +285,23 @@ def test_a_plain_dict_reads_as_parse_dict_reads_its_text(pairs, comma, reader):
         assert repr(dicts.parse_plain_dict(body)) == repr(dicts.parse_dict(body.decode()))  # NaN: by its repr
     finally:
         dicts.JSON_READER = saved
+
+
+def test_the_timer_shapes_and_names_kept_stay_bounded(monkeypatch):
+    """A slime log whose every Timer line has a name, or a shape, of its own keeps bounded caches,
+    and reads every timer all the same."""
+    monkeypatch.setattr(stream, "READ_BLOCK_BYTES", 4096)  # blocks after the first are read whole
+    monkeypatch.setattr(plain, "TIMER_SHAPES", {})
+    monkeypatch.setattr(plain, "TIMER_NAMES", {})
+    count = plain._MAX_TIMER_NAMES + 200  # the first block is read apart (not whole): its names are not kept
+    numbered = [f"n{n:05d}" for n in range(count)]  # one shape, a name each
+    text = "".join(f"(A pid=1) [2026-08-21 10:00:00] timer.py:24 - Timer {name} start\n" for name in numbered)
+    assert sorted(parse_stream(io.BytesIO(text.encode())).timers_open) == [(name, n) for n, name in enumerate(numbered, 1)]
+    assert len(plain.TIMER_NAMES) == plain._MAX_TIMER_NAMES
+    names = [f"t{'x' * (n % 190)}_{n}" for n in range(count)]  # 190 lengths of name, 7 widths of time: 1,330 shapes
+    times = [f"{'1' * (1 + n % 7)}.5" for n in range(count)]
+    text = "".join(f"(A pid=1) [2026-08-21 10:00:00] timer.py:32 - Timer {name} end (elapsed: {time}s)\n"
+                   for name, time in zip(names, times, strict=True))
+    parsed = parse_stream(io.BytesIO(text.encode()))
+    assert [(timer.name, timer.elapsed_s) for timer in parsed.timers] == list(zip(names, map(float, times), strict=True))
+    assert len(plain.TIMER_SHAPES) == plain._MAX_TIMER_SHAPES

@@ -54,11 +54,37 @@ _SHAPE = (
     rb"|(critic-step|step|perf|rollout|eval) (\d{1,18}): " + _DICT  # 6 7 8
     + rb"|(?:\[Rank (\d{1,9})\] )?Memory-Usage ([\w .-]{0,200}?): " + _DICT + rb"))"  # 9 10 11
 )
-# One line in slime's shape; and every line of a block: (the line, then the shape's groups, b"" but
-# where the line is in the shape). Group 0 (PLAIN) or 1 (LINES) is the line; read() takes either's.
+# One line in slime's shape (read() takes its groups after the line).
 PLAIN = re.compile(_SHAPE + rb"(?:\n|\Z)")
-LINES = re.compile(rb"(" + _SHAPE + rb"(?=\n)|[^\n]*)\n")
 _ACTORS: dict[bytes, str] = {}  # a log has a few actors, each on many lines
+
+# Most of a slime log's lines are Timer lines, and they come in a few shapes: a line with each digit
+# written as 0 (SHAPED) is the same bytes for each actor, timer and width of the elapsed time. PLAIN
+# matches a line exactly where it matches that shape, with the same spans (PLAIN reads a digit only
+# as \d, \w or in a class holding every digit, and its literals hold none), so a Timer line whose
+# shape was matched once is read from those spans (stream._feed_dense): its name's and its elapsed
+# time's (-1 where it has none), and whether it starts the timer. Kept up to a bounded number.
+SHAPED = bytes.maketrans(b"123456789", b"000000000")
+TIMER_SHAPES: dict[bytes, tuple[int, int, bool, int, int]] = {}
+_MAX_TIMER_SHAPES = 1024
+TIMER_NAMES: dict[bytes, str] = {}  # a name's bytes -> its text, interned, as Timers.timed keeps it
+_MAX_TIMER_NAMES = 4096
+
+
+def timer_shape(shape: bytes, m: re.Match[bytes]) -> None:
+    """Keep the shape of a line PLAIN matched as a Timer line (m: the match, on the line itself)."""
+    if len(TIMER_SHAPES) < _MAX_TIMER_SHAPES:
+        TIMER_SHAPES[shape] = (m.start(3), m.end(3), m.start(4) != -1, m.start(5), m.end(5))
+
+
+def timer_name(raw: bytes) -> str:
+    """A timer's name, from its bytes (ASCII: PLAIN's word bytes), interned."""
+    name = TIMER_NAMES.get(raw)
+    if name is None:
+        name = sys.intern(raw.decode("ascii"))
+        if len(TIMER_NAMES) < _MAX_TIMER_NAMES:
+            TIMER_NAMES[raw] = name
+    return name
 
 
 def read(parser: LogParser, groups: tuple[bytes, ...], lineno: int) -> bool:

@@ -4,7 +4,7 @@ Equivalent to feeding every line to LogParser.feed (the tests check it), but fas
 is searched for the gate words at once (cpverify.parse.scan), and only the lines they hit (plus
 every line while a traceback or a wrapped message is open) are fed; a line in slime's own shape
 is read from its bytes (cpverify.parse.plain). After a block whose lines were mostly in that
-shape, as a slime log's rollouts are, the blocks are taken whole by one regex pass, unscanned
+shape, as a slime log's rollouts are, the blocks are taken whole, line by line, unscanned
 (_feed_dense), while more than half their lines are. Memory stays bounded whatever the file or
 line length.
 
@@ -30,7 +30,7 @@ from cpverify.inputs import shown_name
 from cpverify.parse import parser as parsing  # parsing.MAX_LINE_BYTES is read where used: tests change it
 from cpverify.parse import plain, scan
 from cpverify.parse.parser import LogParser
-from cpverify.parse.records import ParsedLog
+from cpverify.parse.records import ParsedLog, TimerRecord
 
 READ_BLOCK_BYTES = 1 << 20
 _JUDGED_LINES = 8  # a block of fewer lines leaves how the next is read as it was (_judge)
@@ -254,24 +254,45 @@ def _feed_block(parser: LogParser, block_scan: scan.BlockScan, data: bytes, begi
 
 def _feed_dense(parser: LogParser, block_scan: scan.BlockScan, data: bytes, begin: int, end: int, lineno: int) -> int:
     """_feed_block for a block whose lines are mostly slime's own (a slime log's rollouts): no
-    block scan; one regex pass (plain.LINES) takes every line, a line in slime's shape is read from
-    its groups (plain.read), any other is fed to LogParser.feed, which gates it itself. The next
-    block is read so too while more than half of this one's lines were in slime's shape."""
-    feed, timed, read, cap = parser.feed, parser._timers.timed, plain.read, parsing.MAX_LINE_BYTES
+    block scan; every line is taken, a Timer line of a shape seen before (plain.TIMER_SHAPES) read
+    from its spans, any other line in slime's shape from PLAIN's groups (plain.read), any other fed
+    to LogParser.feed, which gates it itself. The next block is read so too while more than half
+    of this one's lines were in slime's shape."""
+    if begin == end:  # no line (the block's one newline ended the line carried into it)
+        return lineno
+    feed, read, match, cap = parser.feed, plain.read, plain.PLAIN.match, parsing.MAX_LINE_BYTES
+    timers, shapes, names, name_of = parser._timers, plain.TIMER_SHAPES, plain.TIMER_NAMES, plain.timer_name
+    opened, kept = timers.open, timers.kept
     tracebacks, shaped, first = parser._tracebacks, 0, lineno
     idle = tracebacks.open is None and parser._held is None  # not parser.wants_every_line, inlined
-    for groups in plain.LINES.findall(data, begin, end):
+    block = data[begin : end - 1]  # its lines, the last newline aside
+    for line, shape in zip(block.split(b"\n"), block.translate(plain.SHAPED).split(b"\n"), strict=True):
         lineno += 1
-        if idle:
-            name = groups[3]
-            if name and len(groups[0]) < cap:  # a Timer line, the most common (plain.read, inlined)
-                timed(name.decode("ascii"), groups[4] != b"", groups[5].decode("ascii"), lineno)
+        if idle and len(line) < cap:
+            spans = shapes.get(shape)
+            if spans is not None:  # Timers.timed, inlined: the most common line
+                raw = line[spans[0] : spans[1]]
+                name = names.get(raw) or name_of(raw)  # a name is never empty
+                if spans[2]:
+                    opened[name] = lineno
+                else:
+                    opened.pop(name, None)
+                    if spans[3] != -1:
+                        try:
+                            kept.append(TimerRecord(name, float(line[spans[3] : spans[4]]), lineno))
+                        except ValueError:  # no number (signatures.number: None): no duration kept
+                            pass
                 shaped += 1
                 continue
-            if groups[2] and len(groups[0]) < cap and read(parser, groups, lineno):
-                shaped += 1
-                continue
-        feed(groups[0], lineno)
+            m = match(line)
+            if m is not None:
+                groups = (line, *m.groups(b""))
+                if groups[3]:
+                    plain.timer_shape(shape, m)
+                if read(parser, groups, lineno):
+                    shaped += 1
+                    continue
+        feed(line, lineno)
         idle = tracebacks.open is None and parser._held is None
     _judge(block_scan, shaped, lineno - first)
     return lineno
