@@ -208,43 +208,137 @@ def bundle_log(source: Path, bundled: Path, scrub: Redactor, *, max_bytes: int =
 
 def bundle_logs(logs: Sequence[tuple[Path, Path]], scrub: Redactor, begun: list[Path]) -> list[tuple[dict, ParsedLog]]:
     """bundle_log of each (source, bundled), in their order, with the parses side by side (a parse is
-    one CPU's work; cpverify.forked): while a CPU is spare, a log but the last is copied first, its
-    whole redacted text kept in a nameless file that a child process parses while the next log is
-    copied; any other is parsed here as it is copied. The copies are written one after the other, in
-    the order given, so the redactor learns hosts in that order and a host is the same host-N however
+    one CPU's work; cpverify.forked): while a CPU is spare, a log but the last is parsed by a child
+    process from its redacted text as this process writes it (kept whole in a nameless file, the
+    child told how far it may read: _Written), while the copy goes on and the next log is copied;
+    any other is parsed here as it is copied. The copies are written one after the other, in the
+    order given, so the redactor learns hosts in that order and a host is the same host-N however
     the parses ran. Each copy's path is added to `begun` before it is written."""
     with Children() as children, contextlib.ExitStack() as texts:
-        pending: list[tuple[dict, Pending[ParsedLog]]] = []
+        pending: list[tuple[dict, Pending[ParsedLog], dict[str, Any]]] = []
         for i, (source, bundled) in enumerate(logs):
             begun.append(bundled)
             if i == len(logs) - 1 or not children.free():
                 record, parsed = bundle_log(source, bundled, scrub)
-                pending.append((record, Pending.done(parsed)))
+                pending.append((record, Pending.done(parsed), parsed.source))
                 continue
             text = texts.enter_context(tempfile.TemporaryFile(dir=bundled.parent))  # nameless: no path to plant a link at
+            written = texts.enter_context(_Written())
+            child = children.start(functools.partial(_parse_written, text.fileno(), written),
+                                   here=functools.partial(_parse_text, text))
+            written.forked()
             with _copying(source, bundled, scrub, BUNDLED_LOG_MAX_BYTES, BUNDLED_LINE_MAX_BYTES) as (copy, record, how):
-                whole = _kept_whole(copy, text)
+                whole = _kept_whole(copy, text, written)
                 if not whole:  # a text past APART_MAX_BYTES (a gzip that inflates on and on): parsed here
+                    child.kill()
                     text.seek(0)
-                    parsed = parse_stream(io.BufferedReader(_Then(text, copy)))
-                    parsed.source = how
-            if whole:
-                pending.append((record, children.start(functools.partial(_parse_text, text, how))))
-            else:
-                pending.append((record, Pending.done(parsed)))
-        return [(record, parsed.result()) for record, parsed in pending]
+                    child = Pending.done(parse_stream(io.BufferedReader(_Then(text, copy))))
+            written.close()
+            pending.append((record, child, how))
+        return [(record, _stored(parsed.result(), how)) for record, parsed, how in pending]
 
 
-def _kept_whole(copy: _BundledCopy, text: IO[bytes]) -> bool:
-    """Write `copy`'s text into `text` up to APART_MAX_BYTES: True when that was all of it; else the
-    first block past it is written too, and the rest is left in `copy`. Called while the bundle's
-    copy is being written: a full disk fails as it does (ArtifactWriteError, from atomic_writer)."""
+def _stored(parsed: ParsedLog, how: dict[str, Any]) -> ParsedLog:
+    parsed.source = how  # how the log was stored, not the copy's (plain UTF-8 text)
+    return parsed
+
+
+def _kept_whole(copy: _BundledCopy, text: IO[bytes], written: _Written) -> bool:
+    """Write `copy`'s text into `text` up to APART_MAX_BYTES, telling `written` how far it is on
+    disk: True when that was all of it (and `written` is told so); else the first block past it is
+    written too, and the rest is left in `copy`. Called while the bundle's copy is being written:
+    a full disk fails as it does (ArtifactWriteError, from atomic_writer)."""
     while block := copy.read(_BLOCK):
         text.write(block)
         text.flush()  # on disk now, inside that writer (and nothing left in the buffer a child inherits)
         if text.tell() > APART_MAX_BYTES:
             return False
+        written.up_to(text.tell())
+    written.up_to(text.tell(), whole=True)
     return True
+
+
+class _Written:
+    """How far a file this process is writing may be read, told to the child reading it: on a pipe,
+    each size it reaches (8 bytes: a write that short is never split), the last with END set. The
+    child sees the pipe's end without END when this process gives up the text or dies."""
+
+    END = 1 << 63
+
+    def __init__(self) -> None:
+        self.reader, self._writer = os.pipe()
+        self._in_child = False
+
+    def __enter__(self) -> _Written:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def forked(self) -> None:
+        """This process has forked its reader: the pipe's reading end is the child's alone."""
+        self._close_reader()
+
+    def up_to(self, size: int, whole: bool = False) -> None:
+        if self._writer == -1:
+            return
+        try:
+            os.write(self._writer, (size | (self.END if whole else 0)).to_bytes(8, "little"))
+        except BrokenPipeError:  # the child is gone: its parse is run here (forked.Pending)
+            self.close()
+
+    def close(self) -> None:
+        self._close_reader()
+        if self._writer != -1:
+            os.close(self._writer)
+            self._writer = -1
+
+    def _close_reader(self) -> None:
+        if self.reader != -1:
+            os.close(self.reader)
+            self.reader = -1
+
+    def in_child(self) -> None:
+        """In the child: the writing end is this process's parent's alone (its end is then seen)."""
+        os.close(self._writer)
+        self._writer = -1
+
+
+class _GrowingFile(io.RawIOBase):
+    """In the child: the file its parent is writing (`fd`), read at this reader's own offsets (the
+    parent's writes move the file's shared one) up to the size last told on `sizes`, to its end."""
+
+    def __init__(self, fd: int, sizes: int) -> None:
+        self._fd, self._sizes = fd, sizes
+        self._at = self._size = 0
+        self._whole = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while self._at == self._size:
+            if self._whole:
+                return 0
+            told = b""
+            while len(told) < 8:
+                more = os.read(self._sizes, 8 - len(told))
+                if not more:
+                    raise EOFError("the text was given up before its end")
+                told += more
+            size = int.from_bytes(told, "little")
+            self._size, self._whole = size & (_Written.END - 1), bool(size & _Written.END)
+        n = os.preadv(self._fd, [memoryview(buffer)[: self._size - self._at]], self._at)
+        if n == 0:
+            raise EOFError("the text is shorter than told")
+        self._at += n
+        return n
+
+
+def _parse_written(fd: int, written: _Written) -> ParsedLog:
+    """In the child: the parse of a log's redacted text as the parent writes it (bundle_logs)."""
+    written.in_child()
+    return parse_stream(io.BufferedReader(_GrowingFile(fd, written.reader), _BLOCK))
 
 
 class _Then(io.RawIOBase):
@@ -265,12 +359,10 @@ class _Then(io.RawIOBase):
         return 0
 
 
-def _parse_text(text: IO[bytes], how: dict[str, Any]) -> ParsedLog:
-    """The parse of a log's redacted text kept whole (bundle_logs); `how`: how the log was stored."""
-    text.seek(0)  # a child shares the offset: read from the start, wherever a failed one stopped
-    parsed = parse_stream(text)
-    parsed.source = how
-    return parsed
+def _parse_text(text: IO[bytes]) -> ParsedLog:
+    """The parse of a log's redacted text kept whole (bundle_logs: its child gave nothing back)."""
+    text.seek(0)
+    return parse_stream(text)
 
 
 @contextlib.contextmanager
