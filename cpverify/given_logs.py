@@ -208,17 +208,17 @@ def bundle_log(source: Path, bundled: Path, scrub: Redactor, *, max_bytes: int =
 
 def bundle_logs(logs: Sequence[tuple[Path, Path]], scrub: Redactor, begun: list[Path]) -> list[tuple[dict, ParsedLog]]:
     """bundle_log of each (source, bundled), in their order, with the parses side by side (a parse is
-    one CPU's work; cpverify.forked): while a CPU is spare, a log but the last is parsed by a child
-    process from its redacted text as this process writes it (kept whole in a nameless file, the
-    child told how far it may read: _Written), while the copy goes on and the next log is copied;
-    any other is parsed here as it is copied. The copies are written one after the other, in the
+    one CPU's work; cpverify.forked): while a CPU is spare, a log is parsed by a child process from
+    its redacted text as this process writes it (kept whole in a nameless file, the child told how
+    far it may read: _Written), while the copy goes on and the next log is copied; any other is
+    parsed here as it is copied. The copies are written one after the other, in the
     order given, so the redactor learns hosts in that order and a host is the same host-N however
     the parses ran. Each copy's path is added to `begun` before it is written."""
     with Children() as children, contextlib.ExitStack() as texts:
         pending: list[tuple[dict, Pending[ParsedLog], dict[str, Any]]] = []
-        for i, (source, bundled) in enumerate(logs):
+        for source, bundled in logs:
             begun.append(bundled)
-            if i == len(logs) - 1 or not children.free():
+            if not children.free():
                 record, parsed = bundle_log(source, bundled, scrub)
                 pending.append((record, Pending.done(parsed), parsed.source))
                 continue
