@@ -322,3 +322,21 @@ def test_a_stated_rollout_count_stays_a_count(stated):
     complete = next(c for c in verdict.checks if c.name == "complete" and c.arm == "cp2")
     assert complete.effect == v.INCONCLUSIVE and f"{count - 8} " in complete.detail
     assert f"rollouts 8-{count - 1})" in complete.detail
+
+
+@PROPERTY
+@given(pair=clean_pairs(), data=st.data())
+def test_deciding_never_changes_the_parsed_logs(pair, data):
+    """A rollout printed twice, the repeat adding a metric or changing one: the verdict merges them,
+    and the records it read are as parsed."""
+    base, cand = pair
+    text = base.text()
+    perf = [line for line in text.splitlines() if " - perf " in line and "perf/actor_train_time" in line]
+    repeat = data.draw(st.sampled_from(perf))
+    changed = repeat.replace("'perf/actor_train_time': ", data.draw(st.sampled_from(
+        ["'perf/extra_time': 1.5, 'perf/actor_train_time': ", "'perf/actor_train_time': 9"])))
+    parsed = parse_stream(io.BytesIO((text + changed + "\n").encode()))
+    before = parsed.to_json()
+    evidence = [v.ArmEvidence("cp1", 1, parsed), *as_rounds("cp2", 2, cand)[:1]]
+    v.decide(evidence, comparisons=[("cp1", "cp2")], thresholds=THRESHOLDS)
+    assert parsed.to_json() == before

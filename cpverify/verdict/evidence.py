@@ -38,16 +38,21 @@ def merged(records: Iterable[tuple[K, int, dict[str, float]]],
     A record printed twice is one record (a log copied twice, Ray's repeats); a metric printed with
     two different values for one id is a ConflictRecord -- two runs in one file, or an edited log --
     and its first value is kept, never silently: the checks say the arm cannot pass on it (the first
-    MAX_CONFLICTS are listed).
+    MAX_CONFLICTS are listed). A dict returned is its record's own (a copy once a repeat adds to
+    it): not to be changed.
     """
     kept: dict[K, dict[str, float]] = {}
     first_line: dict[K, int] = {}
     conflicts: list[ConflictRecord] = []
+    copied: set[K] = set()  # ids whose dict is a copy: the record's own is never changed
     for key, line, metrics in records:
         mine = kept.get(key)
-        if mine is None:  # the common case, an id printed once: its dict as it is (a copy)
-            kept[key], first_line[key] = dict(metrics), line
+        if mine is None:  # the common case, an id printed once: its record's dict as it is
+            kept[key], first_line[key] = metrics, line
             continue
+        if key not in copied:
+            mine = kept[key] = dict(mine)
+            copied.add(key)
         for metric, value in metrics.items():
             if metric not in mine:
                 mine[metric] = value
@@ -213,6 +218,9 @@ def far_apart(baseline: float, candidate: float, floor: float) -> bool:
 
 def measurements(per_rollout: dict[int, dict[str, float]], metric: str) -> tuple[list[float], list[tuple[int, float]]]:
     """The metric's durations per counted rollout, and the (rollout, value) pairs that are not durations."""
+    values = [metrics[metric] for metrics in per_rollout.values() if metric in metrics]
+    if stats.all_durations(values):  # the common case: every one a duration, checked at once
+        return list(map(float, values)), []
     kept, rejected = [], []
     for rollout, metrics in per_rollout.items():
         if metric not in metrics:

@@ -65,6 +65,11 @@ def is_duration(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
+def all_durations(values: Sequence[float]) -> bool:
+    """Every one of `values` is a duration (is_duration)."""
+    return _not_durations(values) == 0
+
+
 def _not_durations(values: Sequence[float]) -> int:
     """How many of `values` are not durations (is_duration), counted by numpy when they are all numbers."""
     import numpy as np
