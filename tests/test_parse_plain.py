@@ -278,6 +278,9 @@ _KEY = st.sampled_from(["'train/loss'", "'perf/step_time'", "'true'", "'a'", "a"
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.tuples(_KEY, _VALUE), max_size=6), st.sampled_from([", ", ",", " , "]),
        st.sampled_from(dicts.JSON_READERS))
+@example([("'true'", "1.5"), ("'x y'", "2.5")], ", ", dicts.JSON_READERS[0])  # a JSON word in a key, numbers only
+@example([("'true'", "1.5"), ("'a'", "null")], ", ", dicts.JSON_READERS[0])
+@example([("'a'", "1"), ("'b'", "false")], ", ", dicts.JSON_READERS[0])
 def test_a_plain_dict_reads_as_parse_dict_reads_its_text(pairs, comma, reader):
     body = ("{" + comma.join(f"{key}: {value}" for key, value in pairs) + "}").encode()
     saved, dicts.JSON_READER = dicts.JSON_READER, reader

@@ -134,15 +134,17 @@ def parse_plain_dict(body: bytes) -> tuple[dict[str, float], bool]:
     """parse_dict of a dict's bytes that hold no `"`, no backslash and only ASCII, with no blank
     around them (as cpverify.parse.plain takes them): a dict of numbers alone, the common case,
     without decoding it or testing each value in Python; any other goes to parse_dict."""
-    if JSON_READER == "orjson" and b"true" not in body and b"false" not in body and b"null" not in body:
+    if JSON_READER == "orjson":
         try:
             obj = orjson.loads(body.replace(b"'", b'"'))
         except orjson.JSONDecodeError:
             obj = None
         if type(obj) is dict:
             kinds = set(map(type, obj.values()))
-            if kinds <= _FLOATS:
+            if kinds <= _FLOATS:  # no JSON word among the values, then (true, false, null are none)
                 return obj, False
+            if b"true" in body or b"false" in body or b"null" in body:  # Python's own words are not these
+                return parse_dict(body.decode("ascii"))
             if kinds <= _NUMBERS:  # ints among them: floats, as _flat_repr makes them
                 try:
                     return dict(zip(map(sys.intern, obj), map(float, obj.values()), strict=True)), False
