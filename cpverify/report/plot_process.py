@@ -12,9 +12,7 @@ unpickling of cpverify's besides forked.py's, tests/faults/test_hostile_logs.py)
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
 from collections.abc import Callable
 from multiprocessing.connection import Connection, Pipe
 
@@ -65,10 +63,6 @@ def _nothing() -> None:
 def _draw(conn: Connection, ours: Connection) -> Drawn:
     """The child: matplotlib imported before the verdict comes, every text sent back to be redacted."""
     ours.close()  # this process's end: a parent that is gone ends the wait below
-    # The import is not needed until the verdict is there: where CPUs are short, the logs' copies and
-    # parses (the command's own time) go first, and the import takes the CPU time they leave.
-    with contextlib.suppress(OSError):
-        os.nice(10)
     try:
         import matplotlib.backends.backend_agg  # noqa: F401
         import matplotlib.figure  # noqa: F401
