@@ -12,7 +12,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -206,14 +206,16 @@ def bundle_log(source: Path, bundled: Path, scrub: Redactor, *, max_bytes: int =
     return record, parsed
 
 
-def bundle_logs(logs: Sequence[tuple[Path, Path]], scrub: Redactor, begun: list[Path]) -> list[tuple[dict, ParsedLog]]:
+def bundle_logs(logs: Sequence[tuple[Path, Path]], scrub: Redactor, begun: list[Path], *,
+                meanwhile: Callable[[], object] | None = None) -> list[tuple[dict, ParsedLog]]:
     """bundle_log of each (source, bundled), in their order, with the parses side by side (a parse is
     one CPU's work; cpverify.forked): while a CPU is spare, a log is parsed by a child process from
     its redacted text as this process writes it (kept whole in a nameless file, the child told how
     far it may read: _Written), while the copy goes on and the next log is copied; any other is
     parsed here as it is copied. The copies are written one after the other, in the
     order given, so the redactor learns hosts in that order and a host is the same host-N however
-    the parses ran. Each copy's path is added to `begun` before it is written."""
+    the parses ran. Each copy's path is added to `begun` before it is written. `meanwhile` runs once
+    the copies are written, while children may still parse (what the caller needs next)."""
     with Children() as children, contextlib.ExitStack() as texts:
         pending: list[tuple[dict, Pending[ParsedLog], dict[str, Any]]] = []
         for source, bundled in logs:
@@ -235,6 +237,8 @@ def bundle_logs(logs: Sequence[tuple[Path, Path]], scrub: Redactor, begun: list[
                     child = Pending.done(parse_stream(io.BufferedReader(_Then(text, copy))))
             written.close()
             pending.append((record, child, how))
+        if meanwhile is not None:
+            meanwhile()
         return [(record, _stored(parsed.result(), how)) for record, parsed, how in pending]
 
 

@@ -577,3 +577,12 @@ given_logs.bundle_logs([(Path({str(real / SIDE_BY_SIDE[1])!r}), Path({str(tmp_pa
     else:
         os.kill(child, signal.SIGKILL)  # this test leaves nothing running either
         pytest.fail(f"the child {child} still runs after its writer was killed")
+
+
+def test_what_runs_meanwhile_runs_once_every_copy_is_written(tmp_path: Path) -> None:
+    real = Path(__file__).parent / "data" / "real-logs"
+    copies = [tmp_path / f"{k}.log" for k in range(2)]
+    seen: list[list[bool]] = []
+    bundle_logs([(real / name, copy) for name, copy in zip(SIDE_BY_SIDE[:2], copies, strict=True)], Redactor(), [],
+                meanwhile=lambda: seen.append([copy.exists() for copy in copies]))
+    assert seen == [[True, True]]

@@ -135,6 +135,13 @@ def _run_verdict(args: argparse.Namespace) -> int:
         raise
 
 
+def _deciding_imports() -> None:
+    """What deciding imports, imported while the logs' children parse: numpy takes 0.4 s in a GPU
+    host's torch environment (benchmarks/verdict_throughput.md), where this process would otherwise
+    only wait."""
+    import numpy  # noqa: F401
+
+
 def _missing_dirs(out: Path | None) -> set[Path]:
     """The run folders `RunDir.create` is about to make (None: a new base/<run-id>, made whole)."""
     if out is None:
@@ -154,7 +161,7 @@ def _judge(args, paths, requested, claimed, thresholds, run_dir: RunDir, copies:
     # same text, and commands.sh replays it (exactly, unless the copy had to be cut short).
     jobs = [(option, path, run_dir.log_path(round_name(option, k))) for option, given in paths.items()
             for k, path in enumerate(given, start=1)]
-    taken = bundle_logs([(path, copy) for _, path, copy in jobs], scrub, copies)
+    taken = bundle_logs([(path, copy) for _, path, copy in jobs], scrub, copies, meanwhile=_deciding_imports)
     inputs: dict[str, list[dict]] = {option: [] for option in paths}
     parsed: dict[str, list] = {option: [] for option in paths}
     for (option, _, _), (record, log) in zip(jobs, taken, strict=True):
