@@ -286,3 +286,14 @@ def test_compare_full_estimate_serialises():
     data = est.to_json()
     assert data["ci"][0] <= data["ratio"] <= data["ci"][1]
     assert 0 <= data["p_value"] <= 1 and data["n_baseline"] == 8
+
+
+_ANY_VALUE = st.one_of(st.floats(), st.integers(-(2**70), 2**70), st.booleans(), st.none(), st.just("1.5"),
+                       st.builds(np.float64, st.floats()))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_ANY_VALUE, max_size=8))
+def test_durations_counted_at_once_are_counted_one_at_a_time(values):
+    """The count a whole sample is checked by is is_duration's, whatever its values' types (a bool among floats)."""
+    assert stats.all_durations(values) == all(map(stats.is_duration, values))

@@ -65,6 +65,9 @@ def is_duration(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
+_PLAIN_NUMBERS = frozenset({float, int})
+
+
 def all_durations(values: Sequence[float]) -> bool:
     """Every one of `values` is a duration (is_duration)."""
     return _not_durations(values) == 0
@@ -74,9 +77,10 @@ def _not_durations(values: Sequence[float]) -> int:
     """How many of `values` are not durations (is_duration), counted by numpy when they are all numbers."""
     import numpy as np
 
-    x = np.asarray(values)
-    if x.dtype.kind in "iuf":
-        return int(np.count_nonzero(~(np.isfinite(x) & (x > 0))))
+    if set(map(type, values)) <= _PLAIN_NUMBERS:  # a bool among floats would read as 1.0 in an array
+        x = np.asarray(values)
+        if x.dtype.kind in "iuf":  # not an int past 64 bits
+            return int(np.count_nonzero(~(np.isfinite(x) & (x > 0))))
     return sum(1 for v in values if not is_duration(v))  # bools, strings, None: one at a time
 
 
