@@ -271,7 +271,6 @@ class _Written:
 
     def __init__(self) -> None:
         self.reader, self._writer = os.pipe()
-        self._in_child = False
 
     def __enter__(self) -> _Written:
         return self
